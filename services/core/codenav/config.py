@@ -1,0 +1,131 @@
+"""The one settings object. Read order: environment, then ``.env`` in the working directory,
+then the default. Every variable has the ``CODENAV_`` prefix; a malformed value fails loudly.
+
+Secrets (database password, API tokens) have no defaults: the embedded stack generates them
+into ``$CODENAV_HOME`` and team mode requires them from the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from codenav.errors import ConfigError
+
+PREFIX = "CODENAV_"
+
+
+def _read_dotenv(path: Path) -> dict[str, str]:
+    values: dict[str, str] = {}
+    if not path.is_file():
+        return values
+    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        key = key.strip().removeprefix("export ").strip()
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        values[key] = value
+    return values
+
+
+def _default_home() -> str:
+    return str(Path("~/.codenav").expanduser())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Runtime settings; ``Settings.load()`` builds one from the environment."""
+
+    home: str = field(default_factory=_default_home)
+    """State directory of the embedded stack: pgdata, redis, logs, stack.json."""
+    database_url: str = ""
+    """Postgres DSN. Empty means: use the embedded store described in ``$CODENAV_HOME``."""
+    redis_url: str = ""
+    """Redis URL of the queue. Empty means: the embedded Redis in ``$CODENAV_HOME``."""
+    api_host: str = "127.0.0.1"
+    api_port: int = 8765
+    url: str = ""
+    """API base URL used by clients (CLI, adapter). Empty means: read ``stack.json``."""
+    token: str = ""
+    """Bearer token used by clients."""
+    repo: str = ""
+    """Default repository name for clients."""
+    max_file_bytes: int = 1024 * 1024
+    """Files larger than this are skipped (reason ``too_large``)."""
+    parse_processes: int = 0
+    """Parser processes per worker job; 0 means one per CPU core."""
+    chunk_max_lines: int = 120
+    """Declarations longer than this are split into overlapping parts."""
+    chunk_overlap_lines: int = 10
+    text_window_lines: int = 60
+    """Line-window size for text files without a structure parser."""
+    job_timeout_s: int = 3600
+    allowed_origins: tuple[str, ...] = ()
+    """Extra Origin values accepted by /mcp (loopback origins are always accepted)."""
+    debounce_ms: int = 300
+    reconcile_interval_s: int = 180
+    watch_mode: str = "auto"
+    """``auto`` (events, polling when the kernel refuses watches), ``events`` or ``polling``."""
+    poll_interval_s: float = 2.0
+    log_level: str = "INFO"
+    embed_url: str = ""
+    embed_model: str = ""
+    embed_key: str = ""
+
+    @property
+    def home_path(self) -> Path:
+        return Path(self.home).expanduser()
+
+    @classmethod
+    def load(cls, env: dict[str, str] | None = None, dotenv: Path | None = None) -> Settings:
+        source = dict(_read_dotenv(dotenv if dotenv is not None else Path.cwd() / ".env"))
+        source.update(os.environ if env is None else env)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            key = PREFIX + f.name.upper()
+            if key not in source:
+                continue
+            raw = source[key]
+            values[f.name] = _convert(key, raw, f.type)
+        settings = cls(**values)
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        if not 0 < self.api_port < 65536:
+            raise ConfigError(f"CODENAV_API_PORT must be 1-65535, got {self.api_port}")
+        if self.max_file_bytes <= 0:
+            raise ConfigError("CODENAV_MAX_FILE_BYTES must be positive")
+        if self.chunk_max_lines < 10:
+            raise ConfigError("CODENAV_CHUNK_MAX_LINES must be at least 10")
+        if not 0 <= self.chunk_overlap_lines < self.chunk_max_lines // 2:
+            raise ConfigError("CODENAV_CHUNK_OVERLAP_LINES must be below half of CHUNK_MAX_LINES")
+        if self.watch_mode not in ("auto", "events", "polling"):
+            raise ConfigError("CODENAV_WATCH_MODE must be auto, events or polling")
+        for url_name in ("database_url", "redis_url", "url", "embed_url"):
+            value = getattr(self, url_name)
+            if value and "://" not in value:
+                raise ConfigError(f"CODENAV_{url_name.upper()} is not a URL: {value!r}")
+
+    def workers(self) -> int:
+        return self.parse_processes or (os.cpu_count() or 1)
+
+
+def _convert(key: str, raw: str, type_name: Any) -> Any:
+    text = str(type_name)
+    try:
+        if text == "int":
+            return int(raw)
+        if text == "float":
+            return float(raw)
+        if text.startswith("tuple"):
+            return tuple(part.strip() for part in raw.split(",") if part.strip())
+    except ValueError:
+        raise ConfigError(f"{key} must be a number, got {raw!r}") from None
+    return raw

@@ -1,0 +1,243 @@
+"""Every SQL statement codenav runs, in one visible place. Parameters are always bound
+(``%s`` / ``%(name)s``), never formatted into the text."""
+
+# ruff: noqa: E501
+
+# --- schema and migrations ---------------------------------------------------------------
+MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(7248001)"
+SCHEMA_TABLE_CREATE = """
+CREATE TABLE IF NOT EXISTS codenav_schema (
+    version integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)"""
+SCHEMA_TABLE_EXISTS = "SELECT to_regclass('codenav_schema') IS NOT NULL"
+SCHEMA_CURRENT = "SELECT max(version) FROM codenav_schema"
+SCHEMA_RECORD = "INSERT INTO codenav_schema (version) VALUES (%s)"
+
+# --- repos -------------------------------------------------------------------------------
+REPO_INSERT = """
+INSERT INTO repos (name, root) VALUES (%s, %s)
+ON CONFLICT (name) DO UPDATE SET root = EXCLUDED.root
+RETURNING id, name, root, created_at, indexed_at, indexed_commit"""
+REPO_BY_NAME = "SELECT id, name, root, created_at, indexed_at, indexed_commit FROM repos WHERE name = %s"
+REPO_BY_ID = "SELECT id, name, root, created_at, indexed_at, indexed_commit FROM repos WHERE id = %s"
+REPO_BY_ROOT = "SELECT id, name, root, created_at, indexed_at, indexed_commit FROM repos WHERE root = %s"
+REPO_LIST = "SELECT id, name, root, created_at, indexed_at, indexed_commit FROM repos ORDER BY name"
+REPO_DELETE = "DELETE FROM repos WHERE id = %s"
+REPO_MARK_INDEXED = "UPDATE repos SET indexed_at = now(), indexed_commit = %s, gitignored = %s WHERE id = %s"
+REPO_LOCK = "SELECT pg_advisory_lock(7248100, %s)"
+REPO_UNLOCK = "SELECT pg_advisory_unlock(7248100, %s)"
+
+# --- index runs (progress) ---------------------------------------------------------------
+RUN_START = """
+INSERT INTO index_runs (repo_id, scope, state, phase, job_id) VALUES (%s, %s, 'running', 'scan', %s)
+RETURNING id"""
+RUN_PROGRESS = """
+UPDATE index_runs SET phase = %s, files_total = %s, files_done = %s, files_parsed = %s,
+    files_deleted = %s, updated_at = now() WHERE id = %s"""
+RUN_FINISH = """
+UPDATE index_runs SET state = %s, phase = %s, error = %s, files_total = %s, files_done = %s,
+    files_parsed = %s, files_deleted = %s, updated_at = now(), finished_at = now() WHERE id = %s"""
+RUN_ABANDON = """
+UPDATE index_runs SET state = 'failed', error = 'worker stopped before finishing; the next run converges',
+    finished_at = now() WHERE repo_id = %s AND state = 'running'"""
+RUN_LATEST = """
+SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_deleted, error,
+       started_at, updated_at, finished_at, job_id
+FROM index_runs WHERE repo_id = %s ORDER BY id DESC LIMIT 1"""
+RUN_BY_ID = """
+SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_deleted, error,
+       started_at, updated_at, finished_at, job_id
+FROM index_runs WHERE id = %s"""
+
+# --- ingest (parser processes) -------------------------------------------------------------
+CONTENT_LOOKUP = "SELECT id, sha, language FROM contents WHERE chunker = %s AND sha = ANY(%s)"
+STAGE_CREATE = """
+CREATE TEMP TABLE IF NOT EXISTS stage_contents (
+    sha text, language text, size bigint, line_count integer, body text, imports text[],
+    parse_error text
+) ON COMMIT DELETE ROWS"""
+STAGE_COPY = "COPY stage_contents (sha, language, size, line_count, body, imports, parse_error) FROM STDIN"
+STAGE_INSERT = """
+INSERT INTO contents (sha, language, chunker, size, line_count, body, imports, parse_error)
+SELECT sha, language, %s, size, line_count, body, imports, parse_error FROM stage_contents
+ON CONFLICT (sha, language, chunker) DO NOTHING
+RETURNING id, sha, language"""
+CHUNKS_COPY = """
+COPY chunks (content_id, ord, kind, symbol, parent, signature, doc, exported, start_line,
+             end_line, part, body, n_terms, tsv) FROM STDIN"""
+SYMBOLS_COPY = """
+COPY symbols (content_id, ord, name, qualname, kind, parent, depth, start_line, end_line,
+              signature, doc, exported, bases) FROM STDIN"""
+
+# --- files of a repo ---------------------------------------------------------------------
+FILES_STATE = """
+SELECT f.path, f.size, f.mtime_ns, f.sha, f.content_id, c.chunker
+FROM files f JOIN contents c ON c.id = f.content_id WHERE f.repo_id = %s"""
+FILES_STATE_PATHS = """
+SELECT f.path, f.size, f.mtime_ns, f.sha, f.content_id, c.chunker
+FROM files f JOIN contents c ON c.id = f.content_id
+WHERE f.repo_id = %s AND (f.path = ANY(%s) OR f.path LIKE ANY(%s))"""
+FILES_STAGE_CREATE = """
+CREATE TEMP TABLE IF NOT EXISTS stage_files (
+    path text, content_id bigint, sha text, language text, size bigint, mtime_ns bigint,
+    path_tsv tsvector
+) ON COMMIT DELETE ROWS"""
+FILES_STAGE_COPY = "COPY stage_files (path, content_id, sha, language, size, mtime_ns, path_tsv) FROM STDIN"
+FILES_UPSERT = """
+INSERT INTO files (repo_id, path, content_id, sha, language, size, mtime_ns, path_tsv, indexed_at)
+SELECT %s, path, content_id, sha, language, size, mtime_ns, path_tsv, now() FROM stage_files
+ON CONFLICT (repo_id, path) DO UPDATE SET content_id = EXCLUDED.content_id, sha = EXCLUDED.sha,
+    language = EXCLUDED.language, size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns,
+    path_tsv = EXCLUDED.path_tsv, indexed_at = now()"""
+FILES_DELETE = "DELETE FROM files WHERE repo_id = %s AND path = ANY(%s)"
+FILES_TOUCH = "UPDATE files SET mtime_ns = %s WHERE repo_id = %s AND path = %s"
+SKIPPED_CLEAR = "DELETE FROM skipped WHERE repo_id = %s"
+SKIPPED_DELETE = "DELETE FROM skipped WHERE repo_id = %s AND path = ANY(%s)"
+SKIPPED_UPSERT = """
+INSERT INTO skipped (repo_id, path, reason, detail, size, mtime_ns) VALUES (%s, %s, %s, %s, %s, %s)
+ON CONFLICT (repo_id, path) DO UPDATE SET reason = EXCLUDED.reason, detail = EXCLUDED.detail,
+    size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns"""
+
+# --- term statistics (IDF) ---------------------------------------------------------------
+STATS_REFRESH_TERMS = "REFRESH MATERIALIZED VIEW CONCURRENTLY term_stats"
+STATS_REFRESH_CORPUS = "REFRESH MATERIALIZED VIEW CONCURRENTLY corpus_stats"
+STATS_CORPUS = "SELECT n_chunks, avg_terms FROM corpus_stats"
+STATS_TERMS = "SELECT term, df FROM term_stats WHERE term = ANY(%s)"
+STATS_CHUNK_COUNT = "SELECT count(*) FROM chunks"
+
+# --- garbage collection of unreferenced contents -------------------------------------------
+GC_TRY_LOCK = "SELECT pg_try_advisory_xact_lock(7248002)"
+WRITERS_SHARED_LOCK = "SELECT pg_advisory_lock_shared(7248002)"
+WRITERS_SHARED_UNLOCK = "SELECT pg_advisory_unlock_shared(7248002)"
+GC_DELETE = """
+DELETE FROM contents c WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.content_id = c.id)"""
+
+# --- tokens ------------------------------------------------------------------------------
+TOKEN_INSERT = "INSERT INTO api_tokens (name, token_hash) VALUES (%s, %s) RETURNING id"
+TOKEN_CHECK = """
+UPDATE api_tokens SET last_used_at = now()
+WHERE token_hash = %s AND revoked_at IS NULL RETURNING id, name"""
+TOKEN_LIST = "SELECT id, name, created_at, last_used_at, revoked_at FROM api_tokens ORDER BY id"
+TOKEN_REVOKE = "UPDATE api_tokens SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL"
+
+# --- search ------------------------------------------------------------------------------
+# Lexical ranker: candidates from the GIN index, scored by IDF-weighted per-group ts_rank
+# with a length normalisation (BM25-like). Filters are optional (NULL means "any").
+SEARCH_LEXICAL = """
+WITH g AS (
+    SELECT q, w FROM unnest(%(tsqs)s::tsquery[], %(weights)s::float8[]) AS g(q, w)
+), cand AS (
+    SELECT c.id, c.content_id, c.kind, c.exported, c.n_terms, c.tsv
+    FROM chunks c WHERE c.tsv @@ %(any)s::tsquery
+    LIMIT %(cap)s
+)
+SELECT c.id, f.path,
+       (SELECT sum(g.w * ts_rank('{0.1, 0.3, 0.6, 1.0}', c.tsv, g.q)) FROM g)
+           / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
+FROM cand c
+JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+WHERE (%(language)s::text IS NULL OR f.language = %(language)s)
+  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
+  AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
+  AND (NOT %(exported)s OR c.exported)
+ORDER BY score DESC, f.path
+LIMIT %(k)s"""
+
+# Declaration ranker: chunks that declare exactly a symbol the query names.
+SEARCH_DECLARATIONS = """
+SELECT c.id, f.path, c.symbol, c.parent, c.kind
+FROM chunks c
+JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+WHERE lower(c.symbol) = ANY(%(names)s) AND c.part <= 1
+  AND (%(language)s::text IS NULL OR f.language = %(language)s)
+  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
+  AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
+  AND (NOT %(exported)s OR c.exported)
+ORDER BY lower(coalesce(c.parent, '')) || '.' || lower(c.symbol) = ANY(%(qualified)s) DESC,
+         c.kind = 'constructor', c.kind IN ('block', 'text', 'section'), length(f.path), f.path
+LIMIT %(k)s"""
+
+# Fuzzy symbol ranker: trigram similarity of symbol names (pg_trgm).
+SEARCH_TRIGRAM = """
+SELECT c.id, f.path, similarity(lower(c.symbol), %(name)s) AS sim
+FROM chunks c
+JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+WHERE lower(c.symbol) %% %(name)s AND c.part <= 1
+  AND (%(language)s::text IS NULL OR f.language = %(language)s)
+  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
+  AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
+  AND (NOT %(exported)s OR c.exported)
+ORDER BY sim DESC, length(f.path)
+LIMIT %(k)s"""
+
+CHUNK_DETAILS = """
+SELECT c.id, c.kind, c.symbol, c.parent, c.signature, c.doc, c.start_line, c.end_line, c.body,
+       c.part, c.exported, co.language, co.size, co.line_count
+FROM chunks c JOIN contents co ON co.id = c.content_id
+WHERE c.id = ANY(%s)"""
+
+FILE_META = """
+SELECT f.path, f.size, f.mtime_ns, f.sha, f.language, co.line_count, f.indexed_at
+FROM files f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = %s AND f.path = ANY(%s)"""
+
+# Per-chunk and per-path group matches for find_files: which query groups each candidate
+# chunk (and its file's path and imports) contains.
+FIND_CHUNKS = """
+WITH g AS (
+    SELECT q, w, i FROM unnest(%(tsqs)s::tsquery[], %(weights)s::float8[])
+        WITH ORDINALITY AS g(q, w, i)
+)
+SELECT f.path, c.symbol, c.kind,
+       array(SELECT g.i FROM g WHERE c.tsv @@ g.q) AS groups,
+       (SELECT sum(g.w * ts_rank('{0.1, 0.3, 0.6, 1.0}', c.tsv, g.q)) FROM g)
+           / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
+FROM chunks c
+JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+WHERE c.tsv @@ %(any)s::tsquery
+ORDER BY score DESC
+LIMIT %(k)s"""
+
+FIND_PATHS = """
+WITH g AS (
+    SELECT q, i FROM unnest(%(tsqs)s::tsquery[]) WITH ORDINALITY AS g(q, i)
+)
+SELECT f.path, array(SELECT g.i FROM g WHERE f.path_tsv @@ g.q) AS groups
+FROM files f
+WHERE f.repo_id = %(repo)s AND f.path_tsv @@ %(any)s::tsquery
+LIMIT %(k)s"""
+
+# --- navigation --------------------------------------------------------------------------
+FILE_BY_PATH = """
+SELECT f.path, f.content_id, f.size, f.mtime_ns, f.language, co.line_count, co.imports,
+       f.indexed_at, co.parse_error
+FROM files f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = %s AND f.path = %s"""
+FILE_BODY = "SELECT body FROM contents WHERE id = %s"
+FILE_SYMBOLS = """
+SELECT name, qualname, kind, parent, depth, start_line, end_line, signature, doc, exported, bases
+FROM symbols WHERE content_id = %s ORDER BY start_line, depth, ord"""
+SYMBOL_LOCATE = """
+SELECT f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, f.content_id
+FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+WHERE (lower(s.name) = %(name)s OR lower(s.qualname) = %(qual)s)
+  AND (%(path)s::text IS NULL OR f.path = %(path)s)
+ORDER BY lower(s.qualname) = %(qual)s DESC, s.depth, length(f.path), f.path
+LIMIT 20"""
+PATH_EXISTS = "SELECT 1 FROM files WHERE repo_id = %s AND path ~ %s LIMIT 1"
+SKIPPED_FOR = "SELECT reason, detail FROM skipped WHERE repo_id = %s AND path = %s"
+SIMILAR_PATHS = """
+SELECT path FROM files WHERE repo_id = %s ORDER BY similarity(path, %s) DESC LIMIT 3"""
+
+# --- status ------------------------------------------------------------------------------
+REPO_COUNTS = """
+SELECT count(*), coalesce(sum(f.size), 0), count(DISTINCT f.content_id)
+FROM files f WHERE f.repo_id = %s"""
+REPO_LANGUAGES = """
+SELECT language, count(*) FROM files WHERE repo_id = %s GROUP BY language ORDER BY 2 DESC"""
+REPO_CHUNKS = """
+SELECT count(*) FROM chunks c WHERE c.content_id IN (SELECT content_id FROM files WHERE repo_id = %s)"""
+SKIPPED_SUMMARY = "SELECT reason, count(*) FROM skipped WHERE repo_id = %s GROUP BY reason ORDER BY 2 DESC"
+SKIPPED_LIST = "SELECT path, reason, detail FROM skipped WHERE repo_id = %s ORDER BY reason, path LIMIT %s"
+REPO_GITIGNORED = "SELECT gitignored FROM repos WHERE id = %s"

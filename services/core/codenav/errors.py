@@ -1,0 +1,72 @@
+"""Every exception codenav raises on purpose, in one tree.
+
+    CodenavError
+    ├── ConfigError              a setting is missing or malformed (fail at start-up)
+    ├── UserError                the caller can fix it; the API answers 4xx
+    │   ├── InvalidRequest       400: malformed query, bad argument, path outside the repo
+    │   ├── Unauthorized         401: missing, unknown or revoked token
+    │   ├── Forbidden            403: origin not allowed
+    │   └── NotFound             404: unknown repo, path or symbol
+    ├── SchemaMismatch           the database was built by another schema version
+    └── Unavailable              a dependency (database, queue, API, embedder) is unreachable
+
+Each error carries a one-line ``message`` and an optional ``hint`` (what to do next), so the
+CLI prints two clear lines and the API a JSON body, never a traceback.
+"""
+
+from __future__ import annotations
+
+
+class CodenavError(Exception):
+    status = 500
+    code = "internal"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def to_dict(self) -> dict[str, str]:
+        body = {"error": self.code, "message": self.message}
+        if self.hint:
+            body["hint"] = self.hint
+        return body
+
+
+class ConfigError(CodenavError):
+    code = "config"
+
+
+class UserError(CodenavError):
+    status = 400
+    code = "invalid_request"
+
+
+class InvalidRequest(UserError):
+    status = 400
+    code = "invalid_request"
+
+
+class Unauthorized(UserError):
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(UserError):
+    status = 403
+    code = "forbidden"
+
+
+class NotFound(UserError):
+    status = 404
+    code = "not_found"
+
+
+class SchemaMismatch(CodenavError):
+    status = 503
+    code = "schema_mismatch"
+
+
+class Unavailable(CodenavError):
+    status = 503
+    code = "unavailable"

@@ -1,0 +1,134 @@
+"""``find_files``: rank the files that matter for a task description.
+
+Each query group (a word, its plural, or a ``[a|b]`` alternative) is looked for in the file's
+path, in the names it declares, its imports, and its content. Files matching more groups rank
+first (soft AND); within that, path and declaration matches weigh more than mentions.
+Every result says why it matched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from codenav import rank
+from codenav.answers import empty_reason, stats
+from codenav.db import queries as q
+from codenav.errors import InvalidRequest
+from codenav.query import parse_query, tsquery_for
+from codenav.repos import Repo
+from codenav.search import weigh
+from codenav.tokens import identifier_terms, path_terms
+
+MAX_LIMIT = 50
+CHUNK_DEPTH = 400
+PATH_DEPTH = 400
+
+
+@dataclass
+class _FileScore:
+    path: str
+    groups: set[int] = field(default_factory=set)
+    path_groups: set[int] = field(default_factory=set)
+    name_groups: set[int] = field(default_factory=set)
+    symbol_groups: set[int] = field(default_factory=set)
+    symbols: list[str] = field(default_factory=list)
+    mentions: dict[int, int] = field(default_factory=dict)
+    content_score: float = 0.0
+
+
+def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
+               include_tests: bool = False) -> dict[str, Any]:
+    started = time.monotonic()
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidRequest(f"limit must be between 1 and {MAX_LIMIT}")
+    query = parse_query(text)
+    w = weigh(conn, query)
+    files: dict[str, _FileScore] = {}
+    groups = w.groups
+    if groups:
+        tsqs = [tsquery_for(g.terms) for g in groups]
+        weights = [g.idf for g in groups]
+        group_terms = [set(g.terms) for g in groups]
+        chunk_rows = conn.execute(q.FIND_CHUNKS, {
+            "tsqs": tsqs, "weights": weights, "any": tsquery_for(w.candidate_terms),
+            "avg_terms": w.avg_terms, "repo": repo.id, "k": CHUNK_DEPTH}).fetchall()
+        for path, symbol, kind, matched, score in chunk_rows:
+            fs = files.setdefault(path, _FileScore(path))
+            fs.content_score = max(fs.content_score, float(score or 0)) + 0.1 * float(score or 0)
+            for gi in matched:
+                fs.groups.add(gi - 1)
+                fs.mentions[gi - 1] = fs.mentions.get(gi - 1, 0) + 1
+            if symbol and kind not in ("block", "text", "section"):
+                sym_terms = set(identifier_terms(symbol))
+                hit = [i for i, terms in enumerate(group_terms) if terms & sym_terms]
+                if hit:
+                    fs.symbol_groups.update(hit)
+                    if symbol not in fs.symbols:
+                        fs.symbols.append(symbol)
+        any_path = tsquery_for([t for g in groups for t in g.terms])
+        path_rows = conn.execute(q.FIND_PATHS, {"tsqs": tsqs, "any": any_path,
+                                                "repo": repo.id, "k": PATH_DEPTH}).fetchall()
+        for path, matched in path_rows:
+            fs = files.setdefault(path, _FileScore(path))
+            name = set(path_terms(path.rsplit("/", 1)[-1]))
+            for gi in matched:
+                fs.groups.add(gi - 1)
+                fs.path_groups.add(gi - 1)
+                if group_terms[gi - 1] & name:
+                    fs.name_groups.add(gi - 1)
+    ranked = []
+    for fs in files.values():
+        if not include_tests and rank.is_test_path(fs.path) and not query.wants_tests:
+            continue
+        score = 0.0
+        for gi in fs.groups:
+            weight = groups[gi].idf
+            if gi in fs.name_groups:
+                weight *= 2.5
+            elif gi in fs.symbol_groups:
+                weight *= 2.0
+            elif gi in fs.path_groups:
+                weight *= 1.6
+            score += weight
+        score += 0.5 * fs.content_score
+        score *= rank.path_prior(fs.path, query.wants_tests or include_tests)
+        coverage = len(fs.groups)
+        ranked.append((coverage if len(groups) <= 6 else 0, score, fs))
+    ranked.sort(key=lambda r: (-r[0], -r[1], r[2].path))
+    top = ranked[:limit]
+    sizes = {}
+    if top:
+        meta = conn.execute(q.FILE_META, (repo.id, [r[2].path for r in top])).fetchall()
+        sizes = {m[0]: int(m[1]) for m in meta}
+    results = []
+    for _coverage, score, fs in top:
+        results.append({"path": fs.path, "score": round(score, 3),
+                        "reason": _reason(fs, groups, len(fs.groups))})
+    answer: dict[str, Any] = {"repo": repo.name, "query": text, "results": results}
+    if not results:
+        answer["empty"] = empty_reason(conn, repo)
+        if answer["empty"]["code"] == "no_match" and files and not include_tests:
+            answer["empty"]["message"] += "; only test files matched (include_tests=true)"
+    answer["_stats"] = stats(answer, sizes, started)
+    return answer
+
+
+def _reason(fs: _FileScore, groups: list[Any], coverage: int) -> str:
+    parts = []
+    if fs.path_groups:
+        parts.append("path has " + ", ".join(groups[i].label for i in sorted(fs.path_groups)))
+    if fs.symbols:
+        parts.append("declares " + ", ".join(fs.symbols[:4]))
+    mention_only = [i for i in sorted(fs.mentions) if i not in fs.path_groups and
+                    i not in fs.symbol_groups]
+    if mention_only:
+        parts.append("mentions " + ", ".join(
+            f"{groups[i].label} ({fs.mentions[i]}x)" for i in mention_only[:5]))
+    if len(groups) > 1:
+        parts.append(f"{coverage}/{len(groups)} terms")
+    return "; ".join(parts) or "matched"

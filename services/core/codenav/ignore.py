@@ -1,0 +1,143 @@
+"""What codenav never indexes, and why: default rules plus ``.gitignore``/``.codenavignore``.
+
+``IgnoreRules.check(rel_path, is_dir)`` answers ``None`` (index it) or a skip reason. The
+walker and the watcher share these rules, so an ignored tree is neither indexed nor watched.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+# Directory names skipped wherever they appear: VCS data, dependencies, build output, caches.
+DEFAULT_IGNORED_DIRS = frozenset(
+    """.git .hg .svn .bzr node_modules bower_components jspm_packages __pycache__ .venv venv
+    .tox .nox .mypy_cache .pytest_cache .ruff_cache .cache .gradle .idea .terraform
+    build dist target vendor out .next .nuxt .svelte-kit .turbo coverage htmlcov
+    .eggs site-packages Pods DerivedData .codenav""".split()
+)
+
+LOCK_FILES = frozenset(
+    """package-lock.json npm-shrinkwrap.json yarn.lock pnpm-lock.yaml poetry.lock Pipfile.lock
+    uv.lock pdm.lock Cargo.lock Gemfile.lock composer.lock go.sum mix.lock packages.lock.json
+    flake.lock bun.lockb""".split()
+)
+
+SECRET_PATTERNS = (
+    ".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "credentials", "credentials.*",
+    "*credentials*.json", ".netrc", ".pgpass", ".htpasswd", "*.kdbx", "secrets.y*ml",
+    "service-account*.json",
+)
+
+BINARY_EXTENSIONS = frozenset(
+    """.png .jpg .jpeg .gif .bmp .ico .webp .tiff .psd .pdf .zip .gz .tgz .bz2 .xz .7z .rar
+    .tar .jar .war .ear .class .so .dylib .dll .exe .o .a .lib .pyc .pyo .whl .egg .bin .dat
+    .db .sqlite .sqlite3 .woff .woff2 .ttf .otf .eot .mp3 .mp4 .wav .ogg .flac .avi .mov
+    .mkv .webm .iso .dmg .deb .rpm .parquet .avro .orc .npy .npz .pkl .pt .onnx .h5
+    .safetensors .wasm""".split()
+)
+
+IGNORE_FILES = (".gitignore", ".codenavignore")
+
+
+def _matches_any(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def default_reason(name: str, is_dir: bool) -> str | None:
+    """The built-in skip reason for a file or directory ``name``, if any."""
+    if is_dir:
+        return "ignored_dir" if name in DEFAULT_IGNORED_DIRS else None
+    if name in LOCK_FILES or name.endswith(".lock"):
+        return "lock_file"
+    if _matches_any(name, SECRET_PATTERNS) and not name.endswith((".example", ".sample",
+                                                                   ".template")):
+        return "secret"
+    dot = name.rfind(".")
+    if dot > 0 and name[dot:].lower() in BINARY_EXTENSIONS:
+        return "binary"
+    return None
+
+
+@dataclass
+class IgnoreRules:
+    """Default rules plus the ignore files found so far, scoped by directory."""
+
+    root: Path
+    _specs: dict[str, pathspec.GitIgnoreSpec] = field(default_factory=dict)
+
+    @classmethod
+    def for_root(cls, root: Path) -> IgnoreRules:
+        rules = cls(root=root)
+        exclude = root / ".git" / "info" / "exclude"
+        lines: list[str] = []
+        if exclude.is_file():
+            lines += exclude.read_text(encoding="utf-8", errors="replace").splitlines()
+        rules._load_dir("", extra=lines)
+        return rules
+
+    def _load_dir(self, rel_dir: str, extra: list[str] | None = None) -> None:
+        lines = list(extra or [])
+        base = self.root / rel_dir if rel_dir else self.root
+        for name in IGNORE_FILES:
+            path = base / name
+            try:
+                if path.is_file() and not path.is_symlink():
+                    lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+        if lines:
+            self._specs[rel_dir] = pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def enter_dir(self, rel_dir: str) -> None:
+        """Load the ignore files of ``rel_dir`` (call before checking its entries)."""
+        if rel_dir and rel_dir not in self._specs:
+            self._load_dir(rel_dir)
+
+    def load_ancestors(self, rel_path: str) -> None:
+        """Load ignore files of every directory above ``rel_path`` (for single-path checks)."""
+        parts = rel_path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            self.enter_dir("/".join(parts[:i]))
+
+    def gitignored(self, rel_path: str, is_dir: bool) -> bool:
+        ignored = False
+        candidate = rel_path + "/" if is_dir else rel_path
+        for base, spec in self._specs.items():
+            if base:
+                if not candidate.startswith(base + "/"):
+                    continue
+                sub = candidate[len(base) + 1:]
+            else:
+                sub = candidate
+            result = spec.check_file(sub).include
+            if result is not None:
+                ignored = result
+        return ignored
+
+    def check(self, rel_path: str, is_dir: bool) -> str | None:
+        """``None`` if ``rel_path`` should be indexed (or walked), else the skip reason."""
+        parts = rel_path.split("/")
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            reason = default_reason(part, is_dir or not last)
+            if reason and (not last or is_dir):
+                return "ignored_dir"
+            if reason:
+                return reason
+        if self.gitignored(rel_path, is_dir):
+            return "gitignored"
+        return None
+
+    def check_path(self, rel_path: str, is_dir: bool) -> str | None:
+        """Like ``check`` for a path seen alone (a watcher event): ancestors are checked too."""
+        self.load_ancestors(rel_path)
+        parts = rel_path.split("/")
+        for i in range(1, len(parts)):
+            if self.gitignored("/".join(parts[:i]), True):
+                return "gitignored"
+        return self.check(rel_path, is_dir)

@@ -1,0 +1,329 @@
+"""Reconciling a repository's index with its files on disk.
+
+``reconcile`` is the one indexing job: it compares disk with the index (by size, mtime and
+git blob sha), parses only contents the index has never seen, and points files at them.
+It is idempotent: running it twice, or after a crash half-way, converges to the same state.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import stat
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from codenav.config import Settings
+from codenav.db import queries as q
+from codenav.db.connect import connect
+from codenav.errors import NotFound
+from codenav.gitinfo import head_commit
+from codenav.ignore import IgnoreRules
+from codenav.ingest import FileResult, Ingester, pool_init, pool_process
+from codenav.tokens import path_tsvector
+from codenav.versions import CHUNKER_VERSION
+from codenav.walk import FileEntry, Skip, walk
+
+log = logging.getLogger("codenav.indexer")
+
+BATCH_FILES = 48
+INLINE_LIMIT = 24
+"""Fewer changed files than this are parsed in the job's own process (no pool start-up)."""
+
+
+@dataclass
+class RunSummary:
+    run_id: int
+    files_total: int = 0
+    files_changed: int = 0
+    files_parsed: int = 0
+    files_deleted: int = 0
+    files_skipped: int = 0
+    seconds: float = 0.0
+    commit: str | None = None
+    changed_paths: list[str] = field(default_factory=list)
+    deleted_paths: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Known:
+    size: int
+    mtime_ns: int
+    sha: str
+    content_id: int
+    chunker: int
+
+
+def _batches(items: list[FileEntry], size: int) -> Iterator[list[FileEntry]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def _progress_writer(conn: psycopg.Connection, run_id: int) -> Callable[..., None]:
+    last = [0.0]
+
+    def write(phase: str, total: int, done: int, parsed: int, deleted: int,
+              force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - last[0] > 0.4:
+            last[0] = now
+            conn.execute(q.RUN_PROGRESS, (phase, total, done, parsed, deleted, run_id))
+
+    return write
+
+
+def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
+              job_id: str | None = None) -> RunSummary:
+    """Bring the index of ``repo_id`` in line with disk, for ``paths`` or the whole tree."""
+    started = time.monotonic()
+    conn = connect(settings, application_name="codenav-indexer")
+    try:
+        row = conn.execute(q.REPO_BY_ID, (repo_id,)).fetchone()
+        if row is None:
+            raise NotFound(f"no repository with id {repo_id}")
+        root = Path(row[2])
+        conn.execute(q.REPO_LOCK, (repo_id,))
+        conn.execute(q.WRITERS_SHARED_LOCK)
+        conn.execute(q.RUN_ABANDON, (repo_id,))
+        run_id = conn.execute(q.RUN_START, (repo_id, "full" if paths is None else "paths",
+                                            job_id)).fetchone()[0]  # type: ignore[index]
+        summary = RunSummary(run_id=run_id)
+        try:
+            _reconcile(settings, conn, repo_id, root, paths, summary)
+        except BaseException as exc:
+            conn.execute(q.RUN_FINISH, ("failed", "error", f"{type(exc).__name__}: {exc}"[:500],
+                                        summary.files_total, 0, summary.files_parsed,
+                                        summary.files_deleted, run_id))
+            raise
+        finally:
+            conn.execute(q.WRITERS_SHARED_UNLOCK)
+            conn.execute(q.REPO_UNLOCK, (repo_id,))
+        collected = collect_garbage(conn)
+        if collected or stats_are_stale(conn, summary.files_parsed, summary.files_total):
+            conn.execute(q.RUN_PROGRESS, ("stats", summary.files_total, summary.files_total,
+                                          summary.files_parsed, summary.files_deleted, run_id))
+            refresh_stats(conn)
+        summary.seconds = time.monotonic() - started
+        conn.execute(q.RUN_FINISH, ("done", "done", "", summary.files_total,
+                                    summary.files_total, summary.files_parsed,
+                                    summary.files_deleted, run_id))
+        log.info("repo %s: %d files, %d changed, %d parsed, %d deleted in %.2fs", repo_id,
+                 summary.files_total, summary.files_changed, summary.files_parsed,
+                 summary.files_deleted, summary.seconds)
+        return summary
+    finally:
+        conn.close()
+
+
+def _scan_paths(root: Path, rules: IgnoreRules, paths: list[str], max_bytes: int,
+                known: dict[str, _Known]) -> tuple[list[FileEntry], list[Skip], set[str]]:
+    """Stat the given paths (files or directories); returns entries, skips and the set of
+    paths (and indexed paths below them) that are gone from disk."""
+    entries: list[FileEntry] = []
+    skips: list[Skip] = []
+    gone: set[str] = set()
+    for rel in sorted(set(paths)):
+        rel = rel.strip("/")
+        if not rel:
+            continue
+        full = root / rel
+        try:
+            st = os.lstat(full)
+        except OSError:
+            gone.add(rel)
+            gone.update(p for p in known if p.startswith(rel + "/"))
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            reason = rules.check_path(rel, is_dir=True)
+            below = [p for p in known if p.startswith(rel + "/")]
+            if reason:
+                gone.update(below)
+                continue
+            sub = walk(root / rel, max_bytes, _SubRules(rules, rel))
+            prefix = rel + "/"
+            seen = {prefix + f.path for f in sub.files}
+            entries += [FileEntry(prefix + f.path, f.size, f.mtime_ns) for f in sub.files]
+            skips += [Skip(prefix + s.path, s.reason, s.detail, s.size) for s in sub.skipped]
+            gone.update(p for p in below if p not in seen)
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            skips.append(Skip(rel, "symlink", ""))
+            gone.add(rel)
+            continue
+        reason = rules.check_path(rel, is_dir=False)
+        if reason or not stat.S_ISREG(st.st_mode):
+            gone.add(rel)
+            if reason and reason != "gitignored":
+                skips.append(Skip(rel, reason, size=st.st_size))
+            continue
+        if st.st_size > max_bytes:
+            skips.append(Skip(rel, "too_large", f"{st.st_size} bytes > {max_bytes}",
+                              st.st_size))
+            gone.add(rel)
+            continue
+        entries.append(FileEntry(rel, st.st_size, st.st_mtime_ns))
+    return entries, skips, gone
+
+
+class _SubRules(IgnoreRules):
+    """The repo's rules, seen from a subdirectory (paths given relative to it)."""
+
+    def __init__(self, rules: IgnoreRules, prefix: str) -> None:
+        super().__init__(root=rules.root)
+        self._outer = rules
+        self._prefix = prefix
+
+    def enter_dir(self, rel_dir: str) -> None:
+        self._outer.load_ancestors(f"{self._prefix}/{rel_dir}/x" if rel_dir else
+                                   f"{self._prefix}/x")
+
+    def check(self, rel_path: str, is_dir: bool) -> str | None:
+        return self._outer.check(f"{self._prefix}/{rel_path}", is_dir)
+
+
+def _load_known(conn: psycopg.Connection, repo_id: int,
+                paths: list[str] | None) -> dict[str, _Known]:
+    if paths is None:
+        rows = conn.execute(q.FILES_STATE, (repo_id,)).fetchall()
+    else:
+        clean = [p.strip("/") for p in paths if p.strip("/")]
+        rows = conn.execute(q.FILES_STATE_PATHS, (repo_id, clean,
+                                                  [_like_prefix(p) for p in clean])).fetchall()
+    return {r[0]: _Known(r[1], r[2], r[3], r[4], r[5]) for r in rows}
+
+
+def _like_prefix(path: str) -> str:
+    escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "/%"
+
+
+def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root: Path,
+               paths: list[str] | None, summary: RunSummary) -> None:
+    if not root.is_dir():
+        raise NotFound(f"repository root {root} is not a directory on this machine",
+                       hint="mount the repository at the same path for the worker")
+    progress = _progress_writer(conn, summary.run_id)
+    rules = IgnoreRules.for_root(root)
+    known = _load_known(conn, repo_id, paths)
+    gitignored = 0
+    if paths is None:
+        result = walk(root, settings.max_file_bytes, rules)
+        entries, skips, gitignored = result.files, result.skipped, result.gitignored
+        on_disk = {e.path for e in entries}
+        gone = {p for p in known if p not in on_disk}
+    else:
+        entries, skips, gone = _scan_paths(root, rules, paths, settings.max_file_bytes, known)
+    todo = []
+    for entry in entries:
+        k = known.get(entry.path)
+        if k is None or k.size != entry.size or k.mtime_ns != entry.mtime_ns or \
+                k.chunker != CHUNKER_VERSION:
+            todo.append(entry)
+    summary.files_total = len(entries)
+    summary.files_changed = len(todo)
+    initial = not known
+    progress("parse", len(entries), len(entries) - len(todo), 0, 0, force=True)
+
+    done = len(entries) - len(todo)
+    pending: list[FileResult] = []
+    for batch_results in _ingest(settings, root, todo):
+        pending += batch_results
+        done += len(batch_results)
+        summary.files_parsed += sum(1 for r in batch_results if r.parsed)
+        if initial and len(pending) >= 500:  # first index: publish progressively
+            _apply(conn, repo_id, pending, [], [], None, summary, known, final=False)
+            pending = []
+        progress("parse", len(entries), done, summary.files_parsed, 0)
+    progress("commit", len(entries), done, summary.files_parsed, len(gone), force=True)
+    _apply(conn, repo_id, pending, sorted(gone), skips, paths, summary, known)
+    commit = head_commit(root)
+    summary.commit = commit
+    conn.execute(q.REPO_MARK_INDEXED, (commit, gitignored, repo_id))
+
+
+def _ingest(settings: Settings, root: Path, todo: list[FileEntry]) -> Iterator[list[FileResult]]:
+    if not todo:
+        return
+    processes = min(settings.workers(), max(1, len(todo) // BATCH_FILES))
+    if len(todo) < INLINE_LIMIT or processes <= 1:
+        ingester = Ingester(settings)
+        try:
+            for batch in _batches(todo, BATCH_FILES):
+                yield ingester.process(root, batch)
+        finally:
+            ingester.close()
+        return
+    ctx = multiprocessing.get_context("fork")
+    tasks = [(str(root), batch) for batch in _batches(todo, BATCH_FILES)]
+    with ctx.Pool(processes, initializer=pool_init, initargs=(settings,)) as pool:
+        yield from pool.imap_unordered(pool_process, tasks)
+
+
+def _apply(conn: psycopg.Connection, repo_id: int, results: list[FileResult],
+           gone: list[str], skips: list[Skip], paths: list[str] | None,
+           summary: RunSummary, known: dict[str, _Known], final: bool = True) -> None:
+    """Point files at their contents, drop vanished files, record skips: one transaction."""
+    indexed = [r for r in results if not r.skip]
+    skipped_now = [r for r in results if r.skip]
+    touch_only = [r for r in indexed if (k := known.get(r.path)) is not None and
+                  k.sha == r.sha and k.content_id == r.content_id]
+    touch_paths = {r.path for r in touch_only}
+    upserts = [r for r in indexed if r.path not in touch_paths]
+    removed = list(gone) + [r.path for r in skipped_now if r.path in known]
+    with conn.transaction():
+        if upserts:
+            conn.execute(q.FILES_STAGE_CREATE)
+            with conn.cursor().copy(q.FILES_STAGE_COPY) as copy:
+                for r in upserts:
+                    copy.write_row((r.path, r.content_id, r.sha, r.language, r.size,
+                                    r.mtime_ns, path_tsvector(r.path)))
+            conn.execute(q.FILES_UPSERT, (repo_id,))
+        for r in touch_only:
+            conn.execute(q.FILES_TOUCH, (r.mtime_ns, repo_id, r.path))
+        if removed:
+            conn.execute(q.FILES_DELETE, (repo_id, removed))
+        if final and paths is None:
+            conn.execute(q.SKIPPED_CLEAR, (repo_id,))
+        else:
+            touched = [r.path for r in results] + list(gone)
+            if touched:
+                conn.execute(q.SKIPPED_DELETE, (repo_id, touched))
+        all_skips = [(s.path, s.reason, s.detail, s.size, 0) for s in skips]
+        all_skips += [(r.path, r.skip, r.detail, r.size, r.mtime_ns) for r in skipped_now]
+        if all_skips:
+            with conn.cursor() as cur:
+                cur.executemany(q.SKIPPED_UPSERT, [(repo_id, *s) for s in all_skips])
+    summary.files_deleted += len(removed)
+    summary.files_skipped += len(all_skips)
+    summary.changed_paths += [r.path for r in upserts]
+    summary.deleted_paths += removed
+
+
+def collect_garbage(conn: psycopg.Connection) -> bool:
+    """Delete contents no file points at, unless an indexer is mid-run (it may be about to
+    point at them); the last indexer to finish collects."""
+    with conn.transaction():
+        got = conn.execute(q.GC_TRY_LOCK).fetchone()
+        if not got or not got[0]:
+            return False
+        deleted = conn.execute(q.GC_DELETE).rowcount
+    return deleted > 0
+
+
+def refresh_stats(conn: psycopg.Connection) -> None:
+    """Recompute the term statistics behind IDF weighting (seconds on a large corpus;
+    readers keep using the previous statistics meanwhile)."""
+    conn.execute(q.STATS_REFRESH_TERMS)
+    conn.execute(q.STATS_REFRESH_CORPUS)
+
+
+def stats_are_stale(conn: psycopg.Connection, parsed_files: int, files_total: int) -> bool:
+    row = conn.execute(q.STATS_CORPUS).fetchone()
+    if not row or not row[0]:
+        return True
+    return parsed_files > max(20, files_total // 20)

@@ -1,0 +1,170 @@
+"""The parser-process side of indexing: read, hash, parse and store a batch of files.
+
+Each parser process holds its own database connection, so parsing, tokenising and the
+database's own work on the rows (tsvector input, index updates) run on all cores at once.
+A batch's contents, chunks and symbols are committed in one transaction; files only point
+at them later, in the indexer's own transaction, so readers never see a half-indexed file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from codenav.blob import decode, git_blob_sha, looks_binary, looks_minified
+from codenav.config import Settings
+from codenav.db import queries as q
+from codenav.db.connect import connect
+from codenav.languages import language_for
+from codenav.parse.chunker import ChunkLimits, parse_file
+from codenav.tokens import chunk_tsvector
+from codenav.versions import CHUNKER_VERSION
+from codenav.walk import FileEntry
+
+
+@dataclass(frozen=True)
+class FileResult:
+    path: str
+    size: int
+    mtime_ns: int
+    sha: str = ""
+    language: str = ""
+    content_id: int = 0
+    skip: str = ""
+    detail: str = ""
+    parsed: bool = False
+
+
+@dataclass
+class _Read:
+    entry: FileEntry
+    data: bytes
+    sha: str
+    language: str
+
+
+def read_entry(root: Path, entry: FileEntry, max_bytes: int) -> _Read | FileResult:
+    """Read one file without following a symlink swapped in since the walk."""
+    path = root / entry.path
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        reason = "symlink" if exc.errno == 40 else "unreadable"
+        return FileResult(entry.path, entry.size, entry.mtime_ns, skip=reason,
+                          detail=exc.strerror or str(exc))
+    try:
+        st = os.fstat(fd)
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        return FileResult(entry.path, entry.size, entry.mtime_ns, skip="unreadable",
+                          detail=exc.strerror or str(exc))
+    size, mtime = st.st_size, st.st_mtime_ns
+    if len(data) > max_bytes:
+        return FileResult(entry.path, size, mtime, skip="too_large",
+                          detail=f"{size} bytes > {max_bytes}")
+    if looks_binary(data):
+        return FileResult(entry.path, size, mtime, skip="binary", detail="NUL byte in first 8 KiB")
+    if looks_minified(entry.path, data):
+        return FileResult(entry.path, size, mtime, skip="minified",
+                          detail="average line longer than 300 characters")
+    return _Read(FileEntry(entry.path, size, mtime), data, git_blob_sha(data),
+                 language_for(entry.path, data[:128]))
+
+
+class Ingester:
+    """Stores parsed contents; one per parser process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.limits = ChunkLimits(settings.chunk_max_lines, settings.chunk_overlap_lines,
+                                  settings.text_window_lines)
+        self.conn: psycopg.Connection = connect(settings, autocommit=True,
+                                                application_name="codenav-ingest")
+        self.conn.execute(q.STAGE_CREATE)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def process(self, root: Path, entries: list[FileEntry]) -> list[FileResult]:
+        results: list[FileResult] = []
+        reads: list[_Read] = []
+        for entry in entries:
+            item = read_entry(root, entry, self.settings.max_file_bytes)
+            if isinstance(item, FileResult):
+                results.append(item)
+            else:
+                reads.append(item)
+        if not reads:
+            return results
+        known = self._known({r.sha for r in reads})
+        missing: dict[tuple[str, str], _Read] = {}
+        for r in reads:
+            if (r.sha, r.language) not in known:
+                missing.setdefault((r.sha, r.language), r)
+        if missing:
+            known.update(self._store(list(missing.values())))
+        for r in reads:
+            results.append(FileResult(
+                r.entry.path, r.entry.size, r.entry.mtime_ns, r.sha, r.language,
+                known[(r.sha, r.language)], parsed=(r.sha, r.language) in missing))
+        return results
+
+    def _known(self, shas: set[str]) -> dict[tuple[str, str], int]:
+        rows = self.conn.execute(q.CONTENT_LOOKUP, (CHUNKER_VERSION, list(shas))).fetchall()
+        return {(sha, lang): cid for cid, sha, lang in rows}
+
+    def _store(self, reads: list[_Read]) -> dict[tuple[str, str], int]:
+        parsed = []
+        for r in reads:
+            text = decode(r.data).text
+            parsed.append((r, text, parse_file(text, r.language, self.limits)))
+        with self.conn.transaction():
+            with self.conn.cursor() as cur:
+                with cur.copy(q.STAGE_COPY) as copy:
+                    for r, text, pf in parsed:
+                        copy.write_row((r.sha, r.language, len(r.data), pf.line_count, text,
+                                        pf.imports, pf.error))
+                inserted = {(sha, lang): cid for cid, sha, lang in
+                            cur.execute(q.STAGE_INSERT, (CHUNKER_VERSION,)).fetchall()}
+                with cur.copy(q.CHUNKS_COPY) as copy:
+                    for r, _text, pf in parsed:
+                        cid = inserted.get((r.sha, r.language))
+                        if cid is None:
+                            continue
+                        for ord_, c in enumerate(pf.chunks):
+                            tsv, n_terms = chunk_tsvector(c.content, c.symbol, c.parent)
+                            copy.write_row((cid, ord_, c.kind, c.symbol, c.parent, c.signature,
+                                            c.doc, c.exported, c.start_line, c.end_line,
+                                            c.part, c.content, n_terms, tsv))
+                with cur.copy(q.SYMBOLS_COPY) as copy:
+                    for r, _text, pf in parsed:
+                        cid = inserted.get((r.sha, r.language))
+                        if cid is None:
+                            continue
+                        for ord_, s in enumerate(pf.symbols):
+                            copy.write_row((cid, ord_, s.name, s.qualname, s.kind, s.parent,
+                                            s.depth, s.start_line, s.end_line, s.signature,
+                                            s.doc, s.exported, list(s.bases)))
+        missing = [r.sha for r in reads if (r.sha, r.language) not in inserted]
+        if missing:  # stored concurrently by another process: use its rows
+            inserted.update(self._known(set(missing)))
+        return inserted
+
+
+# --- process-pool plumbing ----------------------------------------------------------------
+_INGESTER: Ingester | None = None
+
+
+def pool_init(settings: Settings) -> None:
+    global _INGESTER
+    _INGESTER = Ingester(settings)
+
+
+def pool_process(args: tuple[str, list[FileEntry]]) -> list[FileResult]:
+    assert _INGESTER is not None, "pool_init did not run"
+    root, entries = args
+    return _INGESTER.process(Path(root), entries)

@@ -1,0 +1,383 @@
+"""Per-language knowledge for the AST walker: which nodes declare what.
+
+Each ``LangSpec`` is data: node types that declare symbols (and the kind they declare),
+transparent wrappers (decorators, ``export``, templates), scopes (namespaces, modules, impl
+blocks) whose members the walker visits, and the body node types of class-like declarations.
+Language quirks that data cannot express live in small hook functions below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+CLASS_LIKE = frozenset({"class", "interface", "enum", "module"})
+CALLABLE = frozenset({"function", "method", "constructor"})
+
+
+@dataclass(frozen=True)
+class LangSpec:
+    grammar: str
+    defs: dict[str, str]
+    """Node type -> kind for declarations."""
+    wrappers: frozenset[str] = frozenset()
+    """Nodes that wrap one declaration and extend its range (decorators, export, template)."""
+    scopes: dict[str, str] = field(default_factory=dict)
+    """Namespace-like nodes: node type -> symbol kind ('' records no symbol)."""
+    bodies: frozenset[str] = frozenset()
+    """Body node types of class-like declarations and scopes."""
+    comments: frozenset[str] = frozenset({"comment"})
+    imports: frozenset[str] = frozenset()
+    """Top-level node types whose text is an import."""
+    export_wrappers: frozenset[str] = frozenset()
+    """Wrappers that make the wrapped declaration exported."""
+    public_keywords: frozenset[str] = frozenset()
+    """Modifier words that make a member exported (empty: see ``exported_default``)."""
+    private_keywords: frozenset[str] = frozenset()
+    exported_default: bool = True
+    python_docstrings: bool = False
+
+
+def _text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", "replace")
+
+
+def _field(node: Node, name: str) -> Node | None:
+    return node.child_by_field_name(name)
+
+
+def _first_of(node: Node, types: tuple[str, ...]) -> Node | None:
+    for child in node.named_children:
+        if child.type in types:
+            return child
+    return None
+
+
+def c_declarator_name(node: Node) -> tuple[str, str | None]:
+    """Name (and qualifier, for ``A::f``) at the bottom of a C/C++ declarator chain."""
+    current: Node | None = _field(node, "declarator")
+    for _ in range(12):
+        if current is None:
+            return "", None
+        if current.type in ("identifier", "field_identifier", "type_identifier",
+                            "operator_name", "destructor_name"):
+            return _text(current), None
+        if current.type == "qualified_identifier":
+            scope = _field(current, "scope")
+            name = _field(current, "name")
+            inner_name, inner_scope = ("", None)
+            if name is not None and name.type == "qualified_identifier":
+                inner_name, inner_scope = c_declarator_name_from_qualified(name)
+                return inner_name, _join(_text(scope), inner_scope)
+            return _text(name), _text(scope) or None
+        current = _field(current, "declarator") or (
+            current.named_children[0] if current.named_children else None)
+    return "", None
+
+
+def c_declarator_name_from_qualified(node: Node) -> tuple[str, str | None]:
+    scope = _field(node, "scope")
+    name = _field(node, "name")
+    if name is not None and name.type == "qualified_identifier":
+        inner, inner_scope = c_declarator_name_from_qualified(name)
+        return inner, _join(_text(scope), inner_scope)
+    return _text(name), _text(scope) or None
+
+
+def _join(a: str | None, b: str | None) -> str | None:
+    parts = [p for p in (a, b) if p]
+    return "::".join(parts) if parts else None
+
+
+def name_of(spec: LangSpec, node: Node) -> tuple[str, str | None]:
+    """The declared name and, when the declaration names its owner (``func (s *S) M``,
+    ``A::f``), that owner."""
+    t = node.type
+    g = spec.grammar
+    if g in ("c", "cpp") and t == "function_definition":
+        return c_declarator_name(node)
+    if g in ("c", "cpp") and t == "type_definition":
+        return _text(_field(node, "declarator")), None
+    if g == "go" and t == "method_declaration":
+        receiver = _text(_field(node, "receiver"))
+        owner = receiver.strip("()").split()[-1].lstrip("*").split("[")[0] if receiver else None
+        return _text(_field(node, "name")), owner
+    if g == "kotlin":
+        found = _first_of(node, ("type_identifier", "simple_identifier"))
+        return _text(found), None
+    if g == "ruby" and t == "singleton_method":
+        return _text(_field(node, "name")), None
+    if g == "rust" and t == "impl_item":
+        return _text(_field(node, "type")).split("<")[0], None
+    if t in ("lexical_declaration", "variable_declaration"):
+        decl = _first_of(node, ("variable_declarator",))
+        return (_text(_field(decl, "name")) if decl else ""), None
+    name = _field(node, "name")
+    if name is None:
+        return "", None
+    if g == "typescript" or g == "tsx":
+        return _text(name).strip("\"'"), None
+    return _text(name), None
+
+
+def refine_kind(spec: LangSpec, node: Node, kind: str) -> str:
+    """Adjust the kind the table gives when the node itself says more."""
+    g = spec.grammar
+    if g == "kotlin" and node.type == "class_declaration":
+        words = {c.type for c in node.children if not c.is_named}
+        if "interface" in words:
+            return "interface"
+        if "enum" in words:
+            return "enum"
+    if g == "go" and node.type == "type_spec":
+        typ = _field(node, "type")
+        if typ is not None and typ.type == "interface_type":
+            return "interface"
+        if typ is not None and typ.type == "struct_type":
+            return "class"
+    return kind
+
+
+def is_declaration(spec: LangSpec, node: Node) -> bool:
+    """Filters nodes the table lists but that declare nothing worth a chunk."""
+    g = spec.grammar
+    if node.type in ("lexical_declaration", "variable_declaration"):
+        decls = [c for c in node.named_children if c.type == "variable_declarator"]
+        if len(decls) != 1:
+            return False
+        value = _field(decls[0], "value")
+        return value is not None and value.type in (
+            "arrow_function", "function_expression", "function", "generator_function",
+            "class")
+    if g in ("c", "cpp") and node.type in ("struct_specifier", "class_specifier",
+                                           "enum_specifier", "union_specifier"):
+        return _field(node, "body") is not None and _field(node, "name") is not None
+    return True
+
+
+def bases_of(spec: LangSpec, node: Node) -> tuple[str, ...]:
+    """Names a class-like declaration extends or implements, as written."""
+    g = spec.grammar
+    out: list[str] = []
+    if g == "python":
+        supers = _field(node, "superclasses")
+        if supers is not None:
+            out = [_text(c) for c in supers.named_children if c.type in ("identifier",
+                                                                          "attribute")]
+    elif g in ("typescript", "tsx", "javascript"):
+        heritage = _first_of(node, ("class_heritage",))
+        if heritage is not None:
+            for clause in heritage.named_children:
+                out += [_text(c) for c in clause.named_children
+                        if c.type in ("identifier", "type_identifier", "member_expression",
+                                      "nested_type_identifier", "generic_type")]
+            if not out:
+                out = [_text(c) for c in heritage.named_children]
+        ext = _first_of(node, ("extends_type_clause",))
+        if ext is not None:
+            out += [_text(c) for c in ext.named_children]
+    elif g == "java":
+        sup = _field(node, "superclass")
+        if sup is not None:
+            out += [_text(c) for c in sup.named_children]
+        for fname in ("interfaces",):
+            part = _field(node, fname)
+            if part is not None:
+                for tl in part.named_children:
+                    out += [_text(c) for c in tl.named_children]
+        ext = _first_of(node, ("extends_interfaces",))
+        if ext is not None:
+            for tl in ext.named_children:
+                out += [_text(c) for c in tl.named_children]
+    elif g == "kotlin":
+        for d in node.named_children:
+            if d.type == "delegation_specifier":
+                out.append(_text(d).split("(")[0].strip())
+    elif g == "csharp":
+        bl = _first_of(node, ("base_list",))
+        if bl is not None:
+            out = [_text(c) for c in bl.named_children]
+    elif g == "php":
+        for clause in node.named_children:
+            if clause.type in ("base_clause", "class_interface_clause"):
+                out += [_text(c) for c in clause.named_children]
+    elif g == "ruby":
+        sup = _field(node, "superclass")
+        if sup is not None:
+            out = [_text(c) for c in sup.named_children]
+    elif g == "cpp":
+        bl = _first_of(node, ("base_class_clause",))
+        if bl is not None:
+            out = [_text(c) for c in bl.named_children if c.type not in ("access_specifier",)]
+    elif g == "rust" and node.type == "impl_item":
+        trait = _field(node, "trait")
+        if trait is not None:
+            out = [_text(trait)]
+    return tuple(o.split("<")[0].strip() for o in out if o)
+
+
+def modifiers_text(node: Node) -> str:
+    parts = []
+    for child in node.children:
+        if child.type in ("modifiers", "modifier", "visibility_modifier",
+                          "storage_class_specifier", "accessibility_modifier",
+                          "member_modifier"):
+            parts.append(_text(child))
+        elif not child.is_named and child.type in ("public", "private", "protected", "static",
+                                                   "internal", "export", "pub"):
+            parts.append(child.type)
+    return " ".join(parts)
+
+
+def exported_of(spec: LangSpec, node: Node, name: str, wrapped_exported: bool) -> bool:
+    g = spec.grammar
+    if wrapped_exported:
+        return True
+    if g == "python":
+        return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
+    if g == "go":
+        return name[:1].isupper()
+    if g in ("typescript", "tsx", "javascript"):
+        return False
+    mods = modifiers_text(node).split()
+    if g == "rust":
+        return any(m.startswith("pub") for m in mods)
+    if g in ("c", "cpp"):
+        return "static" not in mods
+    if spec.public_keywords:
+        return any(k in mods for k in spec.public_keywords)
+    if spec.private_keywords:
+        return not any(k in mods for k in spec.private_keywords)
+    return spec.exported_default
+
+
+_JS_DEFS = {
+    "function_declaration": "function", "generator_function_declaration": "function",
+    "class_declaration": "class", "class": "class", "abstract_class_declaration": "class",
+    "method_definition": "method", "lexical_declaration": "function",
+    "variable_declaration": "function", "interface_declaration": "interface",
+    "type_alias_declaration": "type", "enum_declaration": "enum",
+    "abstract_method_signature": "method", "method_signature": "method",
+    "function_signature": "function",
+}
+_JS = dict(
+    wrappers=frozenset({"export_statement", "ambient_declaration", "expression_statement"}),
+    scopes={"internal_module": "module", "module": "module"},
+    bodies=frozenset({"class_body", "interface_body", "statement_block", "object_type",
+                      "enum_body"}),
+    imports=frozenset({"import_statement"}),
+    export_wrappers=frozenset({"export_statement"}),
+)
+
+SPECS: dict[str, LangSpec] = {
+    "python": LangSpec(
+        grammar="python",
+        defs={"function_definition": "function", "class_definition": "class"},
+        wrappers=frozenset({"decorated_definition"}),
+        bodies=frozenset({"block"}),
+        imports=frozenset({"import_statement", "import_from_statement",
+                           "future_import_statement"}),
+        python_docstrings=True,
+    ),
+    "javascript": LangSpec(grammar="javascript", defs=_JS_DEFS, **_JS),  # type: ignore[arg-type]
+    "typescript": LangSpec(grammar="typescript", defs=_JS_DEFS, **_JS),  # type: ignore[arg-type]
+    "tsx": LangSpec(grammar="tsx", defs=_JS_DEFS, **_JS),  # type: ignore[arg-type]
+    "go": LangSpec(
+        grammar="go",
+        defs={"function_declaration": "function", "method_declaration": "method",
+              "type_spec": "type", "type_alias": "type"},
+        scopes={"type_declaration": ""},
+        bodies=frozenset(),
+        imports=frozenset({"import_declaration"}),
+    ),
+    "java": LangSpec(
+        grammar="java",
+        defs={"class_declaration": "class", "interface_declaration": "interface",
+              "enum_declaration": "enum", "record_declaration": "class",
+              "annotation_type_declaration": "interface", "method_declaration": "method",
+              "constructor_declaration": "constructor",
+              "compact_constructor_declaration": "constructor"},
+        bodies=frozenset({"class_body", "interface_body", "enum_body",
+                          "enum_body_declarations", "annotation_type_body"}),
+        comments=frozenset({"block_comment", "line_comment", "comment"}),
+        imports=frozenset({"import_declaration"}),
+        public_keywords=frozenset({"public", "protected"}),
+    ),
+    "kotlin": LangSpec(
+        grammar="kotlin",
+        defs={"class_declaration": "class", "object_declaration": "class",
+              "function_declaration": "function", "type_alias": "type",
+              "companion_object": "class"},
+        bodies=frozenset({"class_body", "enum_class_body"}),
+        comments=frozenset({"comment", "multiline_comment", "line_comment"}),
+        imports=frozenset({"import_list", "import_header"}),
+        private_keywords=frozenset({"private", "internal"}),
+    ),
+    "rust": LangSpec(
+        grammar="rust",
+        defs={"function_item": "function", "function_signature_item": "function",
+              "struct_item": "class", "union_item": "class", "enum_item": "enum",
+              "trait_item": "interface", "type_item": "type", "macro_definition": "macro"},
+        scopes={"mod_item": "module", "impl_item": ""},
+        bodies=frozenset({"declaration_list"}),
+        comments=frozenset({"line_comment", "block_comment"}),
+        imports=frozenset({"use_declaration", "extern_crate_declaration"}),
+    ),
+    "c": LangSpec(
+        grammar="c",
+        defs={"function_definition": "function", "struct_specifier": "class",
+              "union_specifier": "class", "enum_specifier": "enum",
+              "type_definition": "type"},
+        bodies=frozenset({"field_declaration_list"}),
+        imports=frozenset({"preproc_include"}),
+    ),
+    "cpp": LangSpec(
+        grammar="cpp",
+        defs={"function_definition": "function", "class_specifier": "class",
+              "struct_specifier": "class", "union_specifier": "class",
+              "enum_specifier": "enum", "type_definition": "type",
+              "alias_declaration": "type", "concept_definition": "type"},
+        wrappers=frozenset({"template_declaration"}),
+        scopes={"namespace_definition": "module", "linkage_specification": ""},
+        bodies=frozenset({"field_declaration_list", "declaration_list"}),
+        imports=frozenset({"preproc_include"}),
+    ),
+    "csharp": LangSpec(
+        grammar="csharp",
+        defs={"class_declaration": "class", "interface_declaration": "interface",
+              "struct_declaration": "class", "record_declaration": "class",
+              "record_struct_declaration": "class", "enum_declaration": "enum",
+              "method_declaration": "method", "constructor_declaration": "constructor",
+              "property_declaration": "property", "delegate_declaration": "type",
+              "destructor_declaration": "method", "operator_declaration": "method"},
+        scopes={"namespace_declaration": "module", "file_scoped_namespace_declaration": ""},
+        bodies=frozenset({"declaration_list"}),
+        imports=frozenset({"using_directive"}),
+        public_keywords=frozenset({"public", "protected", "internal"}),
+    ),
+    "ruby": LangSpec(
+        grammar="ruby",
+        defs={"class": "class", "module": "module", "method": "method",
+              "singleton_method": "method", "singleton_class": "class"},
+        bodies=frozenset({"body_statement"}),
+    ),
+    "php": LangSpec(
+        grammar="php",
+        defs={"class_declaration": "class", "interface_declaration": "interface",
+              "trait_declaration": "class", "enum_declaration": "enum",
+              "function_definition": "function", "method_declaration": "method"},
+        scopes={"namespace_definition": ""},
+        bodies=frozenset({"declaration_list", "compound_statement", "enum_declaration_list"}),
+        imports=frozenset({"namespace_use_declaration"}),
+        private_keywords=frozenset({"private", "protected"}),
+    ),
+}
+
+# Declarations inside a class body that stay in the class shell instead of their own chunk.
+MEMBER_ONLY = frozenset({"property"})
+
+ImportExtractor = Callable[[Node], list[str]]

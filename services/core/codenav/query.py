@@ -1,0 +1,114 @@
+"""Turning what an agent typed into weighted term groups.
+
+``parse auth [login|signin] headers`` becomes groups {parse}, {auth}, {login, signin},
+{headers, header}: alternatives inside a group are ORed (brackets, plural forms), groups
+are softly ANDed (more groups matched ranks higher). Identifiers are split like the index
+splits them, so ``parseHttpHeader`` also yields {parse}, {http}, {header}.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from codenav.errors import InvalidRequest
+from codenav.tokens import STOPWORDS, identifier_terms, singular_variants, words
+
+MAX_QUERY_CHARS = 8000
+_BRACKET = re.compile(r"\[([^\[\]]*)\]")
+_TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
+                         "mock", "mocks", "pytest", "junit", "unittest"})
+_DEF_INTENT = re.compile(r"\b(where|which)\b.*\b(defined|declared|implemented|definition)\b|"
+                         r"^\s*(def|class|func|function|interface|struct|type)\s+\w+",
+                         re.IGNORECASE)
+
+
+@dataclass
+class Group:
+    terms: tuple[str, ...]
+    """Alternatives, any of which satisfies the group."""
+    label: str
+    """How the agent wrote it, for explanations."""
+    idf: float = 1.0
+    df: int = 0
+
+
+@dataclass
+class ParsedQuery:
+    raw: str
+    groups: list[Group] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)
+    """Identifier-like words as typed (``parseHttpHeader``, ``Foo.bar``), for exact matches."""
+    wants_tests: bool = False
+    definition_intent: bool = False
+
+    @property
+    def all_terms(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for g in self.groups:
+            for t in g.terms:
+                seen.setdefault(t, None)
+        return list(seen)
+
+
+def _group_for(word_terms: list[str], label: str) -> Group | None:
+    alts: dict[str, None] = {}
+    for term in word_terms:
+        for variant in singular_variants(term):
+            alts.setdefault(variant, None)
+    return Group(terms=tuple(alts), label=label) if alts else None
+
+
+def parse_query(text: str) -> ParsedQuery:
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidRequest("query is empty", hint="describe what you are looking for")
+    if len(text) > MAX_QUERY_CHARS:
+        text = text[:MAX_QUERY_CHARS]
+    text = text.replace("\0", " ")
+    parsed = ParsedQuery(raw=text)
+    seen_terms: set[str] = set()
+
+    def add(group: Group | None) -> None:
+        if group is None:
+            return
+        key = group.terms[0]
+        if key in seen_terms:
+            return
+        seen_terms.add(key)
+        parsed.groups.append(group)
+
+    for match in _BRACKET.finditer(text):
+        alternatives = [a.strip() for a in match.group(1).split("|") if a.strip()]
+        terms: list[str] = []
+        for alt in alternatives:
+            for w in words(alt):
+                terms += list(identifier_terms(w)[:1])
+        add(_group_for(terms, "|".join(alternatives)))
+    rest = _BRACKET.sub(" ", text)
+    lowered_words = {w.lower() for w in words(text)}
+    parsed.wants_tests = bool(lowered_words & _TEST_WORDS)
+    parsed.definition_intent = bool(_DEF_INTENT.search(text))
+    for raw_word in re.findall(r"[\w.:$#]+", rest):
+        for w in words(raw_word):
+            terms = identifier_terms(w)
+            if not terms:
+                continue
+            is_identifier = len(terms) > 1 or any(ch.isupper() for ch in w[1:]) or "_" in w
+            if is_identifier and w not in parsed.identifiers and len(w) > 2:
+                parsed.identifiers.append(w)
+            for term in terms:
+                if term in STOPWORDS or len(term) < 2 and not term.isdigit():
+                    continue
+                add(_group_for([term], term))
+        if ("." in raw_word or "::" in raw_word) and raw_word.strip(".:") not in \
+                parsed.identifiers and len(raw_word) > 3:
+            parsed.identifiers.append(raw_word.strip(".:"))
+    if not parsed.groups:
+        raise InvalidRequest("query has no searchable words",
+                             hint="use identifiers or words that appear in the code")
+    return parsed
+
+
+def tsquery_for(terms: tuple[str, ...] | list[str]) -> str:
+    """A tsquery (input syntax) matching any of ``terms``; terms are \\w runs."""
+    return " | ".join(f"'{t}'" for t in terms)

@@ -1,0 +1,266 @@
+"""``search``: the chunks that answer a query, fused from three lexical rankers.
+
+1. lexical: full-text match over the code-aware token stream, IDF-weighted per term group;
+2. declarations: chunks declaring exactly a symbol the query names;
+3. fuzzy symbols: trigram similarity on symbol names, for misspelt or partial names.
+The lists are fused with RRF, then path and kind priors apply.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+import psycopg
+
+from codenav import rank
+from codenav.answers import empty_reason, glob_to_regex, stats
+from codenav.db import queries as q
+from codenav.errors import InvalidRequest
+from codenav.parse.model import CHUNK_KINDS
+from codenav.query import Group, ParsedQuery, parse_query, tsquery_for
+from codenav.repos import Repo
+from codenav.tokens import identifier_terms
+
+MAX_LIMIT = 50
+MAX_GROUPS = 24
+CANDIDATE_BUDGET = 3000
+"""Sum of document frequencies the fallback (OR) candidate query may cover; rare terms go
+first. Scoring costs a few microseconds per candidate, so this bounds latency."""
+CANDIDATE_CAP = 6000
+"""Hard cap on scored candidates, for queries made only of very common words."""
+PAIR_GROUPS = 6
+"""The rarest groups combined pairwise for the first candidate query (two groups or more)."""
+
+
+@dataclass(frozen=True)
+class Filters:
+    language: str | None = None
+    path: str | None = None
+    kind: str | None = None
+    exported: bool = False
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "language": self.language, "kind": self.kind, "exported": self.exported,
+            "path_re": glob_to_regex(self.path) if self.path else None,
+        }
+
+
+@dataclass
+class Weighted:
+    """A parsed query with IDF weights, ready for the rankers."""
+
+    query: ParsedQuery
+    groups: list[Group]
+    candidate_terms: list[str]
+    avg_terms: float
+    known_terms: set[str]
+
+    def candidate_queries(self) -> list[str]:
+        """Candidate tsqueries, most selective first: chunks matching at least two of the
+        rarest groups, then chunks matching any rare term (within the budget)."""
+        out = []
+        rare = sorted(self.groups, key=lambda g: g.df)[:PAIR_GROUPS]
+        pairs = [f"({tsquery_for(a.terms)}) & ({tsquery_for(b.terms)})"
+                 for a, b in combinations(rare, 2) if min(a.df, b.df) <= CANDIDATE_BUDGET]
+        if pairs:
+            out.append(" | ".join(f"({p})" for p in pairs))
+        if self.candidate_terms:
+            out.append(tsquery_for(self.candidate_terms))
+        return out
+
+
+def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = MAX_GROUPS,
+          budget: int = CANDIDATE_BUDGET) -> Weighted:
+    """Look up document frequencies, keep the most informative groups, and choose the
+    rare terms whose matches form the candidate set."""
+    row = conn.execute(q.STATS_CORPUS).fetchone()
+    n_chunks = int(row[0]) if row and row[0] else 0
+    avg_terms = float(row[1]) if row and row[1] else 50.0
+    if not n_chunks:  # statistics not computed yet: count the live table instead
+        live = conn.execute(q.STATS_CHUNK_COUNT).fetchone()
+        n_chunks = int(live[0]) if live else 0
+    dfs = dict(conn.execute(q.STATS_TERMS, (query.all_terms,)).fetchall())
+    stale_stats = not dfs and n_chunks > 0
+    groups = []
+    for g in query.groups:
+        present = tuple(t for t in g.terms if dfs.get(t, 0) > 0 or stale_stats)
+        if not present:
+            continue
+        df = max(dfs.get(t, 1) for t in present)
+        groups.append(Group(terms=present, label=g.label, idf=rank.idf(df, n_chunks), df=df))
+    keep = rank.top_groups(((i, g.idf) for i, g in enumerate(groups)), max_groups)
+    groups = [groups[i] for i in keep]
+    candidates: list[str] = []
+    covered = 0
+    for g in sorted(groups, key=lambda g: g.df):
+        if candidates and covered + g.df > budget:
+            break
+        candidates += list(g.terms)
+        covered += g.df
+    return Weighted(query=query, groups=groups, candidate_terms=candidates,
+                    avg_terms=max(avg_terms, 1.0),
+                    known_terms={t for t, df in dfs.items() if df > 0})
+
+
+def lexical_ranking(conn: psycopg.Connection, repo: Repo, w: Weighted, filters: Filters,
+                    k: int) -> list[tuple[int, str, float]]:
+    if not w.groups:
+        return []
+    params = {
+        "tsqs": [tsquery_for(g.terms) for g in w.groups],
+        "weights": [g.idf for g in w.groups],
+        "avg_terms": w.avg_terms, "repo": repo.id, "k": k, "cap": CANDIDATE_CAP,
+        **filters.params(),
+    }
+    found: dict[tuple[int, str], float] = {}
+    for candidates in w.candidate_queries():
+        for r in conn.execute(q.SEARCH_LEXICAL, {**params, "any": candidates}):
+            found.setdefault((r[0], r[1]), float(r[2] or 0.0))
+        if len(found) >= k // 2:
+            break
+    ranked = sorted(found.items(), key=lambda kv: -kv[1])[:k]
+    return [(key[0], key[1], score) for key, score in ranked]
+
+
+def declaration_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery,
+                        filters: Filters, k: int) -> tuple[list[tuple[int, str]],
+                                                           set[tuple[int, str]]]:
+    """Chunks declaring a name the query uses, and the subset whose owner the query also
+    names (``KafkaConsumer poll`` -> ``KafkaConsumer.poll``)."""
+    names: dict[str, set[str]] = {}
+    typed = [w.lower() for w in query.raw.replace("::", ".").split()]
+    for ident in query.identifiers:
+        parts = [p for p in ident.replace("::", ".").split(".") if p]
+        if parts:
+            owners = names.setdefault(parts[-1].lower(), set())
+            if len(parts) > 1:
+                owners.add(parts[-2].lower())
+    for first, second in zip(typed, typed[1:]):  # "KafkaConsumer poll" reads as Owner.member
+        if first.isidentifier() and second.isidentifier():
+            names.setdefault(second, set()).add(first)
+            names.setdefault(first, set())
+    if len(query.groups) <= 3:
+        for g in query.groups:
+            names.setdefault(g.terms[0], set())
+    if not names:
+        return [], set()
+    qualified = [f"{owner}.{name}" for name, owners in names.items() for owner in owners]
+    rows = conn.execute(q.SEARCH_DECLARATIONS, {"names": list(names), "qualified": qualified,
+                                                "repo": repo.id, "k": k,
+                                                **filters.params()}).fetchall()
+
+    def key(row: tuple) -> tuple[int, int]:  # type: ignore[type-arg]
+        """Members of the owner the query names first, then exact names, constructors last."""
+        owners = names.get((row[2] or "").lower(), set())
+        owned = 0 if owners and (row[3] or "").lower() in owners else 1
+        return owned, 1 if row[4] == "constructor" else 0
+
+    exact = {(r[0], r[1]) for r in rows if key(r)[0] == 0}
+    return [(r[0], r[1]) for r in sorted(rows, key=key)], exact
+
+
+def trigram_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery,
+                    filters: Filters, k: int) -> list[tuple[int, str]]:
+    names = [i.replace("::", ".").split(".")[-1].lower() for i in query.identifiers[:3]]
+    if not names and len(query.groups) <= 2:
+        names = [query.groups[0].terms[0]]
+    out: list[tuple[int, str]] = []
+    for name in names:
+        if len(name) < 3:
+            continue
+        rows = conn.execute(q.SEARCH_TRIGRAM, {"name": name, "repo": repo.id, "k": k,
+                                               **filters.params()}).fetchall()
+        out += [(r[0], r[1]) for r in rows]
+    return out
+
+
+def validate(limit: int, kind: str | None) -> None:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidRequest(f"limit must be between 1 and {MAX_LIMIT}")
+    if kind and kind not in CHUNK_KINDS:
+        raise InvalidRequest(f"unknown kind {kind!r}",
+                             hint="one of: " + ", ".join(sorted(CHUNK_KINDS)))
+
+
+def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
+           filters: Filters = Filters()) -> dict[str, Any]:
+    started = time.monotonic()
+    validate(limit, filters.kind)
+    query = parse_query(text)
+    weighted = weigh(conn, query)
+    depth = max(50, limit * 5)
+    lexical = lexical_ranking(conn, repo, weighted, filters, depth)
+    decls, owned = declaration_ranking(conn, repo, query, filters, 30)
+    unknown = any(t not in weighted.known_terms for t in
+                  (identifier_terms(i.split(".")[-1])[0] for i in query.identifiers[:3]
+                   if identifier_terms(i.split(".")[-1])))
+    fuzzy = trigram_ranking(conn, repo, query, filters, 20) if unknown or not decls else []
+    fused = rank.rrf([[(i, p) for i, p, _ in lexical], decls, fuzzy],
+                     weights=[0.5 if unknown else 1.0, 1.0 if query.identifiers else 0.6,
+                              1.5 if unknown else 0.5])
+    ids = [key[0] for key in fused]  # type: ignore[index]
+    details = {r[0]: r for r in conn.execute(q.CHUNK_DETAILS, (ids,)).fetchall()} if ids else {}
+    scored = []
+    for key, score in fused.items():
+        chunk_id, path = key  # type: ignore[misc]
+        row = details.get(chunk_id)
+        if row is None:
+            continue
+        score *= rank.path_prior(path, query.wants_tests) * \
+            rank.kind_prior(row[1], query.definition_intent)
+        if key in owned:
+            score *= rank.QUALIFIED_BOOST
+        scored.append((score, path, row))
+    scored.sort(key=lambda s: (-s[0], s[1], s[2][6]))
+    scored = _diversify(scored)
+    results = []
+    sizes: dict[str, int] = {}
+    for score, path, row in scored[:limit]:
+        (_id, kind, symbol, parent, signature, _doc, start, end, body, part, _exp, language,
+         size, _lines) = row
+        content, cut = _clip(body)
+        item: dict[str, Any] = {"path": path, "start_line": start, "end_line": end,
+                                "kind": kind, "symbol": symbol, "score": round(score * 1000, 2),
+                                "content": content}
+        if cut:
+            item["truncated"] = f"{cut} more lines; read(path, start_line, end_line) for all"
+        if parent:
+            item["parent"] = parent
+        if part:
+            item["part"] = part
+        item["language"] = language
+        results.append(item)
+        sizes[path] = size
+    answer: dict[str, Any] = {"repo": repo.name, "query": text, "results": results}
+    if not results:
+        answer["empty"] = empty_reason(conn, repo, filters.language, filters.path)
+    answer["_stats"] = stats(answer, sizes, started)
+    return answer
+
+
+MAX_RESULT_LINES = 80
+
+
+def _clip(body: str) -> tuple[str, int]:
+    lines = body.split("\n")
+    if len(lines) <= MAX_RESULT_LINES:
+        return body, 0
+    return "\n".join(lines[:MAX_RESULT_LINES]), len(lines) - MAX_RESULT_LINES
+
+
+def _diversify(scored: list[tuple[float, str, tuple]]) -> list[tuple[float, str, tuple]]:  # type: ignore[type-arg]
+    """Overloads and split parts of one symbol in one file crowd a result page: each
+    repeat of the same (path, symbol) counts for less."""
+    seen: dict[tuple[str, str], int] = {}
+    out = []
+    for score, path, row in scored:
+        key = (path, row[2] or f"@{row[6]}")
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        out.append((score * (0.7 ** n), path, row))
+    out.sort(key=lambda s: (-s[0], s[1], s[2][6]))
+    return out

@@ -1,0 +1,83 @@
+"""``status``: what is indexed, what is running, what was skipped and why."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psycopg
+
+from codenav.answers import stats
+from codenav.db import queries as q
+from codenav.repos import Repo, list_repos
+from codenav.versions import CHUNKER_VERSION, SCHEMA_VERSION
+
+SKIPPED_SHOWN = 20
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def run_info(row: tuple | None) -> dict[str, Any] | None:  # type: ignore[type-arg]
+    if row is None:
+        return None
+    (run_id, scope, state, phase, total, done, parsed, deleted, error, started, updated,
+     finished, job_id) = row
+    info: dict[str, Any] = {"id": run_id, "scope": scope, "state": state, "phase": phase,
+                            "files_total": total, "files_done": done, "files_parsed": parsed,
+                            "files_deleted": deleted, "started_at": _iso(started),
+                            "updated_at": _iso(updated)}
+    if finished:
+        info["finished_at"] = _iso(finished)
+        info["seconds"] = round((finished - started).total_seconds(), 2)
+    if error:
+        info["error"] = error
+    if job_id:
+        info["job_id"] = job_id
+    return info
+
+
+def repo_status(conn: psycopg.Connection, repo: Repo) -> dict[str, Any]:
+    n_files, total_bytes, _contents = conn.execute(q.REPO_COUNTS, (repo.id,)).fetchone() or \
+        (0, 0, 0)
+    languages = dict(conn.execute(q.REPO_LANGUAGES, (repo.id,)).fetchall())
+    chunks = conn.execute(q.REPO_CHUNKS, (repo.id,)).fetchone()
+    skipped = dict(conn.execute(q.SKIPPED_SUMMARY, (repo.id,)).fetchall())
+    skipped_list = [{"path": p, "reason": r, **({"detail": d} if d else {})}
+                    for p, r, d in conn.execute(q.SKIPPED_LIST, (repo.id, SKIPPED_SHOWN))]
+    gitignored = conn.execute(q.REPO_GITIGNORED, (repo.id,)).fetchone()
+    latest = run_info(conn.execute(q.RUN_LATEST, (repo.id,)).fetchone())
+    running = latest is not None and latest["state"] == "running"
+    if running:
+        index_status = "updating" if n_files else "indexing"
+    elif n_files:
+        index_status = "ready"
+    else:
+        index_status = "empty"
+    out: dict[str, Any] = {
+        "name": repo.name, "root": repo.root, "index_status": index_status,
+        "files": int(n_files), "bytes": int(total_bytes),
+        "chunks": int(chunks[0]) if chunks else 0, "languages": languages,
+        "indexed_at": _iso(repo.indexed_at), "indexed_commit": repo.indexed_commit,
+        "skipped": {"total": sum(skipped.values()), "by_reason": skipped,
+                    "gitignored": int(gitignored[0]) if gitignored else 0,
+                    "examples": skipped_list},
+    }
+    if latest:
+        out["last_run"] = latest
+    return out
+
+
+def status(conn: psycopg.Connection, repo: Repo | None = None) -> dict[str, Any]:
+    started = time.monotonic()
+    repos = [repo] if repo is not None else list_repos(conn)
+    answer: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "chunker_version": CHUNKER_VERSION,
+        "repos": [repo_status(conn, r) for r in repos],
+    }
+    if not repos:
+        answer["empty"] = {"code": "not_indexed", "message": "no repository is registered; "
+                           "run `codenav index PATH`"}
+    answer["_stats"] = stats(answer, {}, started)
+    return answer

@@ -1,0 +1,119 @@
+"""The code-aware token stream shared by indexing and querying.
+
+An identifier yields itself and its parts, split on ``_``, camelCase and digit boundaries:
+``parseHTTPHeader2`` gives ``parsehttpheader2``, ``parse``, ``http``, ``header``, ``2``.
+So a query for "http header" finds ``parseHttpHeader`` and a query for ``parse_http_header``
+finds code that spells it ``parseHttpHeader``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+
+_WORD = re.compile(r"[^\W_]\w*|_\w+", re.UNICODE)
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", re.UNICODE)
+MAX_TERM_LEN = 60
+
+# English words that carry no meaning in a search over code; used on the query side only.
+STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does doing for from had has have
+    how i if in into is it its itself me my no not of on or our should so some such than that
+    the their them then there these they this those to too very was we were what when where
+    which while who why will with would you your just also any all one get got want using use
+    used like make made need needs please thanks hi hello""".split()
+)
+
+
+@lru_cache(maxsize=200_000)
+def identifier_terms(word: str) -> tuple[str, ...]:
+    """The lower-cased terms of one identifier: the whole word first, then its parts."""
+    whole = word.lower().strip("_")
+    if not whole or len(whole) > MAX_TERM_LEN:
+        return ()
+    parts = [p.lower() for p in _PART.findall(word)]
+    if len(parts) <= 1:
+        return (whole,)
+    seen = {whole}
+    out = [whole]
+    for part in parts:
+        if part not in seen:
+            seen.add(part)
+            out.append(part)
+    return tuple(out)
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def term_counts(text: str) -> Counter[str]:
+    """Term frequencies of ``text`` as the index sees it."""
+    counts: Counter[str] = Counter()
+    for word in _WORD.findall(text):
+        counts.update(identifier_terms(word))
+    return counts
+
+
+_POSITIONS = [""] + [",".join(str(i) for i in range(1, n + 1)) for n in range(1, 9)]
+
+
+_RENDERED: dict[tuple[str, int], str] = {}
+
+
+def _render(key: tuple[str, int]) -> str:
+    """tsvector items for ``count`` occurrences of ``word`` (frequency capped at 8);
+    Postgres merges repeats of a lexeme that come from different words."""
+    word, count = key
+    positions = _POSITIONS[count if count < 8 else 8]
+    text = " ".join(f"'{t}':{positions}" for t in identifier_terms(word))
+    if len(_RENDERED) > 1_000_000:
+        _RENDERED.clear()
+    _RENDERED[key] = text
+    return text
+
+
+def chunk_tsvector(body: str, symbol: str | None, parent: str | None) -> tuple[str, int]:
+    """A chunk's tsvector in Postgres input syntax, and its length in words.
+
+    Body terms carry their frequency (as up to 8 positions, weight D); the symbol's own
+    terms get weight A and its parent's weight B, so declarations outrank mentions.
+    Terms are ``\\w`` runs, so they never need escaping inside the quotes.
+    """
+    found = _WORD.findall(body)
+    get = _RENDERED.get
+    items = [get(key) or _render(key) for key in Counter(found).items()]
+    if symbol:
+        items += [f"'{t}':9A" for t in identifier_terms(symbol)]
+    if parent:
+        items += [f"'{t}':10B" for part in words(parent) for t in identifier_terms(part)]
+    return " ".join(items), len(found)
+
+
+def path_terms(path: str) -> list[str]:
+    """Terms of a repo-relative path: directory and file names, split like identifiers."""
+    out: list[str] = []
+    for word in _WORD.findall(path):
+        out += identifier_terms(word)
+    return out
+
+
+def path_tsvector(path: str) -> str:
+    terms = path_terms(path)
+    name_terms = set(path_terms(path.rsplit("/", 1)[-1]))
+    return " ".join(f"'{t}':1A" if t in name_terms else f"'{t}'" for t in dict.fromkeys(terms))
+
+
+def singular_variants(term: str) -> tuple[str, ...]:
+    """Cheap plural folding for queries: ``workspaces`` also matches ``workspace``."""
+    variants = [term]
+    if len(term) > 4 and term.endswith("ies"):
+        variants.append(term[:-3] + "y")
+    elif len(term) > 4 and term.endswith(("ses", "xes", "ches", "shes")):
+        variants.append(term[:-2])
+    elif len(term) > 3 and term.endswith("s") and not term.endswith("ss"):
+        variants.append(term[:-1])
+    else:
+        variants.append(term + "s")
+    return tuple(variants)
