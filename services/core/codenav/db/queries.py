@@ -45,6 +45,10 @@ RUN_LATEST = """
 SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_deleted, error,
        started_at, updated_at, finished_at, job_id
 FROM index_runs WHERE repo_id = %s ORDER BY id DESC LIMIT 1"""
+RUN_BY_JOB = """
+SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_deleted, error,
+       started_at, updated_at, finished_at, job_id
+FROM index_runs WHERE job_id = %s ORDER BY id DESC LIMIT 1"""
 RUN_BY_ID = """
 SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_deleted, error,
        started_at, updated_at, finished_at, job_id

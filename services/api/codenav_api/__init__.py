@@ -1,0 +1,1 @@
+"""codenav API: REST under /v1 and MCP over streamable HTTP at /mcp."""

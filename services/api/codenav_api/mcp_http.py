@@ -1,0 +1,76 @@
+"""The MCP tools over streamable HTTP at ``/mcp``: same tools as the stdio adapter,
+run in-process. Every request needs a bearer token and, if it carries an Origin header,
+an allowed origin (loopback, or one listed in CODENAV_ALLOWED_ORIGINS): this stops DNS
+rebinding and cross-site calls from browsers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlparse
+
+import anyio
+from mcp.server import MCPServer
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from codenav.errors import CodenavError
+from codenav.tools import INSTRUCTIONS, register_tools
+from codenav_api.service import Services
+
+_LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
+
+
+class InProcessBackend:
+    def __init__(self, svc: Services) -> None:
+        self.svc = svc
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        return await anyio.to_thread.run_sync(self.svc.run, tool, args)
+
+
+def build_server(svc: Services) -> MCPServer:
+    server: MCPServer = MCPServer(name="codenav", instructions=INSTRUCTIONS)
+    register_tools(server, InProcessBackend(svc))
+    return server
+
+
+def origin_allowed(origin: str | None, allowed: tuple[str, ...]) -> bool:
+    if not origin:
+        return True  # not a browser
+    if origin in allowed:
+        return True
+    host = urlparse(origin).hostname or ""
+    return host in _LOOPBACK
+
+
+class McpGate:
+    """ASGI wrapper: Origin check, then bearer token, then the MCP app."""
+
+    def __init__(self, app: ASGIApp, svc: Services) -> None:
+        self.app = app
+        self.svc = svc
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope.get("headers", [])}
+        if not origin_allowed(headers.get("origin"), self.svc.settings.allowed_origins):
+            await _json(send, 403, {"error": "forbidden", "message": "origin not allowed"})
+            return
+        try:
+            await anyio.to_thread.run_sync(self.svc.tokens.verify, self.svc.connection,
+                                           headers.get("authorization"))
+        except CodenavError as exc:
+            await _json(send, exc.status, exc.to_dict())
+            return
+        await self.app(scope, receive, send)
+
+
+async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})

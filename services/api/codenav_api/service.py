@@ -1,0 +1,88 @@
+"""The API's one entry to the core: run a tool by name with a pooled connection.
+
+REST routes and the MCP endpoint both call ``Services.run``, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import redis
+from psycopg_pool import ConnectionPool
+
+from codenav import find, navigate, queue, repos, search, status
+from codenav.auth import TokenVerifier
+from codenav.config import Settings
+from codenav.db.connect import dsn
+from codenav.errors import InvalidRequest, Unavailable
+
+
+class Services:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.pool = ConnectionPool(dsn(settings), min_size=1, max_size=12, open=False,
+                                   kwargs={"autocommit": True, "application_name": "codenav-api"},
+                                   timeout=10)
+        self.redis: redis.Redis = queue.connect_redis(settings)
+        self.tokens = TokenVerifier()
+
+    def open(self) -> None:
+        self.pool.open(wait=False)
+
+    def close(self) -> None:
+        self.pool.close()
+        self.redis.close()
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise Unavailable(f"database unavailable: {str(exc).splitlines()[0]}") from None
+
+    def run(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        with self.connection() as conn:
+            return self._dispatch(conn, tool, args)
+
+    def _dispatch(self, conn: psycopg.Connection, tool: str,
+                  args: dict[str, Any]) -> dict[str, Any]:
+        repo_name = args.get("repo") or None
+        if tool == "status":
+            repo = repos.resolve(conn, repo_name) if repo_name else None
+            answer = status.status(conn, repo)
+            try:
+                answer["queue"] = queue.queue_depth(self.redis, self.settings)
+            except redis.RedisError:
+                answer["queue"] = {"error": "queue unreachable"}
+            return answer
+        repo = repos.resolve(conn, repo_name)
+        if tool == "search":
+            filters = search.Filters(language=args.get("language") or None,
+                                     path=args.get("path") or None,
+                                     kind=args.get("kind") or None,
+                                     exported=bool(args.get("exported", False)))
+            return search.search(conn, repo, args["query"], int(args.get("limit", 10)),
+                                 filters)
+        if tool == "find_files":
+            return find.find_files(conn, repo, args["query"], int(args.get("limit", 7)),
+                                   bool(args.get("include_tests", False)))
+        if tool == "outline":
+            return navigate.outline(conn, repo, args["path"])
+        if tool == "read":
+            return navigate.read(conn, repo, args.get("path") or None, args.get("start_line"),
+                                 args.get("end_line"), args.get("symbol") or None)
+        if tool == "reindex":
+            return self.reindex(repo, args.get("paths"))
+        raise InvalidRequest(f"unknown tool {tool!r}")
+
+    def reindex(self, repo: repos.Repo, paths: list[str] | None) -> dict[str, Any]:
+        if paths:
+            clean = [navigate.clean_path(p) for p in paths]
+            job_id = queue.request_paths(self.redis, self.settings, repo.id, clean)
+            return {"repo": repo.name, "scope": "paths", "paths": clean, "job_id": job_id}
+        job_id = queue.request_full(self.redis, self.settings, repo.id)
+        return {"repo": repo.name, "scope": "full", "job_id": job_id}

@@ -1,0 +1,333 @@
+"""The ``codenav`` command line.
+
+Every command prints one clear error line plus a hint on failure, never a traceback.
+``search``, ``find`` and ``status`` take ``--json`` to print exactly what the MCP tool
+returns as structured content.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from codenav import render
+from codenav.client import ApiClient, endpoint, stack_file
+from codenav.config import Settings
+from codenav.errors import CodenavError, ConfigError
+
+TERMINAL = {"finished", "failed", "stopped", "canceled"}
+
+
+def _api(settings: Settings, method: str, path: str,
+         body: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def go() -> dict[str, Any]:
+        client = ApiClient.from_settings(settings)
+        try:
+            return await client.request(method, path, body)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(go())
+
+
+def _print(tool: str, data: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render.render(tool, data) + "\n")
+
+
+def _bar(done: int, total: int, started: float, phase: str, name: str) -> str:
+    elapsed = max(time.monotonic() - started, 1e-6)
+    rate = done / elapsed
+    width = 28
+    frac = done / total if total else 0.0
+    filled = int(width * frac)
+    eta = (total - done) / rate if rate > 0 and total else 0
+    return (f"\rindexing {name} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} files "
+            f"{rate:,.0f} files/s ETA {eta:,.0f}s ({phase})   ")
+
+
+def wait_for_job(settings: Settings, job_id: str, name: str, quiet: bool = False,
+                 timeout: float = 24 * 3600) -> dict[str, Any]:
+    """Poll a job until it ends, drawing a progress bar on stderr."""
+    started = time.monotonic()
+    info: dict[str, Any] = {}
+    tty = sys.stderr.isatty()
+    last_draw = 0.0
+    while time.monotonic() - started < timeout:
+        info = _api(settings, "GET", f"/v1/jobs/{job_id}")
+        run = info.get("run") or {}
+        if not quiet and run and (tty or time.monotonic() - last_draw > 2.0):
+            last_draw = time.monotonic()
+            line = _bar(run.get("files_done", 0), run.get("files_total", 0), started,
+                        run.get("phase", ""), name)
+            sys.stderr.write(line if tty else line.strip("\r") + "\n")
+            sys.stderr.flush()
+        if info.get("state") in TERMINAL and (run.get("state") != "running"):
+            break
+        time.sleep(0.25)
+    if not quiet and tty:
+        sys.stderr.write("\n")
+    return info
+
+
+def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
+    root = Path(args.path).expanduser().resolve()
+    if not root.is_dir():
+        raise ConfigError(f"{args.path} is not a directory")
+    data = _api(settings, "POST", "/v1/repos", {"root": str(root), "name": args.name})
+    repo = data["repo"]
+    job_id = data.get("job_id")
+    if args.no_wait or not job_id:
+        print(f"queued indexing of {repo['name']} ({root}) as job {job_id}")
+        return 0
+    info = wait_for_job(settings, job_id, repo["name"], quiet=args.quiet)
+    run = info.get("run") or {}
+    if info.get("state") == "failed" or run.get("state") == "failed":
+        raise CodenavError(f"indexing failed: {info.get('error') or run.get('error')}",
+                           hint="see the worker log")
+    print(f"indexed {repo['name']}: {run.get('files_total', 0)} files "
+          f"({run.get('files_parsed', 0)} parsed) in {run.get('seconds', '?')}s")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    body = {"query": args.query, "limit": args.limit, "path": args.path,
+            "language": args.language, "kind": args.kind, "repo": args.repo or settings.repo or None}
+    _print("search", _api(settings, "POST", "/v1/search", body), args.json)
+    return 0
+
+
+def cmd_find(args: argparse.Namespace, settings: Settings) -> int:
+    body = {"query": args.query, "limit": args.limit, "include_tests": args.include_tests,
+            "repo": args.repo or settings.repo or None}
+    _print("find_files", _api(settings, "POST", "/v1/find_files", body), args.json)
+    return 0
+
+
+def cmd_outline(args: argparse.Namespace, settings: Settings) -> int:
+    body = {"path": args.path, "repo": args.repo or settings.repo or None}
+    _print("outline", _api(settings, "POST", "/v1/outline", body), args.json)
+    return 0
+
+
+def cmd_read(args: argparse.Namespace, settings: Settings) -> int:
+    body = {"path": args.path, "symbol": args.symbol, "start_line": args.start,
+            "end_line": args.end, "repo": args.repo or settings.repo or None}
+    _print("read", _api(settings, "POST", "/v1/read", body), args.json)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    body = {"repo": args.repo or settings.repo or None}
+    _print("status", _api(settings, "POST", "/v1/status", body), args.json)
+    return 0
+
+
+def _db_settings(settings: Settings) -> Settings:
+    """Settings with a database URL: from the environment, or the local stack's file."""
+    if settings.database_url:
+        return settings
+    path = stack_file(settings)
+    if path.is_file():
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("database_url"):
+            return Settings.load(env={**os.environ, "CODENAV_DATABASE_URL": data["database_url"]})
+    raise ConfigError("no database configured",
+                      hint="set CODENAV_DATABASE_URL, or start the local stack with `codenav up`")
+
+
+def cmd_token(args: argparse.Namespace, settings: Settings) -> int:
+    from codenav.auth import create_token, revoke_token
+    from codenav.db import queries as q
+    from codenav.db.connect import connect
+
+    with connect(_db_settings(settings)) as conn:
+        if args.token_cmd == "create":
+            token, token_id = create_token(conn, args.name)
+            print(token)
+            print(f"token {token_id} ({args.name}) created; it is shown only once",
+                  file=sys.stderr)
+        elif args.token_cmd == "list":
+            for row in conn.execute(q.TOKEN_LIST).fetchall():
+                state = "revoked" if row[4] else "active"
+                print(f"{row[0]}\t{row[1]}\t{state}\tcreated {row[2]:%Y-%m-%d %H:%M}")
+        elif args.token_cmd == "revoke":
+            if not revoke_token(conn, args.id):
+                raise ConfigError(f"no active token with id {args.id}")
+            print(f"token {args.id} revoked")
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from codenav.db import migrations
+    from codenav.db.connect import connect
+
+    with connect(_db_settings(settings)) as conn:
+        print(f"schema version {migrations.migrate(conn)}")
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        from codenav_adapter.__main__ import main as adapter_main
+    except ImportError:
+        raise ConfigError("the codenav adapter is not installed",
+                          hint="pip install ./services/adapter") from None
+    return adapter_main([])
+
+
+def client_config(url: str, token: str, repo: str | None = None) -> str:
+    env = {"CODENAV_URL": url, "CODENAV_TOKEN": token}
+    if repo:
+        env["CODENAV_REPO"] = repo
+    exe = Path(sys.executable).with_name("codenav")
+    command = str(exe) if exe.exists() else "codenav"
+    env_flags = " ".join(f"-e {k}={shlex.quote(v)}" for k, v in env.items())
+    claude = f"claude mcp add codenav {env_flags} -- {shlex.quote(command)} mcp"
+    config = {"mcpServers": {"codenav": {"command": command, "args": ["mcp"], "env": env}}}
+    return (f"Claude Code:\n  {claude}\n\nOther MCP clients (JSON):\n"
+            f"{json.dumps(config, indent=2)}\n\nMCP over HTTP: {url}/mcp "
+            f"(header Authorization: Bearer <token>)")
+
+
+def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    from codenav.stack import Stack, wait_forever
+
+    port = args.port or settings.api_port
+    stack = Stack(settings, port=port, workers=args.workers)
+    try:
+        stack.start()
+        os.environ["CODENAV_URL"] = stack.url
+        os.environ["CODENAV_TOKEN"] = stack.token
+        client_settings = Settings.load()
+        names = []
+        for repo_path in args.repo or []:
+            root = Path(repo_path).expanduser().resolve()
+            if not root.is_dir():
+                raise ConfigError(f"{repo_path} is not a directory")
+            data = _api(client_settings, "POST", "/v1/repos", {"root": str(root)})
+            names.append(data["repo"]["name"])
+            if data.get("job_id") and not args.no_wait:
+                info = wait_for_job(client_settings, data["job_id"], data["repo"]["name"])
+                run = info.get("run") or {}
+                sys.stderr.write(f"indexed {data['repo']['name']}: {run.get('files_total', 0)} "
+                                 f"files in {run.get('seconds', '?')}s\n")
+        print(f"\ncodenav is running.\n  API:   {stack.url}  (docs: {stack.url}/docs)\n"
+              f"  token: {stack.token}\n  state: {stack.home}\n")
+        print(client_config(stack.url, stack.token, names[0] if len(names) == 1 else None))
+        print("\nPress Ctrl-C to stop every codenav process.", flush=True)
+        wait_forever(stack)
+    finally:
+        sys.stderr.write("\nstopping codenav...\n")
+        stack.stop()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="codenav", description="Team-shared code navigation "
+                                     "for AI coding agents.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    up = sub.add_parser("up", help="run the whole stack locally (store, queue, api, workers, "
+                        "watcher) in the foreground")
+    up.add_argument("--repo", action="append", help="repository to register and index "
+                    "(repeatable)")
+    up.add_argument("--port", type=int, help="API port (default 8765)")
+    up.add_argument("--workers", type=int, default=1, help="index worker processes")
+    up.add_argument("--no-wait", action="store_true", help="do not wait for indexing")
+    up.set_defaults(func=cmd_up)
+
+    idx = sub.add_parser("index", help="register a directory and index it")
+    idx.add_argument("path")
+    idx.add_argument("--name", help="repository name (default: directory name)")
+    idx.add_argument("--no-wait", action="store_true", help="return at once")
+    idx.add_argument("--incremental", action="store_true",
+                     help="reindex only what changed (always the case; kept for scripts)")
+    idx.add_argument("--quiet", action="store_true", help="no progress bar")
+    idx.set_defaults(func=cmd_index)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--repo", help="repository name (default: the only one)")
+        p.add_argument("--json", action="store_true", help="print the structured result")
+
+    s = sub.add_parser("search", help="search code chunks")
+    s.add_argument("query")
+    s.add_argument("--limit", type=int, default=10)
+    s.add_argument("--path", help="path glob filter, e.g. 'src/**/*.py'")
+    s.add_argument("--language")
+    s.add_argument("--kind", help="function, method, class, interface, ...")
+    common(s)
+    s.set_defaults(func=cmd_search)
+
+    f = sub.add_parser("find", help="rank files for a task description")
+    f.add_argument("query")
+    f.add_argument("--limit", type=int, default=7)
+    f.add_argument("--include-tests", action="store_true")
+    common(f)
+    f.set_defaults(func=cmd_find)
+
+    o = sub.add_parser("outline", help="a file's symbols and imports")
+    o.add_argument("path")
+    common(o)
+    o.set_defaults(func=cmd_outline)
+
+    r = sub.add_parser("read", help="code by path and lines, or by symbol")
+    r.add_argument("path", nargs="?")
+    r.add_argument("--symbol")
+    r.add_argument("--start", type=int)
+    r.add_argument("--end", type=int)
+    common(r)
+    r.set_defaults(func=cmd_read)
+
+    st = sub.add_parser("status", help="what is indexed, skipped, running")
+    common(st)
+    st.set_defaults(func=cmd_status)
+
+    tok = sub.add_parser("token", help="manage API tokens")
+    tsub = tok.add_subparsers(dest="token_cmd", metavar="ACTION", required=True)
+    tc = tsub.add_parser("create", help="create a token (printed once)")
+    tc.add_argument("--name", default="cli")
+    tsub.add_parser("list", help="list tokens")
+    tr = tsub.add_parser("revoke", help="revoke a token")
+    tr.add_argument("id", type=int)
+    tok.set_defaults(func=cmd_token)
+
+    m = sub.add_parser("mcp", help="run the stdio MCP adapter (for your agent's MCP config)")
+    m.set_defaults(func=cmd_mcp)
+
+    mg = sub.add_parser("migrate", help="apply database migrations")
+    mg.set_defaults(func=cmd_migrate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        settings = Settings.load()
+        if args.command not in ("up", "token", "migrate", "mcp"):
+            endpoint(settings)  # fail early with a clear message when nothing is configured
+        return int(args.func(args, settings))
+    except CodenavError as exc:
+        sys.stderr.write(f"codenav: {exc.message}\n")
+        if exc.hint:
+            sys.stderr.write(f"  hint: {exc.hint}\n")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

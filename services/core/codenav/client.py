@@ -1,0 +1,101 @@
+"""HTTP client for the codenav API (used by the CLI and the stdio adapter).
+
+Finds the API through ``CODENAV_URL``/``CODENAV_TOKEN`` or, when those are unset, through
+``$CODENAV_HOME/stack.json`` written by ``codenav up``. Maps error bodies back to the
+exceptions in ``codenav.errors``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from codenav.config import Settings
+from codenav.errors import (
+    CodenavError,
+    ConfigError,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    SchemaMismatch,
+    Unauthorized,
+    Unavailable,
+)
+
+_BY_STATUS: dict[int, type[CodenavError]] = {400: InvalidRequest, 401: Unauthorized,
+                                             403: Forbidden, 404: NotFound, 422: InvalidRequest}
+
+TOOL_ROUTES = {
+    "search": ("POST", "/v1/search"), "find_files": ("POST", "/v1/find_files"),
+    "outline": ("POST", "/v1/outline"), "read": ("POST", "/v1/read"),
+    "status": ("POST", "/v1/status"), "reindex": ("POST", "/v1/reindex"),
+}
+
+
+def stack_file(settings: Settings) -> Path:
+    return settings.home_path / "stack.json"
+
+
+def endpoint(settings: Settings) -> tuple[str, str]:
+    """(base URL, token) for clients: settings first, then the local stack's file."""
+    if settings.url:
+        return settings.url.rstrip("/"), settings.token
+    path = stack_file(settings)
+    if not path.is_file():
+        raise ConfigError("no codenav API configured",
+                          hint="set CODENAV_URL and CODENAV_TOKEN, or start `codenav up`")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+    return str(data["url"]).rstrip("/"), settings.token or str(data.get("token", ""))
+
+
+def error_from(response: httpx.Response) -> CodenavError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    message = body.get("message") or f"HTTP {response.status_code} from the codenav API"
+    hint = body.get("hint")
+    if body.get("error") == "schema_mismatch":
+        return SchemaMismatch(message, hint=hint)
+    cls = _BY_STATUS.get(response.status_code)
+    if cls is None:
+        cls = Unavailable if response.status_code >= 500 else InvalidRequest
+    return cls(message, hint=hint)
+
+
+class ApiClient:
+    def __init__(self, base_url: str, token: str, timeout: float = 60.0) -> None:
+        self.base_url = base_url
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._client = httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ApiClient:
+        url, token = endpoint(settings)
+        return cls(url, token)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def request(self, method: str, path: str, body: dict[str, Any] | None = None,
+                      params: dict[str, Any] | None = None) -> dict[str, Any]:
+        try:
+            response = await self._client.request(method, path, json=body, params=params)
+        except httpx.HTTPError as exc:
+            raise Unavailable(f"cannot reach the codenav API at {self.base_url}: "
+                              f"{type(exc).__name__}",
+                              hint="is the stack running? start it with `codenav up`") from None
+        if response.status_code >= 400:
+            raise error_from(response)
+        data: dict[str, Any] = response.json()
+        return data
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        method, path = TOOL_ROUTES[tool]
+        return await self.request(method, path, args)

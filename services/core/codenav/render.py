@@ -1,0 +1,99 @@
+"""Compact text renderings of answers, for the MCP text channel and the CLI.
+
+The structured answer is the contract; this text is what a model reads first, so it is
+short: a header line per result, then the code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _empty(data: dict[str, Any]) -> str:
+    empty = data.get("empty")
+    if not empty:
+        return ""
+    return f"(empty: {empty.get('code')}) {empty.get('message', '')}"
+
+
+def _saving(data: dict[str, Any]) -> str:
+    st = data.get("_stats") or {}
+    if not st.get("tokens_full_files"):
+        return ""
+    return (f"[{st.get('tokens_returned')} tokens returned vs {st['tokens_full_files']} to read "
+            f"the files whole]")
+
+
+def _search(data: dict[str, Any]) -> str:
+    out = []
+    for r in data.get("results", []):
+        sym = f" {r['kind']} {r['symbol']}" if r.get("symbol") else f" {r.get('kind', '')}"
+        if r.get("parent"):
+            sym += f" (in {r['parent']})"
+        flags = " [STALE]" if r.get("stale") else ""
+        out.append(f"{r['path']}:{r['start_line']}-{r['end_line']}{sym}{flags}")
+        out.append(r.get("content", ""))
+        if r.get("truncated"):
+            out.append(f"... ({r['truncated']})")
+        out.append("")
+    return "\n".join(out)
+
+
+def _find(data: dict[str, Any]) -> str:
+    return "\n".join(f"{r['path']}  -- {r.get('reason', '')}" for r in data.get("results", []))
+
+
+def _outline_nodes(nodes: list[dict[str, Any]], depth: int, out: list[str]) -> None:
+    for n in nodes:
+        exp = " *" if n.get("exported") else ""
+        bases = f" : {', '.join(n['bases'])}" if n.get("bases") else ""
+        out.append(f"{'  ' * depth}{n['kind']} {n['name']}{bases} "
+                   f"[{n['start_line']}-{n['end_line']}]{exp}")
+        _outline_nodes(n.get("children", []), depth + 1, out)
+
+
+def _outline(data: dict[str, Any]) -> str:
+    out = [f"{data.get('path')} ({data.get('language')}, {data.get('lines')} lines)"]
+    _outline_nodes(data.get("symbols", []), 1, out)
+    if data.get("imports"):
+        out.append("imports: " + ", ".join(data["imports"][:30]))
+    return "\n".join(out)
+
+
+def _read(data: dict[str, Any]) -> str:
+    head = f"{data.get('path')}:{data.get('start_line')}-{data.get('end_line')} " \
+           f"of {data.get('total_lines')}"
+    tail = f"\n({data['truncated']})" if data.get("truncated") else ""
+    return f"{head}\n{data.get('content', '')}{tail}"
+
+
+def _status(data: dict[str, Any]) -> str:
+    out = []
+    for r in data.get("repos", []):
+        langs = ", ".join(f"{k} {v}" for k, v in list(r.get("languages", {}).items())[:8])
+        skipped = r.get("skipped", {})
+        out.append(f"{r['name']} ({r['root']}): {r['index_status']}, {r['files']} files, "
+                   f"{r['chunks']} chunks; {langs}")
+        if skipped.get("total"):
+            reasons = ", ".join(f"{k} {v}" for k, v in skipped.get("by_reason", {}).items())
+            out.append(f"  skipped {skipped['total']}: {reasons}")
+        run = r.get("last_run")
+        if run:
+            out.append(f"  last run: {run['state']} ({run['phase']}) {run['files_done']}/"
+                       f"{run['files_total']} files")
+    return "\n".join(out)
+
+
+def _reindex(data: dict[str, Any]) -> str:
+    return f"queued {data.get('scope', 'index')} job {data.get('job_id', '')} for " \
+           f"{data.get('repo')}" + (f" ({len(data['paths'])} paths)" if data.get("paths") else "")
+
+
+_RENDERERS = {"search": _search, "find_files": _find, "outline": _outline, "read": _read,
+              "status": _status, "reindex": _reindex}
+
+
+def render(tool: str, data: dict[str, Any]) -> str:
+    text = _RENDERERS.get(tool, lambda d: "")(data).rstrip()
+    parts = [p for p in (text, _empty(data), _saving(data)) if p]
+    return "\n".join(parts) or "(no content)"

@@ -1,0 +1,1 @@
+"""codenav watcher: sees file changes in registered repositories and asks for reconciles."""

@@ -1,0 +1,1 @@
+"""codenav worker: runs index jobs from the queue (RQ)."""

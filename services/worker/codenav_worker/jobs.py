@@ -1,0 +1,50 @@
+"""RQ jobs. Each is a thin wrapper over ``codenav.indexer.reconcile`` and idempotent:
+running one twice, or again after a crash half-way, converges to the same index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codenav import queue
+from codenav.config import Settings
+from codenav.indexer import reconcile
+
+_SETTINGS: Settings | None = None
+
+
+def settings() -> Settings:
+    global _SETTINGS
+    if _SETTINGS is None:
+        _SETTINGS = Settings.load()
+    return _SETTINGS
+
+
+def _job_id() -> str | None:
+    from rq import get_current_job
+
+    job = get_current_job()
+    return job.id if job is not None else None
+
+
+def reconcile_repo(repo_id: int) -> dict[str, Any]:
+    """Reconcile a whole repository with its files on disk."""
+    s = settings()
+    queue.claim_started(queue.connect_redis(s), "full", repo_id)
+    summary = reconcile(s, repo_id, None, job_id=_job_id())
+    return {"run_id": summary.run_id, "files": summary.files_total,
+            "parsed": summary.files_parsed, "deleted": summary.files_deleted,
+            "seconds": round(summary.seconds, 3)}
+
+
+def reconcile_pending(repo_id: int) -> dict[str, Any]:
+    """Reconcile the paths requested for a repository since the last such job."""
+    s = settings()
+    conn = queue.connect_redis(s)
+    queue.claim_started(conn, "paths", repo_id)
+    paths = queue.pending_paths(conn, repo_id)
+    if not paths:
+        return {"paths": 0}
+    summary = reconcile(s, repo_id, paths, job_id=_job_id())
+    queue.done_paths(conn, repo_id, paths)
+    return {"run_id": summary.run_id, "paths": len(paths), "parsed": summary.files_parsed,
+            "deleted": summary.files_deleted, "seconds": round(summary.seconds, 3)}
