@@ -83,7 +83,7 @@ def empty_reason(conn: psycopg.Connection, repo: Repo, language: str | None = No
         return {"code": "not_indexed", "message": f"nothing is indexed for {repo.name!r}; "
                 "this is not evidence the code is absent. Run `codenav index` or reindex()."}
     if language:
-        langs = dict(conn.execute(q.REPO_LANGUAGES, (repo.id,)).fetchall())
+        langs: dict[str, int] = dict(conn.execute(q.REPO_LANGUAGES, (repo.id,)).fetchall())
         if language not in langs:
             known = ", ".join(sorted(langs)) or "none"
             what = "not a language codenav knows" if language not in known_languages() \

@@ -17,7 +17,7 @@ MINIFIED_MEAN_LINE = 300
 
 def git_blob_sha(data: bytes) -> str:
     """The object id git gives ``data`` as a blob (``git hash-object``)."""
-    digest = hashlib.sha1(b"blob %d\0" % len(data))  # noqa: S324 - git's object id, not security
+    digest = hashlib.sha1(b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()
 

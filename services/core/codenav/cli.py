@@ -101,7 +101,8 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     body = {"query": args.query, "limit": args.limit, "path": args.path,
-            "language": args.language, "kind": args.kind, "repo": args.repo or settings.repo or None}
+            "language": args.language, "kind": args.kind,
+            "repo": args.repo or settings.repo or None}
     _print("search", _api(settings, "POST", "/v1/search", body), args.json)
     return 0
 

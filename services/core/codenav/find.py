@@ -9,7 +9,6 @@ Every result says why it matched.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -40,10 +40,10 @@ def clean_path(path: str) -> str:
     return norm
 
 
-def _file(conn: psycopg.Connection, repo: Repo, path: str) -> tuple:  # type: ignore[type-arg]
+def _file(conn: psycopg.Connection, repo: Repo, path: str) -> tuple:
     row = conn.execute(q.FILE_BY_PATH, (repo.id, path)).fetchone()
     if row is not None:
-        return row  # type: ignore[no-any-return]
+        return row
     skipped = conn.execute(q.SKIPPED_FOR, (repo.id, path)).fetchone()
     if skipped is not None:
         raise NotFound(f"{path} is not indexed: skipped ({skipped[0]}"
@@ -54,7 +54,7 @@ def _file(conn: psycopg.Connection, repo: Repo, path: str) -> tuple:  # type: ig
                    "use find_files to locate it")
 
 
-def _nest(rows: list[tuple]) -> list[dict[str, Any]]:  # type: ignore[type-arg]
+def _nest(rows: list[tuple]) -> list[dict[str, Any]]:
     """Symbols as a tree: methods under their class, by line containment."""
     roots: list[dict[str, Any]] = []
     stack: list[dict[str, Any]] = []

@@ -79,11 +79,11 @@ def parse_query(text: str) -> ParsedQuery:
 
     for match in _BRACKET.finditer(text):
         alternatives = [a.strip() for a in match.group(1).split("|") if a.strip()]
-        terms: list[str] = []
+        alt_terms: list[str] = []
         for alt in alternatives:
             for w in words(alt):
-                terms += list(identifier_terms(w)[:1])
-        add(_group_for(terms, "|".join(alternatives)))
+                alt_terms += list(identifier_terms(w)[:1])
+        add(_group_for(alt_terms, "|".join(alternatives)))
     rest = _BRACKET.sub(" ", text)
     lowered_words = {w.lower() for w in words(text)}
     parsed.wants_tests = bool(lowered_words & _TEST_WORDS)

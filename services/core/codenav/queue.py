@@ -89,7 +89,7 @@ def claim_started(conn: redis.Redis, kind: str, repo_id: int) -> None:
 
 def pending_paths(conn: redis.Redis, repo_id: int) -> list[str]:
     return sorted(p.decode() if isinstance(p, bytes) else str(p)
-                  for p in conn.smembers(_PENDING.format(repo_id=repo_id)))  # type: ignore[union-attr]
+                  for p in conn.smembers(_PENDING.format(repo_id=repo_id)))
 
 
 def done_paths(conn: redis.Redis, repo_id: int, paths: list[str]) -> None:

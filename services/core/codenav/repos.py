@@ -25,7 +25,7 @@ class Repo:
     indexed_commit: str | None
 
 
-def _row(row: tuple) -> Repo:  # type: ignore[type-arg]
+def _row(row: tuple) -> Repo:
     return Repo(*row)
 
 

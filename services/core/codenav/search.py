@@ -83,7 +83,7 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = MAX_GR
     if not n_chunks:  # statistics not computed yet: count the live table instead
         live = conn.execute(q.STATS_CHUNK_COUNT).fetchone()
         n_chunks = int(live[0]) if live else 0
-    dfs = dict(conn.execute(q.STATS_TERMS, (query.all_terms,)).fetchall())
+    dfs: dict[str, int] = dict(conn.execute(q.STATS_TERMS, (query.all_terms,)).fetchall())
     stale_stats = not dfs and n_chunks > 0
     groups = []
     for g in query.groups:
@@ -139,7 +139,7 @@ def declaration_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery
             owners = names.setdefault(parts[-1].lower(), set())
             if len(parts) > 1:
                 owners.add(parts[-2].lower())
-    for first, second in zip(typed, typed[1:]):  # "KafkaConsumer poll" reads as Owner.member
+    for first, second in zip(typed, typed[1:], strict=False):  # "KafkaConsumer poll" reads as Owner.member
         if first.isidentifier() and second.isidentifier():
             names.setdefault(second, set()).add(first)
             names.setdefault(first, set())
@@ -153,7 +153,7 @@ def declaration_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery
                                                 "repo": repo.id, "k": k,
                                                 **filters.params()}).fetchall()
 
-    def key(row: tuple) -> tuple[int, int]:  # type: ignore[type-arg]
+    def key(row: tuple) -> tuple[int, int]:
         """Members of the owner the query names first, then exact names, constructors last."""
         owners = names.get((row[2] or "").lower(), set())
         owned = 0 if owners and (row[3] or "").lower() in owners else 1
@@ -202,11 +202,13 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
     fused = rank.rrf([[(i, p) for i, p, _ in lexical], decls, fuzzy],
                      weights=[0.5 if unknown else 1.0, 1.0 if query.identifiers else 0.6,
                               1.5 if unknown else 0.5])
-    ids = [key[0] for key in fused]  # type: ignore[index]
+    keys: list[tuple[int, str]] = list(fused)  # type: ignore[arg-type]
+    ids = [key[0] for key in keys]
     details = {r[0]: r for r in conn.execute(q.CHUNK_DETAILS, (ids,)).fetchall()} if ids else {}
     scored = []
-    for key, score in fused.items():
-        chunk_id, path = key  # type: ignore[misc]
+    for key in keys:
+        score = fused[key]
+        chunk_id, path = key
         row = details.get(chunk_id)
         if row is None:
             continue
@@ -252,7 +254,7 @@ def _clip(body: str) -> tuple[str, int]:
     return "\n".join(lines[:MAX_RESULT_LINES]), len(lines) - MAX_RESULT_LINES
 
 
-def _diversify(scored: list[tuple[float, str, tuple]]) -> list[tuple[float, str, tuple]]:  # type: ignore[type-arg]
+def _diversify(scored: list[tuple[float, str, tuple]]) -> list[tuple[float, str, tuple]]:
     """Overloads and split parts of one symbol in one file crowd a result page: each
     repeat of the same (path, symbol) counts for less."""
     seen: dict[tuple[str, str], int] = {}

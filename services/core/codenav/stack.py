@@ -64,7 +64,8 @@ class Stack:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise Unavailable(f"another `codenav up` is running with {self.home}",
-                              hint="stop it first, or set CODENAV_HOME to another directory")
+                              hint="stop it first, or set CODENAV_HOME to another "
+                              "directory") from None
         self._lock.write(str(os.getpid()))
         self._lock.flush()
 

@@ -19,7 +19,7 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def run_info(row: tuple | None) -> dict[str, Any] | None:  # type: ignore[type-arg]
+def run_info(row: tuple | None) -> dict[str, Any] | None:
     if row is None:
         return None
     (run_id, scope, state, phase, total, done, parsed, deleted, error, started, updated,
@@ -41,9 +41,9 @@ def run_info(row: tuple | None) -> dict[str, Any] | None:  # type: ignore[type-a
 def repo_status(conn: psycopg.Connection, repo: Repo) -> dict[str, Any]:
     n_files, total_bytes, _contents = conn.execute(q.REPO_COUNTS, (repo.id,)).fetchone() or \
         (0, 0, 0)
-    languages = dict(conn.execute(q.REPO_LANGUAGES, (repo.id,)).fetchall())
+    languages: dict[str, int] = dict(conn.execute(q.REPO_LANGUAGES, (repo.id,)).fetchall())
     chunks = conn.execute(q.REPO_CHUNKS, (repo.id,)).fetchone()
-    skipped = dict(conn.execute(q.SKIPPED_SUMMARY, (repo.id,)).fetchall())
+    skipped: dict[str, int] = dict(conn.execute(q.SKIPPED_SUMMARY, (repo.id,)).fetchall())
     skipped_list = [{"path": p, "reason": r, **({"detail": d} if d else {})}
                     for p, r, d in conn.execute(q.SKIPPED_LIST, (repo.id, SKIPPED_SHOWN))]
     gitignored = conn.execute(q.REPO_GITIGNORED, (repo.id,)).fetchone()

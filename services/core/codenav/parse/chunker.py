@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from tree_sitter import Parser
 
@@ -26,7 +26,7 @@ class ChunkLimits:
     window: int = 60
 
 
-@lru_cache(maxsize=None)
+@cache
 def parser_for(language: str) -> Parser:
     from tree_sitter_language_pack import get_parser
 

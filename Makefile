@@ -1,0 +1,52 @@
+# codenav: the front door. `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+REPO ?= $(CURDIR)
+CORPUS ?=
+PORT ?= 8765
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test bench eval check fmt clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@echo "  variables: REPO=path (run), CORPUS=path (bench), PORT=8765 (run)"
+
+STAMP := $(VENV)/.installed
+PROJECTS := services/core/pyproject.toml services/api/pyproject.toml services/worker/pyproject.toml \
+            services/watcher/pyproject.toml services/adapter/pyproject.toml pyproject.toml
+
+$(STAMP): $(PROJECTS)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade "pip>=25.1"
+	$(PY) -m pip install -q -e "services/core[server,embedded]" -e services/api \
+	    -e services/worker -e services/watcher -e services/adapter --group dev
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install everything (idempotent)
+
+run: install ## start the whole stack locally and index REPO (default: this checkout)
+	$(VENV)/bin/codenav up --repo "$(REPO)" --port $(PORT)
+
+test: install ## run the test suite against real Postgres, Redis, RQ workers and MCP
+	$(PY) -m pytest
+
+bench: install ## indexing and search benchmarks (CORPUS=path adds a corpus)
+	$(PY) bench/index_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
+
+eval: install ## retrieval-quality evaluation (see bench/README.md)
+	$(PY) bench/eval_swebench.py $(EVAL_ARGS)
+
+check: install ## ruff and mypy
+	$(VENV)/bin/ruff check services tests bench
+	$(VENV)/bin/mypy
+
+fmt: install ## fix what ruff can fix
+	$(VENV)/bin/ruff check --fix services tests bench
+
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

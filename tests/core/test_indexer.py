@@ -1,0 +1,144 @@
+"""Indexing a repository in-process against a real Postgres."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+from codenav import indexer, repos
+from codenav.blob import git_blob_sha
+from codenav.config import Settings
+
+
+def _write(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, body in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(body, bytes):
+            path.write_bytes(body)
+        else:
+            path.write_text(body)
+
+
+def test_unchanged_files_are_not_parsed_twice(settings: Settings, conn: psycopg.Connection,
+                                              tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    _write(root, {"a.py": "def alpha():\n    return 1\n", "b.py": "class B:\n    pass\n"})
+    repo = repos.register(conn, str(root), "r")
+    first = indexer.reconcile(settings, repo.id)
+    assert (first.files_total, first.files_parsed) == (2, 2)
+    second = indexer.reconcile(settings, repo.id)
+    assert (second.files_changed, second.files_parsed) == (0, 0)
+
+
+def test_identical_files_in_two_repos_are_stored_once(settings: Settings,
+                                                      conn: psycopg.Connection,
+                                                      tmp_path: Path) -> None:
+    body = "def shared():\n    return 42\n"
+    for name in ("one", "two"):
+        _write(tmp_path / name, {"lib/shared.py": body})
+        repo = repos.register(conn, str(tmp_path / name), name)
+        indexer.reconcile(settings, repo.id)
+    rows = conn.execute("SELECT sha, count(*) FROM contents GROUP BY sha").fetchall()
+    assert rows == [(git_blob_sha(body.encode()), 1)]
+    assert conn.execute("SELECT count(*) FROM files").fetchone() == (2,)
+
+
+def test_content_is_keyed_by_the_git_blob_id(settings: Settings, conn: psycopg.Connection,
+                                             tmp_path: Path) -> None:
+    import subprocess
+
+    root = tmp_path / "g"
+    _write(root, {"x.go": "package x\n\nfunc X() {}\n"})
+    expected = subprocess.run(["git", "hash-object", str(root / "x.go")], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    repo = repos.register(conn, str(root), "g")
+    indexer.reconcile(settings, repo.id)
+    assert conn.execute("SELECT sha FROM files").fetchone() == (expected,)
+
+
+def test_a_deleted_file_leaves_no_chunks_behind(settings: Settings, conn: psycopg.Connection,
+                                                tmp_path: Path) -> None:
+    root = tmp_path / "d"
+    _write(root, {"keep.py": "def keep():\n    pass\n", "gone.py": "def gone_symbol():\n  pass\n"})
+    repo = repos.register(conn, str(root), "d")
+    indexer.reconcile(settings, repo.id)
+    (root / "gone.py").unlink()
+    summary = indexer.reconcile(settings, repo.id)
+    assert summary.files_deleted == 1
+    assert conn.execute("SELECT count(*) FROM chunks WHERE symbol = 'gone_symbol'").fetchone() \
+        == (0,)
+    assert conn.execute("SELECT path FROM files").fetchall() == [("keep.py",)]
+
+
+def test_bad_inputs_are_skipped_with_a_reason_and_do_not_block_the_rest(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    root = tmp_path / "bad"
+    _write(root, {
+        "good.py": "def good():\n    return 'ok'\n",
+        "image.bin": b"\x89PNG\r\n\x1a\n\x00\x00\x00binary",
+        "nul.c": b"int main() {\x00 return 0; }\n",
+        "huge.txt": "x = 1\n" * 300_000,
+        "bundle.js": "var a=1;" * 2000,
+        "latin1.py": "name = 'caf\xe9'\n".encode("latin-1"),
+        ".env": "SECRET=hunter2\n",
+        "id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\n",
+        "package-lock.json": "{}\n",
+        "node_modules/dep/index.js": "module.exports = 1\n",
+    })
+    (root / "loop").symlink_to(root)
+    (root / "outside").symlink_to("/etc")
+    repo = repos.register(conn, str(root), "bad")
+    indexer.reconcile(settings, repo.id)
+    indexed = {r[0] for r in conn.execute("SELECT path FROM files")}
+    assert indexed == {"good.py", "latin1.py"}
+    reasons = dict(conn.execute("SELECT path, reason FROM skipped").fetchall())
+    assert reasons["image.bin"] == "binary"
+    assert reasons["nul.c"] == "binary"
+    assert reasons["huge.txt"] == "too_large"
+    assert reasons["bundle.js"] == "minified"
+    assert reasons[".env"] == "secret"
+    assert reasons["id_rsa"] == "secret"
+    assert reasons["package-lock.json"] == "lock_file"
+    assert reasons["node_modules/"] == "ignored_dir"
+    assert reasons["loop"] == "symlink"
+    assert reasons["outside"] == "symlink"
+    body = conn.execute("SELECT c.body FROM contents c JOIN files f ON f.content_id = c.id "
+                        "WHERE f.path = 'latin1.py'").fetchone()
+    assert body is not None and "caf\ufffd" in body[0]
+    secrets_seen = conn.execute("SELECT count(*) FROM chunks WHERE body LIKE '%hunter2%'")
+    assert secrets_seen.fetchone() == (0,)
+
+
+def test_gitignore_and_codenavignore_are_respected(settings: Settings,
+                                                   conn: psycopg.Connection,
+                                                   tmp_path: Path) -> None:
+    root = tmp_path / "ig"
+    _write(root, {".gitignore": "generated/\n*.log\n!keep.log\n",
+                  "sub/.codenavignore": "private.py\n",
+                  "main.py": "x = 1\n", "generated/out.py": "y = 2\n", "debug.log": "z\n",
+                  "keep.log": "kept words here\n", "sub/private.py": "p = 1\n",
+                  "sub/public.py": "q = 1\n"})
+    repo = repos.register(conn, str(root), "ig")
+    indexer.reconcile(settings, repo.id)
+    indexed = {r[0] for r in conn.execute("SELECT path FROM files")}
+    assert indexed == {".gitignore", "main.py", "keep.log", "sub/public.py",
+                       "sub/.codenavignore"}
+
+
+def test_a_path_job_replaces_one_file_and_keeps_the_others(settings: Settings,
+                                                           conn: psycopg.Connection,
+                                                           tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    _write(root, {"a.py": "def old_name():\n    pass\n", "b.py": "def other():\n    pass\n"})
+    repo = repos.register(conn, str(root), "p")
+    indexer.reconcile(settings, repo.id)
+    (root / "a.py").write_text("def new_name():\n    pass\n")
+    summary = indexer.reconcile(settings, repo.id, ["a.py"])
+    assert summary.files_parsed == 1
+    symbols = {r[0] for r in conn.execute(
+        "SELECT c.symbol FROM chunks c JOIN files f ON f.content_id = c.content_id "
+        "WHERE c.symbol IS NOT NULL")}
+    assert symbols == {"new_name", "other"}
+    assert conn.execute("SELECT count(*) FROM contents").fetchone() == (2,)

@@ -1,0 +1,162 @@
+"""The whole stack as a user starts it (`codenav up`), driven by the official MCP client
+over stdio through `codenav mcp`, and by the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import psutil
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from codenav.embedded import free_port
+from codenav.tools import TOOL_NAMES
+from tests.polyglot import make_polyglot
+
+CODENAV = str(Path(sys.executable).with_name("codenav"))
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
+    base = tmp_path_factory.mktemp("e2e")
+    root = make_polyglot(base)
+    home = base / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
+    env.update({"CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1"})
+    port = free_port()
+    log = (base / "up.log").open("wb")
+    proc = subprocess.Popen([CODENAV, "up", "--repo", str(root), "--port", str(port)],
+                            env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    stack_file = home / "stack.json"
+    deadline = time.monotonic() + 180
+    ready = False
+    while time.monotonic() < deadline and proc.poll() is None:
+        text = (base / "up.log").read_text(errors="replace")
+        if stack_file.exists() and "Press Ctrl-C" in text:
+            ready = True
+            break
+        time.sleep(0.1)
+    assert ready, (base / "up.log").read_text(errors="replace")[-3000:]
+    yield {"root": root, "home": home, "env": env, "port": port, "proc": proc,
+           "log": base / "up.log"}
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(60)
+    log.close()
+
+
+def _mcp(stack: dict[str, object], calls: list[tuple[str, dict[str, object]]]) -> list:  # type: ignore[type-arg]
+    params = StdioServerParameters(command=CODENAV, args=["mcp"],
+                                   env={"CODENAV_HOME": str(stack["home"]),
+                                        "PATH": os.environ.get("PATH", "")})
+    results: list = []  # type: ignore[type-arg]
+
+    async def go() -> None:
+        async with Client(params) as client:
+            tools = await client.list_tools()
+            results.append({t.name for t in tools.tools})
+            for name, args in calls:
+                results.append(await client.call_tool(name, args))
+
+    anyio.run(go)
+    return results
+
+
+def test_up_prints_the_address_token_and_client_configuration(stack: dict[str, object]) -> None:
+    text = Path(str(stack["log"])).read_text()
+    assert f"http://127.0.0.1:{stack['port']}" in text
+    assert "token: cnv_" in text
+    assert "claude mcp add codenav" in text
+    assert '"mcpServers"' in text
+    assert "indexed polyglot" in text
+
+
+def test_an_agent_finds_code_through_the_stdio_adapter(stack: dict[str, object]) -> None:
+    tools, search, find, outline, read, status = _mcp(stack, [
+        ("search", {"query": "retry failed upload", "limit": 3}),
+        ("find_files", {"query": "[invoice|billing] discount"}),
+        ("outline", {"path": "cmd/Main.java"}),
+        ("read", {"symbol": "TokenStore.verify"}),
+        ("status", {}),
+    ])
+    assert tools == set(TOOL_NAMES)
+    top = search.structured_content["results"][0]
+    assert (top["path"], top["symbol"]) == ("web/server.go", "retryFailedUpload")
+    assert "attempts" in top["content"]
+    assert find.structured_content["results"][0]["path"] == "src/billing/invoice.ts"
+    assert find.structured_content["results"][0]["reason"]
+    main = outline.structured_content["symbols"][0]
+    assert main["name"] == "Main" and [c["name"] for c in main["children"]] == \
+        ["Main", "run", "dispatch"]
+    assert read.structured_content["path"] == "src/auth/tokens.py"
+    assert "return token in self._issued" in read.structured_content["content"]
+    repo = status.structured_content["repos"][0]
+    assert repo["index_status"] == "ready"
+    assert repo["skipped"]["by_reason"]["binary"] == 2
+
+
+def test_tool_errors_reach_the_agent_as_tool_errors(stack: dict[str, object]) -> None:
+    _tools, traversal, missing = _mcp(stack, [("read", {"path": "../../etc/passwd"}),
+                                              ("outline", {"path": "no/such/file.py"})])
+    assert traversal.is_error and "inside" in traversal.content[0].text
+    assert missing.is_error and "not indexed" in missing.content[0].text
+
+
+def test_cli_json_prints_exactly_what_the_mcp_tool_returns(stack: dict[str, object]) -> None:
+    env = dict(stack["env"])  # type: ignore[call-overload]
+    cli = subprocess.run([CODENAV, "search", "token store verify", "--json"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 0, cli.stderr
+    _tools, via_mcp = _mcp(stack, [("search", {"query": "token store verify"})])
+    from_cli = json.loads(cli.stdout)
+    for answer in (from_cli, via_mcp.structured_content):
+        answer.pop("_stats")
+    assert from_cli == via_mcp.structured_content
+
+
+def test_cli_errors_are_one_line_with_a_hint(stack: dict[str, object]) -> None:
+    env = dict(stack["env"])  # type: ignore[call-overload]
+    r = subprocess.run([CODENAV, "read", "../x"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.startswith("codenav: ") and "Traceback" not in r.stderr
+    unconfigured = {**env, "CODENAV_HOME": "/nonexistent-codenav-home"}
+    r = subprocess.run([CODENAV, "status"], env=unconfigured, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1 and "hint:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_index_registers_a_second_repository_and_waits(stack: dict[str, object],
+                                                       tmp_path: Path) -> None:
+    env = dict(stack["env"])  # type: ignore[call-overload]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "solo.py").write_text("def only_in_the_other_repo():\n    return 7\n")
+    r = subprocess.run([CODENAV, "index", str(other), "--name", "other", "--quiet"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    found = subprocess.run([CODENAV, "search", "only in the other repo", "--repo", "other",
+                            "--json"], env=env, capture_output=True, text=True, timeout=60)
+    assert json.loads(found.stdout)["results"][0]["path"] == "solo.py"
+
+
+def test_ctrl_c_stops_every_process(stack: dict[str, object]) -> None:
+    proc = stack["proc"]
+    assert isinstance(proc, subprocess.Popen)
+    children = psutil.Process(proc.pid).children(recursive=True)
+    assert len(children) >= 5  # store, queue, api, worker, watcher (and their helpers)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.wait(90)
+    gone, alive = psutil.wait_procs(children, timeout=30)
+    assert not alive, [p.pid for p in alive]
+    assert not (Path(str(stack["home"])) / "stack.json").exists()
