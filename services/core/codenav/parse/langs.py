@@ -38,6 +38,12 @@ class LangSpec:
     private_keywords: frozenset[str] = frozenset()
     exported_default: bool = True
     python_docstrings: bool = False
+    attached: frozenset[str] = frozenset()
+    """Sibling nodes above a declaration that belong to it (Rust ``#[attributes]``)."""
+    file_scopes: frozenset[str] = frozenset()
+    """Scopes declared by a statement that covers the rest of the file (C# ``namespace X;``)."""
+    visibility_markers: bool = False
+    """Class bodies hold statements that set the visibility of what follows (C++, Ruby)."""
 
 
 def _text(node: Node | None) -> str:

@@ -1,0 +1,122 @@
+"""A sentence-transformers model and the runtime that runs its transformer.
+
+Every backend shares the model's own preprocessing (tokenizer, truncation to ``max_tokens``)
+and its own pooling modules; only the transformer step differs:
+
+    torch       sentence-transformers on PyTorch, fp32
+    onnx        the transformer exported to ONNX, run by ONNX Runtime, fp32
+    onnx-int8   the same graph with int8 dynamic quantisation of its weights
+
+Vectors always come back L2-normalised, in float32, in the order of the inputs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sentence_transformers import SentenceTransformer
+
+from codenav_embedder import _onnx
+
+log = logging.getLogger("codenav.embedder")
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+CHARS_PER_TOKEN_CAP = 32
+"""Texts are cut to ``max_tokens * CHARS_PER_TOKEN_CAP`` characters before tokenising, so a
+megabyte of input costs no more than a full window; a cut text is reported as truncated."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Inputs ready for the model: cut texts, tokens embedded per text, which were cut."""
+
+    texts: list[str]
+    tokens: list[int]
+    truncated: list[bool]
+
+
+class Encoder:
+    """One loaded model. ``encode`` is not thread-safe: a single worker thread calls it."""
+
+    def __init__(self, model: SentenceTransformer, *, name: str, backend: str,
+                 session: Any = None) -> None:
+        self.model = model
+        self.name = name
+        self.backend = backend
+        self._session = session
+        self._tail = list(model)[1:]
+        dimension = model.get_embedding_dimension()
+        if not dimension:
+            raise ValueError(f"model {name!r} does not declare its embedding dimension")
+        self.dimension = int(dimension)
+        self.max_tokens = int(model.max_seq_length)
+        self._counter = _onnx.counting_tokenizer(model)
+
+    def prepare(self, texts: Sequence[str]) -> Prepared:
+        """Cut over-long texts and count tokens (special tokens included, as the model sees
+        them). Safe to call from any thread."""
+        cap = self.max_tokens * CHARS_PER_TOKEN_CAP
+        cut = [text[:cap] for text in texts]
+        counts = [len(enc.ids) for enc in self._counter.encode_batch(cut)]
+        truncated = [len(text) > cap or n > self.max_tokens for text, n in zip(texts, counts)]
+        return Prepared(cut, [min(n, self.max_tokens) for n in counts], truncated)
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 32,
+               sort_by_length: bool = True) -> np.ndarray:
+        """Embed ``texts`` in micro-batches of ``batch_size``; with ``sort_by_length`` texts of
+        similar length share a batch, so little compute goes to padding."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        order = list(range(len(texts)))
+        if sort_by_length:
+            order.sort(key=lambda i: -len(texts[i]))
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(order), batch_size):
+                idx = order[start:start + batch_size]
+                out[idx] = self._encode_batch([texts[i] for i in idx])
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        features = self.model.preprocess(texts)
+        if self._session is None:
+            features = self.model.forward(features)
+        else:
+            features["token_embeddings"] = _onnx.run(self._session, features)
+            for module in self._tail:
+                features = module(features)
+        return features["sentence_embedding"].float().numpy()
+
+
+def load(model_name: str, *, backend: str = "torch", max_tokens: int = 0, threads: int = 0,
+         cache_dir: Path | None = None) -> Encoder:
+    """Load ``model_name`` (a sentence-transformers id or a local directory) for ``backend``.
+
+    ``max_tokens`` 0 keeps the model's own limit (it is capped at that limit). ``threads`` 0
+    means one per core. ONNX graphs are exported once into ``cache_dir`` and reused."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+    threads = threads or (os.cpu_count() or 1)
+    torch.set_num_threads(threads)
+    model = SentenceTransformer(model_name, device="cpu")
+    model.eval()
+    if max_tokens:
+        model.max_seq_length = min(max_tokens, int(model.max_seq_length or max_tokens))
+    session = None
+    if backend != "torch":
+        cache = cache_dir or default_cache_dir()
+        path = _onnx.ensure_exported(model, model_name, cache, int8=backend == "onnx-int8")
+        session = _onnx.open_session(path, threads)
+    return Encoder(model, name=model_name, backend=backend, session=session)
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "codenav-embedder"
