@@ -16,8 +16,13 @@ from psycopg_pool import ConnectionPool
 from codenav import find, navigate, queue, repos, search, status
 from codenav.auth import TokenVerifier
 from codenav.config import Settings
+from codenav.db import queries as q
 from codenav.db.connect import dsn
 from codenav.errors import InvalidRequest, Unavailable
+
+
+def _configure(conn: psycopg.Connection) -> None:
+    conn.execute(q.SESSION_SETUP)
 
 
 class Services:
@@ -25,7 +30,7 @@ class Services:
         self.settings = settings
         self.pool = ConnectionPool(dsn(settings), min_size=1, max_size=12, open=False,
                                    kwargs={"autocommit": True, "application_name": "codenav-api"},
-                                   timeout=10)
+                                   configure=_configure, timeout=10)
         self.redis: redis.Redis = queue.connect_redis(settings)
         self.tokens = TokenVerifier()
 

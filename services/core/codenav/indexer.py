@@ -318,6 +318,7 @@ def collect_garbage(conn: psycopg.Connection) -> bool:
 def refresh_stats(conn: psycopg.Connection) -> None:
     """Recompute the term statistics behind IDF weighting (seconds on a large corpus;
     readers keep using the previous statistics meanwhile)."""
+    conn.execute(q.ANALYZE_TABLES)
     conn.execute(q.STATS_REFRESH_TERMS)
     conn.execute(q.STATS_REFRESH_CORPUS)
 

@@ -57,15 +57,16 @@ class Encoder:
             raise ValueError(f"model {name!r} does not declare its embedding dimension")
         self.dimension = int(dimension)
         self.max_tokens = int(model.max_seq_length)
-        self._counter = _onnx.counting_tokenizer(model)
+        self._counter = _CountingTokenizer(model)
 
     def prepare(self, texts: Sequence[str]) -> Prepared:
         """Cut over-long texts and count tokens (special tokens included, as the model sees
         them). Safe to call from any thread."""
         cap = self.max_tokens * CHARS_PER_TOKEN_CAP
         cut = [text[:cap] for text in texts]
-        counts = [len(enc.ids) for enc in self._counter.encode_batch(cut)]
-        truncated = [len(text) > cap or n > self.max_tokens for text, n in zip(texts, counts)]
+        counts = self._counter.count(cut)
+        truncated = [len(text) > cap or n > self.max_tokens
+                     for text, n in zip(texts, counts, strict=True)]
         return Prepared(cut, [min(n, self.max_tokens) for n in counts], truncated)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 32,
@@ -94,6 +95,27 @@ class Encoder:
             for module in self._tail:
                 features = module(features)
         return features["sentence_embedding"].float().numpy()
+
+
+class _CountingTokenizer:
+    """The model's tokenizer without truncation or padding, to count what a text costs."""
+
+    def __init__(self, model: SentenceTransformer) -> None:
+        backend = getattr(model.tokenizer, "backend_tokenizer", None)
+        self._hf = model.tokenizer
+        self._fast = None
+        if backend is not None:
+            from tokenizers import Tokenizer
+
+            self._fast = Tokenizer.from_str(backend.to_str())
+            self._fast.no_truncation()
+            self._fast.no_padding()
+
+    def count(self, texts: list[str]) -> list[int]:
+        stripped = [text.strip() for text in texts]
+        if self._fast is not None:
+            return [len(enc.ids) for enc in self._fast.encode_batch(stripped)]
+        return [len(ids) for ids in self._hf(stripped, truncation=False)["input_ids"]]
 
 
 def load(model_name: str, *, backend: str = "torch", max_tokens: int = 0, threads: int = 0,

@@ -14,6 +14,10 @@ SCHEMA_TABLE_EXISTS = "SELECT to_regclass('codenav_schema') IS NOT NULL"
 SCHEMA_CURRENT = "SELECT max(version) FROM codenav_schema"
 SCHEMA_RECORD = "INSERT INTO codenav_schema (version) VALUES (%s)"
 
+# --- sessions ----------------------------------------------------------------------------
+# Query sessions: trigram matches below 0.4 similarity are noise and cost time.
+SESSION_SETUP = "SET pg_trgm.similarity_threshold = 0.4"
+
 # --- repos -------------------------------------------------------------------------------
 REPO_INSERT = """
 INSERT INTO repos (name, root) VALUES (%s, %s)
@@ -104,6 +108,7 @@ ON CONFLICT (repo_id, path) DO UPDATE SET reason = EXCLUDED.reason, detail = EXC
     size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns"""
 
 # --- term statistics (IDF) ---------------------------------------------------------------
+ANALYZE_TABLES = "ANALYZE chunks, files, contents, symbols"
 STATS_REFRESH_TERMS = "REFRESH MATERIALIZED VIEW CONCURRENTLY term_stats"
 STATS_REFRESH_CORPUS = "REFRESH MATERIALIZED VIEW CONCURRENTLY corpus_stats"
 STATS_CORPUS = "SELECT n_chunks, avg_terms FROM corpus_stats"
@@ -245,3 +250,11 @@ SELECT count(*) FROM chunks c WHERE c.content_id IN (SELECT content_id FROM file
 SKIPPED_SUMMARY = "SELECT reason, count(*) FROM skipped WHERE repo_id = %s GROUP BY reason ORDER BY 2 DESC"
 SKIPPED_LIST = "SELECT path, reason, detail FROM skipped WHERE repo_id = %s ORDER BY reason, path LIMIT %s"
 REPO_GITIGNORED = "SELECT gitignored FROM repos WHERE id = %s"
+
+# --- benchmarks --------------------------------------------------------------------------
+BENCH_SYMBOLS = """
+SELECT DISTINCT c.symbol, c.parent FROM chunks c JOIN files f ON f.content_id = c.content_id
+WHERE f.repo_id = %s AND c.symbol IS NOT NULL AND length(c.symbol) > 3
+ORDER BY 1, 2 NULLS FIRST"""
+DATABASE_SIZE = "SELECT pg_database_size(current_database())"
+CHUNK_COUNT = "SELECT count(*) FROM chunks"

@@ -16,6 +16,8 @@ from codenav.parse.structure import Decl, Walker
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
+_NOT_SETEXT = ("#", ">", "-", "*", "+", "|", "<", "```", "~~~")
 _WORDY = re.compile(r"\w{2,}")
 
 
@@ -67,9 +69,10 @@ def _structured(text: str, lines: list[str], language: str, limits: ChunkLimits,
     src = text.encode("utf-8")
     tree = parser_for(language).parse(src)
     root = tree.root_node
-    decls = Walker(spec, src).walk(root)
+    walker = Walker(spec, src)
+    decls = walker.walk(root)
     result.imports = extract_imports(language, root)
-    covered: list[tuple[int, int]] = []
+    covered: list[tuple[int, int]] = list(walker.scope_rows)
     for decl in decls:
         _emit(decl, lines, limits, result, covered)
     result.chunks += _blocks(lines, covered, limits)
@@ -92,45 +95,55 @@ def _emit(decl: Decl, lines: list[str], limits: ChunkLimits, result: ParsedFile,
         for member in decl.members:
             _emit(member, lines, limits, result, covered)
         return
-    nested = [m for m in decl.members if m.kind not in MEMBER_ONLY]
-    if decl.kind in CLASS_LIKE and nested:
-        covered.append((decl.start_row, decl.end_row))
-        result.chunks.append(_shell(decl, nested, lines))
+    # Members with a body get their own chunk; the rest (fields, abstract signatures)
+    # stay in the class's chunk, as symbols only.
+    chunked = [m for m in decl.members if m.kind not in MEMBER_ONLY and m.body is not None]
+    covered.append((decl.start_row, decl.end_row))
+    if decl.kind in CLASS_LIKE and chunked:
+        result.chunks.append(_shell(decl, chunked, lines))
         for member in decl.members:
-            if member.kind in MEMBER_ONLY:
-                result.symbols.append(_symbol(member))
-            else:
+            if member in chunked:
                 _emit(member, lines, limits, result, covered)
+            else:
+                _symbols_only(member, result)
         return
     for member in decl.members:  # short class-likes keep their members inline
-        result.symbols.append(_symbol(member))
-    covered.append((decl.start_row, decl.end_row))
+        _symbols_only(member, result)
     result.chunks += _declaration_chunks(decl, lines, limits)
+
+
+def _symbols_only(decl: Decl, result: ParsedFile) -> None:
+    result.symbols.append(_symbol(decl))
+    for member in decl.members:
+        _symbols_only(member, result)
+
+
+def _spans(start: int, end: int, size: int, overlap: int) -> list[tuple[int, int]]:
+    """Rows ``start..end`` cut into the fewest spans of at most ``size`` rows, consecutive
+    spans sharing exactly ``overlap`` rows, all of about the same length."""
+    size = max(1, size)
+    overlap = max(0, min(overlap, size - 1))
+    total = end - start + 1
+    if total <= size:
+        return [(start, end)]
+    count = -(-(total - overlap) // (size - overlap))
+    length = -(-(total + (count - 1) * overlap) // count)
+    spans = []
+    for k in range(count):
+        first = start + k * (length - overlap)
+        spans.append((first, min(first + length - 1, end) if k < count - 1 else end))
+    return spans
 
 
 def _declaration_chunks(decl: Decl, lines: list[str], limits: ChunkLimits) -> list[Chunk]:
     start, end = decl.start_row, decl.end_row
     meta = dict(symbol=decl.name, parent=decl.parent, signature=decl.signature, doc=decl.doc,
                 exported=decl.exported)
-    if end - start + 1 <= limits.max_lines:
-        return [Chunk(kind=decl.kind, start_line=start + 1, end_line=end + 1,
-                      content="\n".join(lines[start:end + 1]), **meta)]  # type: ignore[arg-type]
-    chunks = []
-    step = limits.max_lines - limits.overlap
-    part = 1
-    row = start
-    while row <= end:
-        last = min(row + limits.max_lines - 1, end)
-        if end - last < limits.overlap and last != end:
-            last = end
-        chunks.append(Chunk(kind=decl.kind, start_line=row + 1, end_line=last + 1,
-                            content="\n".join(lines[row:last + 1]), part=part,
-                            **meta))  # type: ignore[arg-type]
-        if last == end:
-            break
-        row += step
-        part += 1
-    return chunks
+    spans = _spans(start, end, limits.max_lines, limits.overlap)
+    return [Chunk(kind=decl.kind, start_line=first + 1, end_line=last + 1,
+                  content="\n".join(lines[first:last + 1]), part=0 if len(spans) == 1 else i,
+                  **meta)  # type: ignore[arg-type]
+            for i, (first, last) in enumerate(spans, 1)]
 
 
 def _shell(decl: Decl, members: list[Decl], lines: list[str]) -> Chunk:
@@ -140,13 +153,10 @@ def _shell(decl: Decl, members: list[Decl], lines: list[str]) -> Chunk:
         body = member.body
         if body is None or member.kind not in CALLABLE | CLASS_LIKE:
             continue
-        first = body.start_point[0] + (1 if body.start_point[0] == member.node.start_point[0]
-                                       else 0)
-        last = member.end_row if body.end_point[0] > body.start_point[0] and \
+        first = member.header_end_row + 1
+        last = member.end_row if member.end_row > member.header_end_row and \
             lines[member.end_row].strip() in ("}", "};", "end") else body.end_point[0]
-        if member.kind in CALLABLE and first <= last:
-            elided.append((first, last))
-        elif member.kind in CLASS_LIKE and first <= last:
+        if first <= last:
             elided.append((first, last))
     out: list[str] = []
     row = decl.start_row
@@ -187,8 +197,8 @@ def _blocks(lines: list[str], covered: list[tuple[int, int]],
             if lines[row].strip():
                 last = row
             row += 1
-        text = "\n".join(lines[start:last + 1])
-        if len(_WORDY.findall(text)) >= 2:
+        words = _WORDY.finditer("\n".join(lines[start:last + 1]))
+        if next(words, None) is not None and next(words, None) is not None:
             chunks += _windows(lines, start, last, "block", limits)
     return chunks
 
@@ -198,18 +208,28 @@ def _windows(lines: list[str], start: int, end: int, kind: str,
     size = limits.window if kind == "text" else limits.max_lines
     overlap = min(limits.overlap, size // 4) if kind == "text" else 0
     chunks = []
-    row = start
-    while row <= end:
-        last = min(row + size - 1, end)
-        if end - last < size // 4:
-            last = end
-        body = "\n".join(lines[row:last + 1])
+    for first, last in _spans(start, end, size, overlap):
+        body = "\n".join(lines[first:last + 1])
         if body.strip():
-            chunks.append(Chunk(kind=kind, start_line=row + 1, end_line=last + 1, content=body))
-        if last == end:
-            break
-        row = last + 1 - overlap
+            chunks.append(Chunk(kind=kind, start_line=first + 1, end_line=last + 1,
+                                content=body))
     return chunks
+
+
+def _heading(lines: list[str], row: int) -> tuple[int, str] | None:
+    """Level and title of an ATX (``## Title``) or setext (``Title`` over ``===``/``---``)
+    heading of level 1-3 starting at ``row``."""
+    line = lines[row]
+    match = _HEADING.match(line)
+    if match:
+        level = len(match.group(1))
+        return (level, match.group(2).strip()) if level <= 3 else None
+    if row + 1 < len(lines) and line.strip() and (row == 0 or not lines[row - 1].strip()) \
+            and not line.lstrip().startswith(_NOT_SETEXT):
+        under = _SETEXT.match(lines[row + 1])
+        if under:
+            return (1 if under.group(1).startswith("=") else 2), line.strip()
+    return None
 
 
 def _markdown(lines: list[str], limits: ChunkLimits) -> list[Chunk]:
@@ -221,15 +241,14 @@ def _markdown(lines: list[str], limits: ChunkLimits) -> list[Chunk]:
         if _FENCE.match(line):
             in_fence = not in_fence
             continue
-        match = None if in_fence else _HEADING.match(line)
-        if match and len(match.group(1)) <= 3:
+        found = None if in_fence else _heading(lines, row)
+        if found is not None:
             if row > start:
                 sections.append((start, row - 1, title, parent))
-            level = len(match.group(1))
+            level, title = found
             while stack and stack[-1][0] >= level:
                 stack.pop()
             parent = stack[-1][1] if stack else None
-            title = match.group(2).strip()
             stack.append((level, title))
             start = row
     sections.append((start, len(lines) - 1, title, parent))

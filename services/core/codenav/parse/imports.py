@@ -13,7 +13,13 @@ from tree_sitter import Node
 _SCOPE_TYPES = frozenset({"namespace_declaration", "namespace_definition", "declaration_list",
                           "file_scoped_namespace_declaration", "import_list", "program",
                           "linkage_specification", "preproc_ifdef", "preproc_if",
-                          "preproc_else", "body_statement", "module"})
+                          "preproc_else", "preproc_elif", "body_statement", "module"})
+# Python imports guarded at module level: try/except ImportError, if TYPE_CHECKING.
+_PYTHON_SCOPE_TYPES = _SCOPE_TYPES | {"if_statement", "try_statement", "block",
+                                     "else_clause", "elif_clause", "except_clause",
+                                     "finally_clause"}
+_REQUIRE_DEPTH = 6
+"""How deep under a top-level statement ``require(...)`` is looked for."""
 
 
 def _text(node: Node | None) -> str:
@@ -22,15 +28,11 @@ def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", "replace")
 
 
-def _walk_top(root: Node, depth: int = 0) -> Iterator[Node]:
+def _walk_top(root: Node, scopes: frozenset[str], depth: int = 0) -> Iterator[Node]:
     for child in root.named_children:
         yield child
-        if depth < 3 and child.type in _SCOPE_TYPES:
-            yield from _walk_top(child, depth + 1)
-        elif depth < 3:
-            body = child.child_by_field_name("body")
-            if body is not None and child.type in _SCOPE_TYPES:
-                yield from _walk_top(body, depth + 1)
+        if depth < 3 and child.type in scopes:
+            yield from _walk_top(child, scopes, depth + 1)
 
 
 def _python(node: Node) -> list[str]:
@@ -59,12 +61,16 @@ def _js(node: Node) -> list[str]:
     out: list[str] = []
     if node.type in ("import_statement", "export_statement"):
         source = node.child_by_field_name("source")
+        if source is None:  # TypeScript: import fs = require("fs")
+            for child in node.named_children:
+                if child.type == "import_require_clause":
+                    source = child.child_by_field_name("source")
         if source is not None:
             out.append(_text(source).strip("\"'`"))
     if node.type in ("lexical_declaration", "variable_declaration", "expression_statement"):
-        stack = [node]
+        stack = [(node, 0)]
         while stack:
-            cur = stack.pop()
+            cur, depth = stack.pop()
             if cur.type == "call_expression":
                 fn = cur.child_by_field_name("function")
                 args = cur.child_by_field_name("arguments")
@@ -72,22 +78,20 @@ def _js(node: Node) -> list[str]:
                         args.named_children and args.named_children[0].type == "string":
                     out.append(_text(args.named_children[0]).strip("\"'`"))
                 continue
-            if cur.type in ("statement_block", "function_expression", "arrow_function",
-                            "class_body"):
+            if depth >= _REQUIRE_DEPTH or cur.type in (
+                    "statement_block", "function_expression", "arrow_function", "class_body"):
                 continue
-            stack.extend(cur.named_children)
+            stack.extend((child, depth + 1) for child in reversed(cur.named_children))
     return out
 
 
 def _go(node: Node) -> list[str]:
     out = []
-    stack = [node]
-    while stack:
-        cur = stack.pop()
-        if cur.type == "import_spec":
-            out.append(_text(cur.child_by_field_name("path")).strip('"`'))
-        else:
-            stack.extend(cur.named_children)
+    for child in node.named_children:
+        specs = child.named_children if child.type == "import_spec_list" else [child]
+        for spec in specs:
+            if spec.type == "import_spec":
+                out.append(_text(spec.child_by_field_name("path")).strip('"`'))
     return out
 
 
@@ -162,16 +166,29 @@ def _php(node: Node) -> list[str]:
         for clause in clauses:
             if clause.type in ("namespace_use_clause", "namespace_use_group_clause"):
                 name = _text(clause).split(" as ")[0].strip()
+                name = name.removeprefix("function ").removeprefix("const ").strip()
                 out.append(f"{prefix}\\{name}" if prefix else name)
     elif node.type == "expression_statement":
         for child in node.named_children:
             if child.type in ("require_expression", "require_once_expression",
                               "include_expression", "include_once_expression"):
-                strings = [c for c in child.named_children if c.type in ("string",
-                                                                         "encapsed_string")]
-                if strings:
-                    out.append(_text(strings[0]).strip("\"'"))
+                path = _php_path(child)
+                if path:
+                    out.append(path)
     return out
+
+
+def _php_path(node: Node) -> str:
+    """``'x.php'``, or ``__DIR__ . '/x.php'`` as ``./x.php``."""
+    for child in node.named_children:
+        if child.type in ("string", "encapsed_string"):
+            return _text(child).strip("\"'")
+        if child.type == "binary_expression":
+            left, right = child.child_by_field_name("left"), child.child_by_field_name("right")
+            if left is not None and _text(left) == "__DIR__" and right is not None and \
+                    right.type in ("string", "encapsed_string"):
+                return "." + _text(right).strip("\"'")
+    return ""
 
 
 _JS_TYPES = frozenset({"import_statement", "export_statement", "lexical_declaration",
@@ -197,7 +214,8 @@ def extract_imports(language: str, root: Node) -> list[str]:
         return []
     fn, types = entry
     seen: dict[str, None] = {}
-    for node in _walk_top(root):
+    scopes = _PYTHON_SCOPE_TYPES if language == "python" else _SCOPE_TYPES
+    for node in _walk_top(root, scopes):
         if node.type not in types:
             continue
         for spec in fn(node):

@@ -99,21 +99,72 @@ def _join(a: str | None, b: str | None) -> str | None:
     return "::".join(parts) if parts else None
 
 
+def _go_receiver_type(node: Node) -> str | None:
+    """``Cache`` from ``func (c *Cache[K, V]) Get()``."""
+    receiver = _field(node, "receiver")
+    param = _first_of(receiver, ("parameter_declaration",)) if receiver is not None else None
+    current = _field(param, "type") if param is not None else None
+    for _ in range(4):
+        if current is None:
+            return None
+        if current.type == "type_identifier":
+            return _text(current)
+        if current.type == "pointer_type":
+            current = current.named_children[0] if current.named_children else None
+        else:
+            current = _field(current, "type")
+    return None
+
+
+_JS_FUNCTION_VALUES = ("arrow_function", "function_expression", "function",
+                       "generator_function", "class")
+
+
+def js_value(node: Node) -> Node | None:
+    """The function or class a ``const x = ...`` or ``exports.x = ...`` declares."""
+    if node.type in ("lexical_declaration", "variable_declaration"):
+        decl = _first_of(node, ("variable_declarator",))
+        value = _field(decl, "value") if decl is not None else None
+    elif node.type == "assignment_expression":
+        value = _field(node, "right")
+    else:
+        return None
+    return value if value is not None and value.type in _JS_FUNCTION_VALUES else None
+
+
+def _js_assignment_target(node: Node) -> tuple[str, str | None, bool]:
+    """For ``exports.x = f``, ``module.exports.x = f``, ``A.prototype.x = f``:
+    (name, owner, exported); empty name for any other assignment."""
+    left = _field(node, "left")
+    if left is None or left.type != "member_expression":
+        return "", None, False
+    prop = _text(_field(left, "property"))
+    obj = _text(_field(left, "object"))
+    if obj in ("exports", "module.exports"):
+        return prop, None, True
+    if obj.endswith(".prototype") and obj.count(".") == 1:
+        return prop, obj.removesuffix(".prototype"), False
+    return "", None, False
+
+
 def name_of(spec: LangSpec, node: Node) -> tuple[str, str | None]:
     """The declared name and, when the declaration names its owner (``func (s *S) M``,
-    ``A::f``), that owner."""
+    ``A::f``, ``A.prototype.f = ...``), that owner."""
     t = node.type
     g = spec.grammar
     if g in ("c", "cpp") and t == "function_definition":
         return c_declarator_name(node)
     if g in ("c", "cpp") and t == "type_definition":
-        return _text(_field(node, "declarator")), None
+        name, _scope = c_declarator_name(node)
+        return (name or _text(_field(node, "declarator"))), None
     if g == "go" and t == "method_declaration":
-        receiver = _text(_field(node, "receiver"))
-        owner = receiver.strip("()").split()[-1].lstrip("*").split("[")[0] if receiver else None
-        return _text(_field(node, "name")), owner
+        return _text(_field(node, "name")), _go_receiver_type(node)
     if g == "kotlin":
+        if t == "secondary_constructor":
+            return "constructor", None
         found = _first_of(node, ("type_identifier", "simple_identifier"))
+        if found is None and t == "companion_object":
+            return "Companion", None
         return _text(found), None
     if g == "ruby" and t == "singleton_method":
         return _text(_field(node, "name")), None
@@ -122,12 +173,31 @@ def name_of(spec: LangSpec, node: Node) -> tuple[str, str | None]:
     if t in ("lexical_declaration", "variable_declaration"):
         decl = _first_of(node, ("variable_declarator",))
         return (_text(_field(decl, "name")) if decl else ""), None
+    if t == "assignment_expression":
+        name, owner, _exported = _js_assignment_target(node)
+        return name, owner
     name = _field(node, "name")
     if name is None:
+        parent = node.parent
+        if g in ("javascript", "typescript", "tsx") and parent is not None and \
+                parent.type == "export_statement" and _field(parent, "value") == node:
+            return "default", None  # export default function () {...}
         return "", None
     if g == "typescript" or g == "tsx":
         return _text(name).strip("\"'"), None
     return _text(name), None
+
+
+def is_constructor(spec: LangSpec, node: Node, name: str, parent: str | None) -> bool:
+    """Methods that construct their class, where the kind table cannot tell."""
+    g = spec.grammar
+    if g in ("javascript", "typescript", "tsx"):
+        return node.type == "method_definition" and name == "constructor"
+    if g == "php":
+        return name == "__construct"
+    if g == "cpp":
+        return parent is not None and name == parent
+    return False
 
 
 def refine_kind(spec: LangSpec, node: Node, kind: str) -> str:
@@ -139,6 +209,10 @@ def refine_kind(spec: LangSpec, node: Node, kind: str) -> str:
             return "interface"
         if "enum" in words:
             return "enum"
+    if node.type in ("lexical_declaration", "variable_declaration", "assignment_expression"):
+        value = js_value(node)
+        if value is not None and value.type == "class":
+            return "class"
     if g == "go" and node.type == "type_spec":
         typ = _field(node, "type")
         if typ is not None and typ.type == "interface_type":
@@ -156,9 +230,9 @@ def is_declaration(spec: LangSpec, node: Node) -> bool:
         if len(decls) != 1:
             return False
         value = _field(decls[0], "value")
-        return value is not None and value.type in (
-            "arrow_function", "function_expression", "function", "generator_function",
-            "class")
+        return value is not None and value.type in _JS_FUNCTION_VALUES
+    if node.type == "assignment_expression":
+        return js_value(node) is not None and bool(_js_assignment_target(node)[0])
     if g in ("c", "cpp") and node.type in ("struct_specifier", "class_specifier",
                                            "enum_specifier", "union_specifier"):
         return _field(node, "body") is not None and _field(node, "name") is not None
@@ -172,8 +246,8 @@ def bases_of(spec: LangSpec, node: Node) -> tuple[str, ...]:
     if g == "python":
         supers = _field(node, "superclasses")
         if supers is not None:
-            out = [_text(c) for c in supers.named_children if c.type in ("identifier",
-                                                                          "attribute")]
+            out = [_text(c).split("[")[0] for c in supers.named_children
+                   if c.type in ("identifier", "attribute", "subscript")]
     elif g in ("typescript", "tsx", "javascript"):
         heritage = _first_of(node, ("class_heritage",))
         if heritage is not None:
@@ -211,6 +285,11 @@ def bases_of(spec: LangSpec, node: Node) -> tuple[str, ...]:
         for clause in node.named_children:
             if clause.type in ("base_clause", "class_interface_clause"):
                 out += [_text(c) for c in clause.named_children]
+        body = _field(node, "body")
+        for member in body.named_children if body is not None else ():
+            if member.type == "use_declaration":  # traits: use A, B;
+                out += [_text(c) for c in member.named_children
+                        if c.type in ("name", "qualified_name")]
     elif g == "ruby":
         sup = _field(node, "superclass")
         if sup is not None:
@@ -243,6 +322,11 @@ def exported_of(spec: LangSpec, node: Node, name: str, wrapped_exported: bool) -
     g = spec.grammar
     if wrapped_exported:
         return True
+    if node.type == "assignment_expression":
+        return _js_assignment_target(node)[2]
+    if g == "csharp" and node.type in ("namespace_declaration",
+                                       "file_scoped_namespace_declaration"):
+        return True
     if g == "python":
         return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
     if g == "go":
@@ -268,7 +352,8 @@ _JS_DEFS = {
     "variable_declaration": "function", "interface_declaration": "interface",
     "type_alias_declaration": "type", "enum_declaration": "enum",
     "abstract_method_signature": "method", "method_signature": "method",
-    "function_signature": "function",
+    "function_signature": "function", "assignment_expression": "function",
+    "function_expression": "function", "arrow_function": "function",
 }
 _JS = dict(
     wrappers=frozenset({"export_statement", "ambient_declaration", "expression_statement"}),
@@ -295,9 +380,9 @@ SPECS: dict[str, LangSpec] = {
     "go": LangSpec(
         grammar="go",
         defs={"function_declaration": "function", "method_declaration": "method",
-              "type_spec": "type", "type_alias": "type"},
+              "type_spec": "type", "type_alias": "type", "method_elem": "method"},
         scopes={"type_declaration": ""},
-        bodies=frozenset(),
+        bodies=frozenset({"interface_type"}),
         imports=frozenset({"import_declaration"}),
     ),
     "java": LangSpec(
@@ -307,6 +392,7 @@ SPECS: dict[str, LangSpec] = {
               "annotation_type_declaration": "interface", "method_declaration": "method",
               "constructor_declaration": "constructor",
               "compact_constructor_declaration": "constructor"},
+        scopes={"enum_body_declarations": ""},
         bodies=frozenset({"class_body", "interface_body", "enum_body",
                           "enum_body_declarations", "annotation_type_body"}),
         comments=frozenset({"block_comment", "line_comment", "comment"}),
@@ -317,8 +403,8 @@ SPECS: dict[str, LangSpec] = {
         grammar="kotlin",
         defs={"class_declaration": "class", "object_declaration": "class",
               "function_declaration": "function", "type_alias": "type",
-              "companion_object": "class"},
-        bodies=frozenset({"class_body", "enum_class_body"}),
+              "companion_object": "class", "secondary_constructor": "constructor"},
+        bodies=frozenset({"class_body", "enum_class_body", "function_body"}),
         comments=frozenset({"comment", "multiline_comment", "line_comment"}),
         imports=frozenset({"import_list", "import_header"}),
         private_keywords=frozenset({"private", "internal"}),
@@ -332,6 +418,7 @@ SPECS: dict[str, LangSpec] = {
         bodies=frozenset({"declaration_list"}),
         comments=frozenset({"line_comment", "block_comment"}),
         imports=frozenset({"use_declaration", "extern_crate_declaration"}),
+        attached=frozenset({"attribute_item"}),
     ),
     "c": LangSpec(
         grammar="c",
@@ -351,6 +438,7 @@ SPECS: dict[str, LangSpec] = {
         scopes={"namespace_definition": "module", "linkage_specification": ""},
         bodies=frozenset({"field_declaration_list", "declaration_list"}),
         imports=frozenset({"preproc_include"}),
+        visibility_markers=True,
     ),
     "csharp": LangSpec(
         grammar="csharp",
@@ -360,16 +448,19 @@ SPECS: dict[str, LangSpec] = {
               "method_declaration": "method", "constructor_declaration": "constructor",
               "property_declaration": "property", "delegate_declaration": "type",
               "destructor_declaration": "method", "operator_declaration": "method"},
-        scopes={"namespace_declaration": "module", "file_scoped_namespace_declaration": ""},
+        scopes={"namespace_declaration": "module"},
         bodies=frozenset({"declaration_list"}),
         imports=frozenset({"using_directive"}),
-        public_keywords=frozenset({"public", "protected", "internal"}),
+        public_keywords=frozenset({"public", "protected"}),
+        file_scopes=frozenset({"file_scoped_namespace_declaration"}),
     ),
     "ruby": LangSpec(
         grammar="ruby",
         defs={"class": "class", "module": "module", "method": "method",
-              "singleton_method": "method", "singleton_class": "class"},
+              "singleton_method": "method"},
+        scopes={"singleton_class": ""},
         bodies=frozenset({"body_statement"}),
+        visibility_markers=True,
     ),
     "php": LangSpec(
         grammar="php",
@@ -386,4 +477,60 @@ SPECS: dict[str, LangSpec] = {
 # Declarations inside a class body that stay in the class shell instead of their own chunk.
 MEMBER_ONLY = frozenset({"property"})
 
+_VISIBILITY = frozenset({"public", "private", "protected"})
+
+
+def visibility_marker(spec: LangSpec, node: Node) -> tuple[str, Node | None]:
+    """For a class-body statement that sets visibility (C++ ``private:``, Ruby ``private``
+    or ``private def x``): the word, and the one declaration it applies to (None: it applies
+    to what follows). ``("", None)`` for any other statement."""
+    if node.type == "access_specifier":
+        return _text(node).strip(), None
+    if node.type == "identifier" and spec.grammar == "ruby":
+        word = _text(node)
+        return (word, None) if word in _VISIBILITY else ("", None)
+    if node.type == "call" and spec.grammar == "ruby" and _field(node, "receiver") is None:
+        word = _text(_field(node, "method"))
+        args = _field(node, "arguments")
+        if word in _VISIBILITY and args is not None and len(args.named_children) == 1 and \
+                args.named_children[0].type in ("method", "singleton_method"):
+            return word, args.named_children[0]
+    return "", None
+
 ImportExtractor = Callable[[Node], list[str]]
+
+
+def js_exported_names(root: Node) -> set[str]:
+    """Top-level names exported apart from their declaration: ``export { a, b as c }``,
+    ``export default a``, ``export = a``, ``module.exports = a`` or ``= { a, b: c }``."""
+    names: set[str] = set()
+    for child in root.named_children:
+        if child.type == "export_statement":
+            if _field(child, "declaration") is not None or _field(child, "source") is not None:
+                continue
+            for part in child.named_children:
+                if part.type == "export_clause":
+                    names.update(_text(_field(s, "name")) for s in part.named_children
+                                 if s.type == "export_specifier")
+                elif part.type == "identifier":
+                    names.add(_text(part))
+        elif child.type == "expression_statement" and child.named_children:
+            assign = child.named_children[0]
+            if assign.type != "assignment_expression" or \
+                    _text(_field(assign, "left")) != "module.exports":
+                continue
+            right = _field(assign, "right")
+            if right is None:
+                continue
+            if right.type == "identifier":
+                names.add(_text(right))
+            elif right.type == "object":
+                for prop in right.named_children:
+                    if prop.type == "shorthand_property_identifier":
+                        names.add(_text(prop))
+                    elif prop.type == "pair":
+                        value = _field(prop, "value")
+                        if value is not None and value.type == "identifier":
+                            names.add(_text(value))
+    names.discard("")
+    return names

@@ -16,17 +16,23 @@ from codenav.parse.langs import (
     LangSpec,
     bases_of,
     exported_of,
+    is_constructor,
     is_declaration,
+    js_exported_names,
+    js_value,
     name_of,
     refine_kind,
+    visibility_marker,
 )
 
 _WS = re.compile(r"\s+")
+_XML_DOC_TAGS = re.compile(r"</?(?:summary|remarks|para)>")
+_JS_GRAMMARS = frozenset({"javascript", "typescript", "tsx"})
 MAX_SIGNATURE = 240
 MAX_DOC = 600
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: field-wise equality is slow and meaningless
 class Decl:
     node: Node
     kind: str
@@ -45,6 +51,8 @@ class Decl:
     members: list[Decl] = field(default_factory=list)
     scope_only: bool = False
     """A namespace/module/impl: its members get chunks, the scope itself none."""
+    header_end_row: int = -1
+    """Last row of the header (the signature); the body starts after it."""
 
 
 def _text(node: Node | None) -> str:
@@ -57,20 +65,44 @@ def _body(spec: LangSpec, node: Node) -> Node | None:
     body = node.child_by_field_name("body")
     if body is not None:
         return body
+    value = js_value(node)  # const f = () => {...}; exports.f = function () {...}
+    if value is not None:
+        return value.child_by_field_name("body")
     for child in node.named_children:
         if child.type in spec.bodies:
             return child
     return None
 
 
-def _signature(src: bytes, node: Node, body: Node | None) -> str:
+def _header_end(spec: LangSpec, node: Node, body: Node | None) -> tuple[int, int]:
+    """End byte and row of the declaration's header: up to its body, without comments that
+    sit between the two."""
+    if body is None or body.start_byte <= node.start_byte:
+        return node.end_byte, node.end_point[0]
+    prev = body.prev_sibling
+    while prev is not None and prev.type in spec.comments:
+        prev = prev.prev_sibling
+    if prev is None or prev.end_byte <= node.start_byte:
+        return body.start_byte, body.start_point[0]
+    return prev.end_byte, prev.end_point[0]
+
+
+def _signature(spec: LangSpec, src: bytes, node: Node, body: Node | None,
+               header_end: int | None = None) -> str:
+    if spec.grammar == "go" and node.type == "type_spec":
+        body = None  # the "body" is the interface type, keyword included
     if body is not None and body.start_byte > node.start_byte:
-        data = src[node.start_byte:min(body.start_byte, node.start_byte + 2000)]
+        end = header_end if header_end is not None else _header_end(spec, node, body)[0]
+        data = src[node.start_byte:min(end, node.start_byte + 2000)]
     else:
         data = src[node.start_byte:min(node.end_byte, node.start_byte + 2000)]
         brace = data.find(b"{")
         data = data[:brace] if 0 <= brace < 200 else data.split(b"\n", 1)[0]
-    text = _WS.sub(" ", data.decode("utf-8", "replace")).strip().rstrip("{:").strip()
+    text = _WS.sub(" ", data.decode("utf-8", "replace")).strip().rstrip("{:; ")
+    if text.endswith(" ="):  # Ruby/Kotlin/Scala-style `def f(x) = ...`
+        text = text[:-2].rstrip()
+    if spec.grammar == "go" and node.type in ("type_spec", "type_alias"):
+        text = "type " + text
     return text[:MAX_SIGNATURE]
 
 
@@ -85,7 +117,7 @@ def _clean_comment(text: str) -> str:
         line = line.removesuffix("*/").strip()
         if line:
             lines.append(line)
-    return " ".join(lines)
+    return _WS.sub(" ", _XML_DOC_TAGS.sub(" ", " ".join(lines))).strip()
 
 
 def _python_docstring(body: Node | None) -> str:
@@ -105,35 +137,81 @@ def _python_docstring(body: Node | None) -> str:
 
 
 def _leading_comments(spec: LangSpec, outer: Node) -> tuple[int, str]:
-    """Comments directly above ``outer`` (no blank line between): first row and text."""
-    rows = outer.start_point[0]
+    """Comments (and attached attributes) directly above ``outer``, with no blank line
+    between: their first row, and the comments' text."""
+    first = outer.start_point[0]
     texts: list[str] = []
     prev = outer.prev_named_sibling
-    first = rows
-    while prev is not None and prev.type in spec.comments and prev.end_point[0] >= first - 1:
-        if prev.end_point[0] == prev.start_point[0] and prev.start_point[0] == first and \
-                prev.start_point[1] > 0:
+    while prev is not None and prev.end_point[0] >= first - 1:
+        if prev.type in spec.comments:
+            before = prev.prev_sibling
+            if before is not None and before.type not in spec.comments and \
+                    before.end_point[0] == prev.start_point[0]:
+                break  # a trailing comment of the code on its line
+            texts.append(_text(prev))
+        elif prev.type not in spec.attached:
             break
-        texts.append(_text(prev))
         first = prev.start_point[0]
         prev = prev.prev_named_sibling
     texts.reverse()
     return first, _clean_comment("\n".join(texts))[:MAX_DOC]
 
 
+def _restrict(decls: list[Decl], visibility: str) -> None:
+    if visibility != "public":
+        for decl in decls:
+            decl.exported = False
+
+
 class Walker:
     def __init__(self, spec: LangSpec, src: bytes) -> None:
         self.spec = spec
         self.src = src
+        self.scope_rows: list[tuple[int, int]] = []
+        """Header and footer rows of scopes (``namespace x {``, ``}``): no code of their own."""
+        self._impl_traits: dict[str, list[str]] = {}
 
     def walk(self, root: Node) -> list[Decl]:
-        return self._members(root, [], None, 0, in_class=False)
+        decls = self._members(root, [], None, 0, in_class=False)
+        if self._impl_traits:
+            self._add_impl_traits(decls)
+        if self.spec.grammar in _JS_GRAMMARS:
+            names = js_exported_names(root)
+            for decl in decls:
+                if decl.name in names and not decl.exported and not decl.scope_only:
+                    decl.exported = True
+                    for member in decl.members:
+                        member.exported = _member_exported(self.spec, decl, member, self.src)
+            exported = {d.name for d in decls if d.exported and d.parent is None}
+            for decl in decls:  # Foo.prototype.bar = function () {...}
+                if decl.parent is not None and decl.parent in exported:
+                    decl.exported = True
+        return decls
 
     def _members(self, container: Node, scope: list[str], parent: str | None, depth: int,
                  in_class: bool) -> list[Decl]:
+        spec = self.spec
+        markers = in_class and spec.visibility_markers
+        visibility = _default_visibility(spec, container) if markers else "public"
         out: list[Decl] = []
-        for child in container.named_children:
-            out += self._visit(child, child, scope, parent, depth, False, in_class)
+        children = container.named_children
+        for i, child in enumerate(children):
+            if child.type in spec.file_scopes:
+                out += self._file_scope(child, children[i + 1:], scope, parent, depth)
+                break
+            if markers:
+                word, target = visibility_marker(spec, child)
+                if word and target is None:
+                    visibility = word
+                    continue
+                if target is not None:
+                    found = self._visit(target, child, scope, parent, depth, False, in_class)
+                    _restrict(found, word)
+                    out += found
+                    continue
+            found = self._visit(child, child, scope, parent, depth, False, in_class)
+            _restrict(found, visibility)
+            out += found
         return out
 
     def _visit(self, node: Node, outer: Node, scope: list[str], parent: str | None,
@@ -155,45 +233,87 @@ class Walker:
                                        in_class)
             return out
         if t in spec.scopes:
-            return self._scope(node, outer, scope, parent, depth, exported)
+            return self._scope(node, outer, scope, parent, depth, exported, in_class)
         if t in spec.defs and is_declaration(spec, node):
             decl = self._decl(node, outer, scope, parent, depth, exported, in_class)
             return [decl] if decl is not None else []
         return []
 
     def _scope(self, node: Node, outer: Node, scope: list[str], parent: str | None,
-               depth: int, exported: bool) -> list[Decl]:
+               depth: int, exported: bool, in_class: bool) -> list[Decl]:
         """Namespaces and modules (kind set) nest their members; impl blocks and groups
         (kind '') pass their members through, impl members owned by the impl's type."""
         spec = self.spec
         kind = spec.scopes[node.type]
         name, _owner = name_of(spec, node)
         body = _body(spec, node)
+        first_row, doc = _leading_comments(spec, outer)
         if kind and name:
-            inner_scope, inner_parent, inner_depth, in_class = scope + [name], name, depth + 1, \
-                False
+            inner_scope, inner_parent, inner_depth, inner_class = scope + [name], name, \
+                depth + 1, False
         elif name:  # impl block: members are methods of `name`
-            inner_scope, inner_parent, inner_depth, in_class = scope + [name], name, depth + 1, \
-                True
+            inner_scope, inner_parent, inner_depth, inner_class = scope + [name], name, \
+                depth + 1, True
         else:
-            inner_scope, inner_parent, inner_depth, in_class = scope, parent, depth, False
-        if body is not None:
-            members = self._members(body, inner_scope, inner_parent, inner_depth, in_class)
+            inner_scope, inner_parent, inner_depth, inner_class = scope, parent, depth, \
+                in_class
+        if body is not None and (body.type in spec.defs or body.type in spec.wrappers):
+            # extern "C" int f(void) {...}: the scope wraps a single declaration
+            members = self._visit(body, outer, inner_scope, inner_parent, inner_depth,
+                                  exported, inner_class)
+        elif body is not None:
+            self.scope_rows.append((first_row, body.start_point[0]))
+            self.scope_rows.append((body.end_point[0], node.end_point[0]))
+            members = self._members(body, inner_scope, inner_parent, inner_depth,
+                                    inner_class)
         else:
             members = []
             children = node.named_children
+            if len(children) > 1:
+                self.scope_rows.append((first_row, node.start_point[0]))
+                self.scope_rows.append((node.end_point[0], node.end_point[0]))
             for child in children:
-                members += self._visit(child, outer if len(children) == 1 else child,
-                                       inner_scope, inner_parent, inner_depth, exported,
-                                       in_class)
+                own = len(children) == 1 and child.start_point[0] == node.start_point[0]
+                members += self._visit(child, outer if own else child, inner_scope,
+                                       inner_parent, inner_depth, exported, inner_class)
+        if node.type == "impl_item" and name:
+            trait = node.child_by_field_name("trait")
+            if trait is not None:  # impl Trait for T: T's bases; methods public as the trait
+                self._impl_traits.setdefault(name, []).append(_text(trait).split("<")[0])
+                for member in members:
+                    member.exported = True
         if not (kind and name):
             return members
-        first_row, doc = _leading_comments(spec, outer)
+        body_for_sig = body if body is not None and body.type not in spec.defs else None
         return [Decl(
             node=node, kind=kind, name=name, parent=parent,
             qualname=".".join(inner_scope), start_row=first_row, end_row=node.end_point[0],
-            exported=exported_of(spec, node, name, exported), signature=_signature(self.src, node, body),
+            exported=exported_of(spec, node, name, exported),
+            signature=_signature(spec, self.src, node, body_for_sig),
             doc=doc, body=body, depth=depth, members=members, scope_only=True,
+        )]
+
+    def _file_scope(self, node: Node, rest: list[Node], scope: list[str], parent: str | None,
+                    depth: int) -> list[Decl]:
+        """``namespace X;``: everything after it in the file is a member of X."""
+        spec = self.spec
+        name, _owner = name_of(spec, node)
+        first_row, doc = _leading_comments(spec, node)
+        self.scope_rows.append((first_row, node.end_point[0]))
+        inner = scope + [name] if name else scope
+        members: list[Decl] = []
+        for child in rest:
+            members += self._visit(child, child, inner, name or parent,
+                                   depth + 1 if name else depth, False, False)
+        if not name:
+            return members
+        end_row = max([node.end_point[0]] + [c.end_point[0] for c in rest])
+        return [Decl(
+            node=node, kind="module", name=name, parent=parent, qualname=".".join(inner),
+            start_row=first_row, end_row=end_row,
+            exported=exported_of(spec, node, name, False),
+            signature=_signature(spec, self.src, node, None), doc=doc, body=None,
+            depth=depth, members=members, scope_only=True,
         )]
 
     def _decl(self, node: Node, outer: Node, scope: list[str], parent: str | None,
@@ -204,22 +324,30 @@ class Walker:
             return None
         kind = refine_kind(spec, node, spec.defs[node.type])
         qual = [*scope, name]
-        if owner:
-            owner_short = owner.replace("::", ".").split(".")[-1]
-            qual = [*scope, *owner.replace("::", ".").split("."), name]
-            parent = owner_short
+        if owner:  # func (c *Cache) Get, int Matrix::n(), Foo.prototype.bar = ...
+            owner_parts = owner.replace("::", ".").split(".")
+            qual = [*scope, *owner_parts, name]
+            parent = owner_parts[-1]
+            depth += len(owner_parts)
             in_class = True
         if kind == "function" and in_class:
             kind = "method"
+        elif kind == "method" and not in_class and spec.grammar == "ruby":
+            kind = "function"  # a top-level Ruby def
+        if kind in ("function", "method") and in_class and \
+                is_constructor(spec, node, name, parent):
+            kind = "constructor"
         body = _body(spec, node)
         first_row, doc = _leading_comments(spec, outer)
         if spec.python_docstrings:
             doc = _python_docstring(body) or doc
+        header_end, header_end_row = _header_end(spec, node, body)
         decl = Decl(
             node=node, kind=kind, name=name, parent=parent, qualname=".".join(qual),
             start_row=first_row, end_row=node.end_point[0],
             exported=exported_of(spec, node, name, exported),
-            signature=_signature(self.src, node, body), doc=doc, body=body, depth=depth,
+            signature=_signature(spec, self.src, node, body, header_end), doc=doc, body=body,
+            depth=depth, header_end_row=header_end_row,
         )
         if kind in CLASS_LIKE:
             decl.bases = bases_of(spec, node)
@@ -229,14 +357,32 @@ class Walker:
                     member.exported = _member_exported(spec, decl, member, self.src)
         return decl
 
+    def _add_impl_traits(self, decls: list[Decl]) -> None:
+        for decl in decls:
+            traits = self._impl_traits.get(decl.name)
+            if traits and decl.kind in ("class", "enum"):
+                decl.bases = tuple(dict.fromkeys([*decl.bases, *traits]))
+            if decl.members:
+                self._add_impl_traits(decl.members)
+
+
+def _default_visibility(spec: LangSpec, container: Node) -> str:
+    """C++ class members are private until said otherwise; struct members public."""
+    owner = container.parent
+    if spec.grammar == "cpp" and owner is not None and owner.type == "class_specifier":
+        return "private"
+    return "public"
+
 
 def _member_exported(spec: LangSpec, owner: Decl, member: Decl, src: bytes) -> bool:
     """A member is visible outside when its class is, and it is not private itself."""
+    if spec.grammar == "go":  # capitalization alone decides
+        return member.exported
     if not owner.exported:
         return False
     if owner.kind == "interface":
         return True
-    if spec.grammar in ("javascript", "typescript", "tsx"):
+    if spec.grammar in _JS_GRAMMARS:
         mods = src[member.node.start_byte:member.node.start_byte + 16].decode("utf-8", "replace")
         return not member.name.startswith("#") and not mods.startswith(("private", "#"))
     return member.exported

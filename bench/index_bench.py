@@ -1,0 +1,267 @@
+"""Indexing and search benchmark (``make bench``). Not a test: it prints numbers.
+
+For each corpus (the Python standard library of this interpreter, plus ``--corpus PATH``):
+files, MB, the cold index wall time through the real worker process (RQ job, parser pool,
+COPY), files/s, peak RSS of the worker (process tree) and the API, the bare sequential
+tree-sitter parse of the same files in the same run and the ratio index/parse, a warm
+reindex with nothing changed, and search / find_files latency p50/p99 over HTTP for
+200 queries drawn from the corpus' own symbols.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import psycopg
+
+from codenav import queue, repos
+from codenav.auth import create_token
+from codenav.config import Settings
+from codenav.db import migrations
+from codenav.db import queries as q
+from codenav.embedded import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
+from codenav.languages import STRUCTURED, language_for
+from codenav.parse.chunker import parser_for
+from codenav.walk import walk
+
+COLDSTART_KAFKA = {"seconds": 38.8, "rss_mb": 612}
+
+
+class PeakRss:
+    """Samples the summed RSS of a process and its descendants."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                root = psutil.Process(self.pid)
+                procs = [root, *root.children(recursive=True)]
+                total = 0
+                for p in procs:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.NoSuchProcess:
+                        pass
+                self.peak = max(self.peak, total)
+            except psutil.NoSuchProcess:
+                return
+            self._stop.wait(0.05)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(2)
+
+
+def bare_parse(root: Path, max_bytes: int) -> tuple[int, float]:
+    """Sequential tree-sitter parse of every structured file the index would parse."""
+    files = []
+    for entry in walk(root, max_bytes).files:
+        lang = language_for(entry.path)
+        if lang in STRUCTURED:
+            files.append((lang, (root / entry.path).read_bytes()))
+    for lang in {lang for lang, _ in files}:
+        parser_for(lang)
+    started = time.perf_counter()
+    for lang, data in files:
+        parser_for(lang).parse(data)
+    return len(files), time.perf_counter() - started
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def make_queries(conn: psycopg.Connection, repo_id: int, n: int, seed: int = 7) -> list[str]:
+    rows = conn.execute(q.BENCH_SYMBOLS, (repo_id,)).fetchall()
+    rng = random.Random(seed)
+    picks = rng.sample(rows, min(len(rows), n))
+    out = []
+    from codenav.tokens import identifier_terms
+
+    for i, (symbol, parent) in enumerate(picks):
+        kind = i % 4
+        if kind == 0:
+            out.append(symbol)
+        elif kind == 1:
+            parts = identifier_terms(symbol)[1:] or identifier_terms(symbol)
+            out.append(" ".join(parts))
+        elif kind == 2 and parent:
+            out.append(f"{parent} {symbol}")
+        else:
+            pos = rng.randrange(1, len(symbol) - 1)
+            out.append(symbol[:pos] + symbol[pos + 1:])
+    return out[:n]
+
+
+def time_queries(url: str, token: str, route: str, queries: list[str],
+                 extra: dict[str, Any]) -> list[float]:
+    times = []
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"},
+                      timeout=30) as client:
+        client.post(route, json={"query": queries[0], **extra})  # warm the connection
+        for text in queries:
+            started = time.perf_counter()
+            r = client.post(route, json={"query": text, **extra})
+            times.append((time.perf_counter() - started) * 1000)
+            if r.status_code >= 500:
+                raise RuntimeError(f"{route} failed: {r.text}")
+    return times
+
+
+def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: EmbeddedRedis,
+                 n_queries: int) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
+    env.update({"CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url,
+                "CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1", "CODENAV_LOG_LEVEL": "WARNING"})
+    settings = Settings.load(env=env, dotenv=Path("/nonexistent"))
+    walked = walk(root, settings.max_file_bytes)
+    n_files = len(walked.files)
+    mb = sum(f.size for f in walked.files) / 1e6
+    n_parsed_files, parse_s = bare_parse(root, settings.max_file_bytes)
+
+    api_port = free_port()
+    logs = home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    api = subprocess.Popen([sys.executable, "-m", "codenav_api", "--port", str(api_port)],
+                           env=env, stdout=(logs / "api.log").open("ab"),
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    worker = subprocess.Popen([sys.executable, "-m", "codenav_worker"], env=env,
+                              stdout=(logs / "worker.log").open("ab"),
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{api_port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        with psycopg.connect(pg.url, autocommit=True) as conn:
+            token, _ = create_token(conn, "bench")
+            repo = repos.register(conn, str(root), name)
+            r = queue.connect_redis(settings)
+            time.sleep(1.0)  # let the worker finish importing and preloading grammars
+            with PeakRss(worker.pid) as worker_rss:
+                started = time.perf_counter()
+                job_id = queue.request_full(r, settings, repo.id)
+                while True:
+                    info = queue.job_info(r, job_id or "")
+                    if info and info["state"] in ("finished", "failed"):
+                        break
+                    time.sleep(0.02)
+                index_s = time.perf_counter() - started
+            if info["state"] != "finished":
+                raise RuntimeError(f"index job failed: {info}")
+            started = time.perf_counter()
+            job_id = queue.request_full(r, settings, repo.id)
+            while (queue.job_info(r, job_id or "") or {}).get("state") not in ("finished",
+                                                                               "failed"):
+                time.sleep(0.01)
+            warm_s = time.perf_counter() - started
+            chunks = conn.execute(q.CHUNK_COUNT).fetchone()[0]  # type: ignore[index]
+            queries = make_queries(conn, repo.id, n_queries)
+            db_mb = conn.execute(q.DATABASE_SIZE).fetchone()[0] / 1e6  # type: ignore[index]
+        with PeakRss(api.pid) as api_rss:
+            search_ms = time_queries(url, token, "/v1/search", queries, {"limit": 10})
+            find_ms = time_queries(url, token, "/v1/find_files",
+                                   [" ".join(q.split()[:3]) for q in queries], {"limit": 7})
+    finally:
+        for proc in (worker, api):
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+    return {
+        "corpus": name, "root": str(root), "files": n_files, "mb": round(mb, 1),
+        "structured_files": n_parsed_files, "chunks": chunks, "db_mb": round(db_mb, 1),
+        "cold_index_s": round(index_s, 2), "files_per_s": round(n_files / index_s, 1),
+        "bare_parse_s": round(parse_s, 2), "index_over_parse": round(index_s / parse_s, 2),
+        "warm_reindex_s": round(warm_s, 2),
+        "worker_peak_rss_mb": round(worker_rss.peak / 2**20),
+        "api_peak_rss_mb": round(api_rss.peak / 2**20),
+        "search_p50_ms": round(statistics.median(search_ms), 1),
+        "search_p99_ms": round(percentile(search_ms, 99), 1),
+        "find_p50_ms": round(statistics.median(find_ms), 1),
+        "find_p99_ms": round(percentile(find_ms, 99), 1),
+        "queries": len(queries),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--corpus", action="append", default=[], help="another directory")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--no-stdlib", action="store_true")
+    parser.add_argument("--out", default="bench/out/index_bench.json")
+    args = parser.parse_args()
+    corpora: list[tuple[str, Path]] = []
+    if not args.no_stdlib:
+        corpora.append(("stdlib", Path(sysconfig.get_paths()["stdlib"])))
+    for path in args.corpus:
+        corpora.append((Path(path).resolve().name or "corpus", Path(path).resolve()))
+    results = []
+    with tempfile.TemporaryDirectory(prefix="codenav-bench-") as tmp:
+        base = Path(tmp)
+        for name, root in corpora:
+            home = base / name
+            pg = EmbeddedPostgres(home, free_port())
+            rd = EmbeddedRedis(home, free_port())
+            pg_proc, rd_proc = pg.start(), rd.start()
+            try:
+                with psycopg.connect(pg.url, autocommit=True) as conn:
+                    migrations.migrate(conn)
+                print(f"benchmarking {name} ({root}) ...", file=sys.stderr, flush=True)
+                results.append(bench_corpus(name, root, home, pg, rd, args.queries))
+            finally:
+                stop_process(rd_proc)
+                stop_process(pg_proc, signal.SIGINT, timeout=30)
+    keys = list(results[0]) if results else []
+    width = max(len(k) for k in keys) if keys else 0
+    for key in keys:
+        print(f"{key:<{width}}  " + "  ".join(f"{str(r[key]):>14}" for r in results))
+    for r in results:
+        print(f"\n{r['corpus']}: cold index {r['cold_index_s']}s = {r['index_over_parse']}x the "
+              f"bare sequential parse ({r['bare_parse_s']}s; target <= 1.5x); search p50 "
+              f"{r['search_p50_ms']} ms / p99 {r['search_p99_ms']} ms (targets 20 / 100)")
+        if "kafka" in r["corpus"].lower():
+            print(f"  vs coldstart 2.3.2 on Kafka: {COLDSTART_KAFKA['seconds']}s, "
+                  f"{COLDSTART_KAFKA['rss_mb']} MB -> time ratio "
+                  f"{r['cold_index_s'] / COLDSTART_KAFKA['seconds']:.2f}, memory ratio "
+                  f"{r['worker_peak_rss_mb'] / COLDSTART_KAFKA['rss_mb']:.2f}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
