@@ -45,7 +45,7 @@ MAX_LINES = 60
 @dataclass(frozen=True)
 class Variant:
     label: str
-    backend: str  # a backend of codenav_embedder.encoder, or onnx-int8-pc (bench only)
+    backend: str  # a backend of codenav_embedder.encoder, or onnx-int8-pt (bench only)
     max_tokens: int = 256
     batch_size: int = 32
     sort_by_length: bool = True
@@ -55,16 +55,21 @@ BASELINE = Variant("a  torch fp32 (baseline)", "torch")
 MAIN = [
     BASELINE,
     Variant("b  onnx fp32", "onnx"),
-    Variant("c  onnx int8 (per-tensor)", "onnx-int8"),
-    Variant("c2 onnx int8 (per-channel)", "onnx-int8-pc"),
+    Variant("c  onnx int8, per-channel (onnx-int8)", "onnx-int8"),
+    Variant("c2 onnx int8, per-tensor", "onnx-int8-pt"),
     Variant("d  torch fp32, 128 tokens", "torch", max_tokens=128),
     Variant("d  onnx int8, 128 tokens", "onnx-int8", max_tokens=128),
 ]
 BATCHING = [
-    Variant(f"e  {backend} b{size} {'sorted' if ordered else 'unsorted'}", backend,
-            batch_size=size, sort_by_length=ordered)
-    for backend in ("torch", "onnx-int8") for size in (8, 32, 128) for ordered in (True, False)
-    if not (size == 32 and ordered)  # b32 sorted is already in MAIN
+    Variant("e  torch b32 unsorted", "torch", sort_by_length=False),
+    Variant("e  onnx b1", "onnx", batch_size=1),
+    Variant("e  onnx b8 sorted", "onnx", batch_size=8),
+    Variant("e  onnx b32 unsorted", "onnx", sort_by_length=False),
+    Variant("e  onnx b128 sorted", "onnx", batch_size=128),
+    Variant("e  onnx-int8 b1", "onnx-int8", batch_size=1),
+    *(Variant(f"e  onnx-int8 b{size} {'sorted' if ordered else 'unsorted'}", "onnx-int8",
+              batch_size=size, sort_by_length=ordered)
+      for size in (8, 32, 128) for ordered in (True, False) if (size, ordered) != (32, True)),
 ]
 
 
@@ -140,16 +145,16 @@ def build_corpus(root: Path, n_chunks: int, n_queries: int) -> tuple[list[str], 
 
 
 def load_variant(v: Variant, model: str, cache: Path, threads: int) -> encoder.Encoder:
-    if v.backend != "onnx-int8-pc":
+    if v.backend != "onnx-int8-pt":
         return encoder.load(model, backend=v.backend, max_tokens=v.max_tokens, threads=threads,
                             cache_dir=cache)
     base = encoder.load(model, backend="onnx", max_tokens=v.max_tokens, threads=threads,
                         cache_dir=cache)
     fp32 = _onnx.ensure_exported(base.model, model, cache, int8=False)
-    target = fp32.parent.parent / "int8-per-channel" / "model.onnx"
+    target = fp32.parent.parent / "int8-per-tensor" / "model.onnx"
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
-        _onnx.quantise(fp32, target, per_channel=True)
+        _onnx.quantise(fp32, target, per_channel=False)
     session = _onnx.open_session(target, threads)
     return encoder.Encoder(base.model, name=model, backend=v.backend, session=session)
 
@@ -172,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0, help="0 = one per core")
-    parser.add_argument("--quick", action="store_true", help="300 chunks, 1 run, MAIN only")
+    parser.add_argument("--quick", action="store_true", help="300 chunks, 1 run, a-d only")
     parser.add_argument("--only", default="", help="run variants whose label contains this")
     parser.add_argument("--cache", type=Path, default=None, help="ONNX cache (default: temp)")
     parser.add_argument("--json", type=Path, default=None, help="also write results here")
@@ -191,40 +196,50 @@ def main(argv: list[str] | None = None) -> int:
     print(f"corpus: {len(chunks)} chunks from {args.stdlib}, {len(queries)} retrieval queries; "
           f"model {model}; {threads} threads", flush=True)
 
-    rows: list[dict[str, object]] = []
-    baseline: np.ndarray | None = None
-    quality_cache: dict[tuple[str, int], dict[str, float]] = {}
+    print(f"load average before: {_load()}", flush=True)
+    encoders: dict[tuple[str, int], encoder.Encoder] = {}
     for v in variants:
-        enc = load_variant(v, model, cache, threads)
-        if baseline is None:
-            prepared = enc.prepare(chunks)
-            t = time.perf_counter()
-            enc.prepare(chunks)
-            print(f"tokens per chunk: mean {statistics.mean(prepared.tokens):.0f} (after the "
-                  f"256 cut); cut at 256: {sum(prepared.truncated) / len(chunks):.0%}; "
-                  f"counting all: {time.perf_counter() - t:.2f}s", flush=True)
-        enc.encode(chunks[:64], batch_size=v.batch_size, sort_by_length=v.sort_by_length)
-        times = []
-        vectors = None
-        for _ in range(args.runs):
-            t = time.perf_counter()
-            vectors = enc.encode(chunks, batch_size=v.batch_size, sort_by_length=v.sort_by_length)
-            times.append(time.perf_counter() - t)
-        assert vectors is not None
-        if baseline is None:
-            baseline = vectors
-        cos = (vectors * baseline).sum(axis=1)
-        key = (v.backend, v.max_tokens)
-        if key not in quality_cache:
-            quality_cache[key] = retrieval(enc, queries, bodies)
-        row = {"variant": v.label, "backend": v.backend, "max_tokens": v.max_tokens,
-               "batch": v.batch_size, "sorted": v.sort_by_length,
-               "chunks_per_s": len(chunks) / statistics.median(times),
-               "cos_mean": float(cos.mean()), "cos_min": float(cos.min()), **quality_cache[key]}
-        rows.append(row)
-        print(_format(row), flush=True)
+        if (v.backend, v.max_tokens) not in encoders:
+            encoders[v.backend, v.max_tokens] = load_variant(v, model, cache, threads)
+    base = encoders[BASELINE.backend, BASELINE.max_tokens]
+    prepared = base.prepare(chunks)
+    t = time.perf_counter()
+    base.prepare(chunks)
+    print(f"tokens per chunk: mean {statistics.mean(prepared.tokens):.0f} (after the 256 cut); "
+          f"cut at 256: {sum(prepared.truncated) / len(chunks):.0%}; cut at 128: "
+          f"{sum(n > 128 for n in base._counter.count(chunks)) / len(chunks):.0%}; "
+          f"counting all: {time.perf_counter() - t:.2f}s", flush=True)
 
-    print()
+    # Rounds run every variant in turn, so a busy machine slows all variants alike; each
+    # variant's figure is the median of its rounds, after one untimed warm-up pass (oneDNN
+    # and ONNX Runtime prepare kernels per input shape on first sight).
+    times: dict[Variant, list[float]] = {v: [] for v in variants}
+    vectors: dict[Variant, np.ndarray] = {}
+    for round_ in range(args.runs + 1):
+        for v in variants:
+            enc = encoders[v.backend, v.max_tokens]
+            t = time.perf_counter()
+            vectors[v] = enc.encode(chunks, batch_size=v.batch_size,
+                                    sort_by_length=v.sort_by_length)
+            if round_:
+                times[v].append(time.perf_counter() - t)
+        print(f"round {round_}/{args.runs} done (load average {_load()})", flush=True)
+
+    rows: list[dict[str, object]] = []
+    baseline = vectors[BASELINE]
+    quality: dict[tuple[str, int], dict[str, float]] = {}
+    for v in variants:
+        key = (v.backend, v.max_tokens)
+        if key not in quality:
+            quality[key] = retrieval(encoders[key], queries, bodies)
+        cos = (vectors[v] * baseline).sum(axis=1)
+        rows.append({"variant": v.label, "backend": v.backend, "max_tokens": v.max_tokens,
+                     "batch": v.batch_size, "sorted": v.sort_by_length,
+                     "chunks_per_s": len(chunks) / statistics.median(times[v]),
+                     "cos_mean": float(cos.mean()), "cos_min": float(cos.min()),
+                     **quality[key]})
+
+    print(f"\nload average after: {_load()}")
     print(_HEADER)
     print("|" + "---|" * 10)
     for row in rows:
@@ -237,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
 
 _HEADER = ("| variant | tokens | batch | sorted | chunks/s | cos mean | cos min | MRR | R@1 "
            "| R@10 |")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def _format(row: dict[str, object]) -> str:

@@ -96,7 +96,8 @@ def _compose_refs(path: Path) -> list[Ref]:
 
 
 def _service(name: str) -> dict[str, Any]:
-    return _compose()["services"][name]
+    service: dict[str, Any] = _compose()["services"][name]
+    return service
 
 
 def _environment(service: dict[str, Any]) -> dict[str, str]:
@@ -191,8 +192,8 @@ def _python_c(argv: list[str]) -> str | None:
 class Dockerfile:
     path: Path
     instructions: list[tuple[str, str]]
-    copies: dict[str, str] = field(default_factory=dict)
-    """Image path -> repository path, from COPY."""
+    copies: list[tuple[str, str]] = field(default_factory=list)
+    """(image path, repository path) for each COPY or ADD source."""
 
     @property
     def service(self) -> str:
@@ -216,7 +217,7 @@ class Dockerfile:
                 match = re.fullmatch(r"(/[^\[\s]+?)/?(\[[^\]]*\])?", token)
                 if not match:
                     continue
-                for image_path, repo_path in self.copies.items():
+                for image_path, repo_path in self.copies:
                     if match[1] == image_path or match[1].startswith(image_path + "/"):
                         local = repo_path + match[1][len(image_path):]
                         found.append((ROOT / local, (match[2] or "").strip("[]")))
@@ -248,7 +249,7 @@ def _parse_dockerfile(path: Path) -> Dockerfile:
         parts = [p for p in _copy_args(args) if not p.startswith("--")]
         *sources, dest = parts
         for source in sources:
-            dockerfile.copies[dest.rstrip("/")] = source.rstrip("/")
+            dockerfile.copies.append((dest.rstrip("/"), source.rstrip("/")))
     return dockerfile
 
 
@@ -542,6 +543,7 @@ def test_healthcheck_code_imports_only_what_the_image_installs() -> None:
             continue
         installed = [folder for folder, _ in _dockerfile_of(name).installed()]
         for node in ast.walk(ast.parse(code)):
+            imports: list[tuple[str, str | None]]
             if isinstance(node, ast.Import):
                 imports = [(alias.name, None) for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -647,7 +649,7 @@ def test_dockerfile_copies_sources_that_exist_and_the_build_context_keeps(
         dockerfile: Path) -> None:
     parsed = _parse_dockerfile(dockerfile)
     assert parsed.copies, "copies nothing"
-    for source in parsed.copies.values():
+    for _, source in parsed.copies:
         local = ROOT / source
         assert local.exists(), f"COPY {source}: not in the repository"
         files = [local] if local.is_file() else [

@@ -13,7 +13,7 @@ import psycopg
 import redis
 from psycopg_pool import ConnectionPool
 
-from codenav import find, navigate, queue, repos, search, status
+from codenav import find, freshness, navigate, queue, repos, search, status
 from codenav.auth import TokenVerifier
 from codenav.config import Settings
 from codenav.db import queries as q
@@ -51,20 +51,58 @@ class Services:
 
     def run(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         with self.connection() as conn:
-            return self._dispatch(conn, tool, args)
-
-    def _dispatch(self, conn: psycopg.Connection, tool: str,
-                  args: dict[str, Any]) -> dict[str, Any]:
-        repo_name = args.get("repo") or None
-        if tool == "status":
-            repo = repos.resolve(conn, repo_name) if repo_name else None
-            answer = status.status(conn, repo)
-            try:
-                answer["queue"] = queue.queue_depth(self.redis, self.settings)
-            except redis.RedisError:
-                answer["queue"] = {"error": "queue unreachable"}
+            if tool == "status":
+                return self.status(conn, args.get("repo") or None)
+            repo = repos.resolve(conn, args.get("repo") or None)
+            answer = self._dispatch(conn, repo, tool, args)
+            if tool != "reindex":
+                self._annotate(conn, repo, answer)
             return answer
-        repo = repos.resolve(conn, repo_name)
+
+    def _annotate(self, conn: psycopg.Connection, repo: repos.Repo,
+                  answer: dict[str, Any]) -> None:
+        """Freshness signals on every answer: stale results, runs in progress."""
+        paths = [r["path"] for r in answer.get("results", []) if "path" in r]
+        if answer.get("path"):
+            paths.append(answer["path"])
+        run = status.run_info(conn.execute(q.RUN_LATEST, (repo.id,)).fetchone())
+        try:
+            stale = queue.pending_kinds(self.redis, repo.id, paths)
+            pending = queue.pending_counts(self.redis, repo.id)
+        except redis.RedisError:
+            stale, pending = {}, {}
+        freshness.annotate(answer, stale, sum(pending.values()), pending.get("unindexed", 0),
+                           run)
+
+    def status(self, conn: psycopg.Connection, repo_name: str | None) -> dict[str, Any]:
+        repo = repos.resolve(conn, repo_name) if repo_name else None
+        answer = status.status(conn, repo)
+        error = None
+        try:
+            answer["queue"] = queue.queue_depth(self.redis, self.settings)
+        except redis.RedisError as exc:
+            error = type(exc).__name__
+            answer["queue"] = {"error": "queue unreachable"}
+        for entry in answer["repos"]:
+            repo_id = entry.pop("id")
+            pending: dict[str, str] = {}
+            waiting: dict[str, str] = {}
+            watcher = None
+            if error is None:
+                try:
+                    pending = queue.pending_changes(self.redis, repo_id)
+                    waiting = queue.waiting(self.redis, repo_id)
+                    watcher = queue.watcher_state(self.redis, repo_id)
+                except redis.RedisError as exc:
+                    error = type(exc).__name__
+            entry["freshness"] = freshness.repo_freshness(pending, waiting,
+                                                          entry.get("last_run"), watcher, error)
+            if pending and entry["index_status"] == "ready":
+                entry["index_status"] = "stale"
+        return answer
+
+    def _dispatch(self, conn: psycopg.Connection, repo: repos.Repo, tool: str,
+                  args: dict[str, Any]) -> dict[str, Any]:
         if tool == "search":
             filters = search.Filters(language=args.get("language") or None,
                                      path=args.get("path") or None,

@@ -44,3 +44,49 @@ def head_commit(root: Path) -> str | None:
             if line.endswith(" " + ref) and not line.startswith("#"):
                 return line.split(" ", 1)[0]
     return None
+
+
+def checkout_in_progress(root: Path) -> bool:
+    """git holds ``index.lock`` while it rewrites the work tree (checkout, merge, rebase)."""
+    gdir = git_dir(root)
+    return gdir is not None and (gdir / "index.lock").exists()
+
+
+def wait_for_checkout(root: Path, timeout: float = 60.0) -> bool:
+    """Wait until no git operation holds the index; False if it is still held."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while checkout_in_progress(root):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def changed_since(root: Path, old: str | None) -> list[str] | None:
+    """Paths that differ between commit ``old`` and the work tree (committed changes since
+    ``old``, plus staged, unstaged and untracked files); None when git cannot tell."""
+    import subprocess
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(root), *args],
+                                  capture_output=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.decode("utf-8", "surrogateescape") if done.returncode == 0 else None
+
+    paths: set[str] = set()
+    if old:
+        diff = git("diff", "--name-only", "-z", "--no-renames", old, "HEAD")
+        if diff is None:
+            return None
+        paths.update(p for p in diff.split("\0") if p)
+    status = git("status", "--porcelain", "-z", "--untracked-files=all", "--no-renames")
+    if status is None:
+        return None
+    for entry in status.split("\0"):
+        if len(entry) > 3:
+            paths.add(entry[3:])
+    return sorted(paths)

@@ -21,8 +21,8 @@ import psycopg
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
-from codenav.errors import NotFound
-from codenav.gitinfo import head_commit
+from codenav.errors import NotFound, Unavailable
+from codenav.gitinfo import head_commit, wait_for_checkout
 from codenav.ignore import IgnoreRules
 from codenav.ingest import FileResult, Ingester, pool_init, pool_process
 from codenav.tokens import path_tsvector
@@ -32,6 +32,7 @@ from codenav.walk import FileEntry, Skip, walk
 log = logging.getLogger("codenav.indexer")
 
 BATCH_FILES = 48
+CHECKOUT_WAIT_S = 60.0
 INLINE_LIMIT = 24
 """Fewer changed files than this are parsed in the job's own process (no pool start-up)."""
 
@@ -207,6 +208,10 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root:
     if not root.is_dir():
         raise NotFound(f"repository root {root} is not a directory on this machine",
                        hint="mount the repository at the same path for the worker")
+    if not wait_for_checkout(root, CHECKOUT_WAIT_S):
+        raise Unavailable(f"a git operation in {root} has held the index for "
+                          f"{CHECKOUT_WAIT_S:.0f}s; not publishing a half-done checkout",
+                          hint="the job is retried; remove a stale .git/index.lock if git died")
     progress = _progress_writer(conn, summary.run_id)
     rules = IgnoreRules.for_root(root)
     known = _load_known(conn, repo_id, paths)

@@ -8,6 +8,7 @@ Every job is idempotent, so RQ's at-least-once delivery is harmless.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -31,6 +32,7 @@ JOB_PATHS = "codenav_worker.jobs.reconcile_pending"
 
 RETRY = Retry(max=3, interval=[5, 30, 120])
 _PENDING = "codenav:pending:{repo_id}"
+"""Hash: path -> what happened on disk, for paths not reconciled yet."""
 _QUEUED = "codenav:queued:{kind}:{repo_id}"
 
 
@@ -69,14 +71,22 @@ def request_full(conn: redis.Redis, settings: Settings, repo_id: int) -> str | N
     return _enqueue_once(conn, settings, "full", repo_id, JOB_FULL)
 
 
+CHANGE_KINDS = ("changed", "unindexed", "deleted")
+
+
 def request_paths(conn: redis.Redis, settings: Settings, repo_id: int,
-                  paths: Iterable[str]) -> str | None:
-    """Ask for the given repo-relative paths to be reconciled (coalesced per repo)."""
-    items = [p for p in paths if p]
-    if not items:
+                  paths: Iterable[str] | dict[str, str]) -> str | None:
+    """Ask for the given repo-relative paths to be reconciled (coalesced per repo).
+
+    ``paths`` may map each path to what happened to it on disk (``changed``,
+    ``unindexed`` for a new file, ``deleted``); until reconciled, answers flag results from
+    these paths as stale and ``status`` lists them."""
+    kinds = paths if isinstance(paths, dict) else {p: "changed" for p in paths}
+    kinds = {p: k for p, k in kinds.items() if p}
+    if not kinds:
         return None
     try:
-        conn.sadd(_PENDING.format(repo_id=repo_id), *items)
+        conn.hset(_PENDING.format(repo_id=repo_id), mapping=kinds)
     except redis.RedisError as exc:
         raise Unavailable(f"cannot reach the queue: {exc}") from None
     return _enqueue_once(conn, settings, "paths", repo_id, JOB_PATHS)
@@ -87,14 +97,98 @@ def claim_started(conn: redis.Redis, kind: str, repo_id: int) -> None:
     conn.delete(_QUEUED.format(kind=kind, repo_id=repo_id))
 
 
+def _text(value: object) -> str:
+    return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
+
+
+def pending_changes(conn: redis.Redis, repo_id: int) -> dict[str, str]:
+    """Paths seen changing on disk and not reconciled yet, with what happened to them."""
+    raw = conn.hgetall(_PENDING.format(repo_id=repo_id))
+    return {_text(k): _text(v) for k, v in raw.items()}  # type: ignore[union-attr]
+
+
 def pending_paths(conn: redis.Redis, repo_id: int) -> list[str]:
-    return sorted(p.decode() if isinstance(p, bytes) else str(p)
-                  for p in conn.smembers(_PENDING.format(repo_id=repo_id)))
+    return sorted(pending_changes(conn, repo_id))
 
 
-def done_paths(conn: redis.Redis, repo_id: int, paths: list[str]) -> None:
-    if paths:
-        conn.srem(_PENDING.format(repo_id=repo_id), *paths)
+def pending_kinds(conn: redis.Redis, repo_id: int, paths: list[str]) -> dict[str, str]:
+    """Which of ``paths`` changed on disk since they were indexed (for ``stale`` flags)."""
+    if not paths:
+        return {}
+    values = conn.hmget(_PENDING.format(repo_id=repo_id), paths)
+    return {p: _text(v) for p, v in zip(paths, values, strict=True) if v is not None}  # type: ignore[arg-type]
+
+
+def pending_counts(conn: redis.Redis, repo_id: int) -> dict[str, int]:
+    """How many pending paths of each kind (exact for small sets, total otherwise)."""
+    key = _PENDING.format(repo_id=repo_id)
+    total = int(conn.hlen(key))  # type: ignore[arg-type]
+    if total == 0:
+        return {}
+    if total > 2000:
+        return {"changed": total}
+    counts: dict[str, int] = {}
+    for value in conn.hvals(key):  # type: ignore[union-attr]
+        kind = _text(value)
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def done_paths(conn: redis.Redis, repo_id: int, changes: dict[str, str]) -> None:
+    """Forget reconciled paths, unless they changed again while the job ran."""
+    if not changes:
+        return
+    key = _PENDING.format(repo_id=repo_id)
+    current = conn.hmget(key, list(changes))
+    stale = [p for (p, kind), now in zip(changes.items(), current, strict=True)
+             if now is not None and _text(now) == kind]
+    if stale:
+        conn.hdel(key, *stale)
+
+
+def waiting(conn: redis.Redis, repo_id: int) -> dict[str, str]:
+    """Job ids waiting in the queue for this repo, by kind (``full``, ``paths``)."""
+    out = {}
+    for kind in ("full", "paths"):
+        value = conn.get(_QUEUED.format(kind=kind, repo_id=repo_id))
+        if value is not None:
+            out[kind] = _text(value)
+    return out
+
+
+# --- watcher coordination ----------------------------------------------------------------
+_LEADER = "codenav:watch-leader:{repo_id}"
+_WATCHER = "codenav:watcher:{repo_id}"
+LEADER_TTL_S = 6
+
+
+def claim_leadership(conn: redis.Redis, repo_id: int, me: str) -> bool:
+    """One watcher per repository: take or renew the lease; False if another holds it."""
+    key = _LEADER.format(repo_id=repo_id)
+    if conn.set(key, me, nx=True, ex=LEADER_TTL_S):
+        return True
+    if _text(conn.get(key) or b"") == me:
+        conn.expire(key, LEADER_TTL_S)
+        return True
+    return False
+
+
+def release_leadership(conn: redis.Redis, repo_id: int, me: str) -> None:
+    key = _LEADER.format(repo_id=repo_id)
+    if _text(conn.get(key) or b"") == me:
+        conn.delete(key)
+
+
+def report_watcher(conn: redis.Redis, repo_id: int, state: dict[str, Any]) -> None:
+    conn.set(_WATCHER.format(repo_id=repo_id), json.dumps(state), ex=LEADER_TTL_S * 2)
+
+
+def watcher_state(conn: redis.Redis, repo_id: int) -> dict[str, Any] | None:
+    raw = conn.get(_WATCHER.format(repo_id=repo_id))
+    if raw is None:
+        return None
+    state: dict[str, Any] = json.loads(_text(raw))
+    return state
 
 
 def job_info(conn: redis.Redis, job_id: str) -> dict[str, Any] | None:

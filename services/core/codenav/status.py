@@ -56,7 +56,7 @@ def repo_status(conn: psycopg.Connection, repo: Repo) -> dict[str, Any]:
     else:
         index_status = "empty"
     out: dict[str, Any] = {
-        "name": repo.name, "root": repo.root, "index_status": index_status,
+        "id": repo.id, "name": repo.name, "root": repo.root, "index_status": index_status,
         "files": int(n_files), "bytes": int(total_bytes),
         "chunks": int(chunks[0]) if chunks else 0, "languages": languages,
         "indexed_at": _iso(repo.indexed_at), "indexed_commit": repo.indexed_commit,

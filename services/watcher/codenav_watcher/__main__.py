@@ -1,8 +1,10 @@
 """Watcher entrypoint: ``python -m codenav_watcher``.
 
-For every registered repository whose root exists here: ask for a full reconcile at start
-(catching up on anything changed while down), watch it, turn events into path reconciles,
-and ask for a full reconcile every CODENAV_RECONCILE_INTERVAL_S seconds.
+For every registered repository whose root exists here and whose leadership this sidecar
+holds (one watcher per repository, however many run): ask for a full reconcile at start
+(catching up on anything changed while down), watch it, turn events into coalesced path
+reconciles, and ask for a full reconcile every CODENAV_RECONCILE_INTERVAL_S seconds.
+Its mode (events or polling) is reported in Redis for ``status``.
 """
 
 from __future__ import annotations
@@ -10,33 +12,41 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
+import socket
 import sys
+import time
+import uuid
 from pathlib import Path
 
 from codenav import queue, repos
 from codenav.config import Settings
 from codenav.db.connect import connect
 from codenav.errors import CodenavError
-from codenav_watcher.watch import RepoWatch
+from codenav_watcher.watch import Changes, RepoWatch
 
 log = logging.getLogger("codenav.watcher")
-REPO_REFRESH_S = 10.0
+TICK_S = 2.0
+"""How often leases are renewed, repositories re-listed and heartbeats written."""
 
 
 class Sidecar:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.redis = queue.connect_redis(settings)
+        self.me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.watches: dict[int, tuple[RepoWatch, asyncio.Task[None]]] = {}
+        self.last_full: dict[int, float] = {}
         self.stopping = asyncio.Event()
 
-    def on_paths(self, repo_id: int, paths: list[str]) -> None:
+    def on_changes(self, repo_id: int, changes: Changes) -> None:
         try:
-            if paths:
-                queue.request_paths(self.redis, self.settings, repo_id, paths)
+            if changes:
+                queue.request_paths(self.redis, self.settings, repo_id, changes)
             else:
                 queue.request_full(self.redis, self.settings, repo_id)
+                self.last_full[repo_id] = time.monotonic()
         except CodenavError as exc:
             log.warning("could not queue reconcile for repo %s: %s", repo_id, exc.message)
 
@@ -44,42 +54,54 @@ class Sidecar:
         with connect(self.settings) as conn:
             return repos.list_repos(conn)
 
-    async def sync_repos(self) -> None:
+    def _stop_watch(self, repo_id: int) -> None:
+        watch, task = self.watches.pop(repo_id)
+        watch.stop.set()
+        task.cancel()
+
+    async def tick(self) -> None:
+        """Renew leases, start and stop watches, report state, run periodic reconciles."""
         current = await asyncio.to_thread(self._repos)
-        wanted = {r.id: r for r in current if Path(r.root).is_dir()}
+        here = {r.id: r for r in current if Path(r.root).is_dir()}
         for repo_id in list(self.watches):
-            if repo_id not in wanted:
-                watch, task = self.watches.pop(repo_id)
-                watch.stop.set()
-                task.cancel()
-        for repo_id, repo in wanted.items():
-            if repo_id in self.watches:
-                continue
-            self.on_paths(repo_id, [])  # reconcile before watching
-            watch = RepoWatch(repo_id, Path(repo.root), self.on_paths, self.settings.debounce_ms,
-                              force_polling=self.settings.watch_mode == "polling")
-            self.watches[repo_id] = (watch, asyncio.create_task(watch.run()))
-            log.info("watching %s (%s)", repo.name, repo.root)
+            if repo_id not in here or not queue.claim_leadership(self.redis, repo_id, self.me):
+                self._stop_watch(repo_id)
+        for repo_id, repo in here.items():
+            if repo_id not in self.watches:
+                if not queue.claim_leadership(self.redis, repo_id, self.me):
+                    continue  # another sidecar (or a CI run's) watches this repository
+                self.on_changes(repo_id, {})  # reconcile before watching
+                watch = RepoWatch(repo_id, Path(repo.root), self.on_changes,
+                                  self.settings.debounce_ms,
+                                  force_polling=self.settings.watch_mode == "polling",
+                                  poll_delay_ms=int(self.settings.poll_interval_s * 1000))
+                if watch.force_polling:
+                    watch.mode = "polling"
+                self.watches[repo_id] = (watch, asyncio.create_task(watch.run()))
+                log.info("watching %s (%s)", repo.name, repo.root)
+        now = time.monotonic()
+        for repo_id, (watch, _task) in self.watches.items():
+            queue.report_watcher(self.redis, repo_id, {
+                "mode": watch.mode, "watcher": self.me, "watched_dirs": watch.watched,
+                "at": time.time()})
+            if now - self.last_full.get(repo_id, now) >= self.settings.reconcile_interval_s:
+                self.on_changes(repo_id, {})
 
     async def run(self) -> None:
-        last_full = asyncio.get_running_loop().time()
         while not self.stopping.is_set():
             try:
-                await self.sync_repos()
+                await self.tick()
             except CodenavError as exc:
-                log.warning("cannot list repositories: %s", exc.message)
-            now = asyncio.get_running_loop().time()
-            if now - last_full >= self.settings.reconcile_interval_s:
-                last_full = now
-                for repo_id in list(self.watches):
-                    self.on_paths(repo_id, [])
+                log.warning("cannot refresh repositories: %s", exc.message)
+            except Exception:  # noqa: BLE001 - keep watching whatever a tick hit
+                log.exception("watcher tick failed")
             try:
-                await asyncio.wait_for(self.stopping.wait(), REPO_REFRESH_S)
+                await asyncio.wait_for(self.stopping.wait(), TICK_S)
             except TimeoutError:
                 pass
-        for watch, task in self.watches.values():
-            watch.stop.set()
-            task.cancel()
+        for repo_id in list(self.watches):
+            self._stop_watch(repo_id)
+            queue.release_leadership(self.redis, repo_id, self.me)
 
 
 def main(argv: list[str] | None = None) -> int:

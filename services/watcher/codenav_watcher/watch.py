@@ -1,9 +1,12 @@
 """Watching one repository: events only wake a reconcile of the touched paths.
 
 Only directories the walker would index are watched (non-recursively), so ignored trees
-such as ``node_modules`` cost no inotify watches. A new or removed directory re-plans the
-watch. When the kernel refuses watches (ENOSPC/EMFILE) the repository falls back to
-polling. A periodic full reconcile catches anything events missed.
+such as ``node_modules`` cost no inotify watches; a new or removed directory re-plans the
+watch. ``.git`` is watched too: a change of HEAD or of the index (checkout, pull, rebase,
+commit) becomes one diff-based request once git releases ``index.lock``, so a checkout in
+progress is never published half-done. When the kernel refuses watches (ENOSPC/EMFILE)
+the repository falls back to polling and says so. A periodic full reconcile (driven by the
+sidecar) catches anything events missed.
 """
 
 from __future__ import annotations
@@ -18,10 +21,16 @@ from pathlib import Path
 
 import watchfiles
 
+from codenav.gitinfo import changed_since, head_commit, wait_for_checkout
 from codenav.ignore import IgnoreRules
 
 log = logging.getLogger("codenav.watcher")
-MAX_WATCHED_DIRS = 20000
+MAX_WATCHED_DIRS = 50_000
+GIT_FILES = frozenset({"HEAD", "index", "ORIG_HEAD", "FETCH_HEAD", "packed-refs",
+                       "MERGE_HEAD"})
+
+Changes = dict[str, str]
+"""path -> what happened on disk: ``changed``, ``unindexed`` (new) or ``deleted``."""
 
 
 def watched_dirs(root: Path, limit: int = MAX_WATCHED_DIRS) -> list[Path]:
@@ -45,24 +54,34 @@ def watched_dirs(root: Path, limit: int = MAX_WATCHED_DIRS) -> list[Path]:
                 continue
             out.append(root / child)
             stack.append(child)
-    git = root / ".git"
-    if git.is_dir():
-        out.append(git)  # HEAD and index changes: branch switches, commits
     return out
+
+
+_KIND = {watchfiles.Change.added: "unindexed", watchfiles.Change.modified: "changed",
+         watchfiles.Change.deleted: "deleted"}
 
 
 @dataclass
 class RepoWatch:
     repo_id: int
     root: Path
-    on_paths: Callable[[int, list[str]], None]
+    on_changes: Callable[[int, Changes], None]
+    """Called with paths to reconcile; an empty dict asks for a full reconcile."""
     debounce_ms: int = 300
     force_polling: bool = False
+    poll_delay_ms: int = 2000
     mode: str = "events"
+    watched: int = 0
     stop: asyncio.Event = field(default_factory=asyncio.Event)
+    rules: IgnoreRules | None = None
+    last_head: str | None = None
 
-    def _relative(self, changes: set[tuple[watchfiles.Change, str]]) -> tuple[list[str], bool]:
-        paths: set[str] = set()
+    def classify(self, changes: set[tuple[watchfiles.Change, str]]) -> tuple[Changes, bool,
+                                                                             bool]:
+        """Paths to reconcile, whether git state moved, whether to re-plan the watch."""
+        self.rules = self.rules or IgnoreRules.for_root(self.root)
+        out: Changes = {}
+        git_moved = False
         replan = False
         for change, raw in changes:
             path = Path(raw)
@@ -70,43 +89,86 @@ class RepoWatch:
                 rel = path.relative_to(self.root).as_posix()
             except ValueError:
                 continue
-            if rel.startswith(".git/") or rel == ".git":
+            if rel == ".git" or rel.startswith(".git/"):
+                git_moved = git_moved or path.name in GIT_FILES
                 continue
-            if change != watchfiles.Change.modified and (path.is_dir() or
-                                                         change == watchfiles.Change.deleted):
-                replan = replan or path.is_dir() or change == watchfiles.Change.deleted
-            paths.add(rel)
-        return sorted(paths), replan
+            if path.name in (".gitignore", ".codenavignore"):
+                self.rules = IgnoreRules.for_root(self.root)
+                out[rel] = _KIND[change]
+                out["."] = "changed"  # ignore rules changed: reconcile everything
+                continue
+            is_dir = path.is_dir() and not path.is_symlink()
+            if self.rules.check_path(rel, is_dir=is_dir) is not None:
+                continue  # ignored, secret, lock file...: never indexed, so no work
+            if is_dir or change == watchfiles.Change.deleted:
+                replan = replan or is_dir or change == watchfiles.Change.deleted
+            out[rel] = _KIND[change]
+        return out, git_moved, replan
+
+    def git_changes(self) -> Changes | None:
+        """After HEAD or the index moved: the paths that differ from what was seen last,
+        once no git operation holds the index. None means: reconcile everything."""
+        if not wait_for_checkout(self.root, 120):
+            return None
+        head = head_commit(self.root)
+        if head == self.last_head:
+            old = head
+        else:
+            old, self.last_head = self.last_head, head
+        paths = changed_since(self.root, old)
+        if paths is None:
+            return None
+        return {p: ("unindexed" if (self.root / p).exists() else "deleted") for p in paths}
 
     async def run(self) -> None:
+        self.last_head = head_commit(self.root)
         while not self.stop.is_set():
             dirs = await asyncio.to_thread(watched_dirs, self.root)
+            git = self.root / ".git"
+            targets = dirs + ([git] if git.is_dir() else [])
+            self.watched = len(targets)
             try:
-                replan = await self._watch(dirs)
+                replan = await self._watch(targets)
             except OSError as exc:
                 if exc.errno in (errno.ENOSPC, errno.EMFILE) and not self.force_polling:
                     log.warning("%s: kernel refused file watches (%s); polling instead",
                                 self.root, os.strerror(exc.errno or 0))
-                    self.force_polling = True
-                    self.mode = "polling"
+                    self._to_polling()
                     continue
                 raise
             except RuntimeError as exc:  # watchfiles' internal errors (e.g. undecodable names)
-                log.warning("%s: watcher error %s; restarting the watch", self.root, exc)
-                self.on_paths(self.repo_id, [])  # ask for a full reconcile
-                await asyncio.sleep(1.0)
+                if "limit" in str(exc).lower() or "space" in str(exc).lower():
+                    log.warning("%s: %s; polling instead", self.root, exc)
+                    self._to_polling()
+                else:
+                    log.warning("%s: watcher error %s; restarting the watch", self.root, exc)
+                self.on_changes(self.repo_id, {})  # events may be lost: reconcile all
+                await asyncio.sleep(0.5)
                 continue
             if not replan:
                 return
 
-    async def _watch(self, dirs: list[Path]) -> bool:
+    def _to_polling(self) -> None:
+        self.force_polling = True
+        self.mode = "polling"
+
+    async def _watch(self, targets: list[Path]) -> bool:
         async for changes in watchfiles.awatch(
-                *dirs, recursive=False, debounce=self.debounce_ms, step=50,
+                *targets, recursive=False, debounce=self.debounce_ms, step=50,
                 stop_event=self.stop, force_polling=self.force_polling,
-                ignore_permission_denied=True, raise_interrupt=False):
-            paths, replan = self._relative(changes)
+                poll_delay_ms=self.poll_delay_ms, ignore_permission_denied=True,
+                raise_interrupt=False):
+            paths, git_moved, replan = self.classify(changes)
+            if git_moved:
+                git_paths = await asyncio.to_thread(self.git_changes)
+                if git_paths is None:
+                    self.on_changes(self.repo_id, {})
+                else:
+                    paths.update(git_paths)
+            if paths.pop(".", None):
+                self.on_changes(self.repo_id, {})
             if paths:
-                self.on_paths(self.repo_id, paths)
+                self.on_changes(self.repo_id, paths)
             if replan:
                 return True
         return False

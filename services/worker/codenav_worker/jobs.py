@@ -29,8 +29,11 @@ def _job_id() -> str | None:
 def reconcile_repo(repo_id: int) -> dict[str, Any]:
     """Reconcile a whole repository with its files on disk."""
     s = settings()
-    queue.claim_started(queue.connect_redis(s), "full", repo_id)
+    conn = queue.connect_redis(s)
+    queue.claim_started(conn, "full", repo_id)
+    covered = queue.pending_changes(conn, repo_id)  # a full pass reconciles these too
     summary = reconcile(s, repo_id, None, job_id=_job_id())
+    queue.done_paths(conn, repo_id, covered)
     return {"run_id": summary.run_id, "files": summary.files_total,
             "parsed": summary.files_parsed, "deleted": summary.files_deleted,
             "seconds": round(summary.seconds, 3)}
@@ -41,10 +44,11 @@ def reconcile_pending(repo_id: int) -> dict[str, Any]:
     s = settings()
     conn = queue.connect_redis(s)
     queue.claim_started(conn, "paths", repo_id)
-    paths = queue.pending_paths(conn, repo_id)
-    if not paths:
+    changes = queue.pending_changes(conn, repo_id)
+    if not changes:
         return {"paths": 0}
-    summary = reconcile(s, repo_id, paths, job_id=_job_id())
-    queue.done_paths(conn, repo_id, paths)
+    summary = reconcile(s, repo_id, sorted(changes), job_id=_job_id())
+    queue.done_paths(conn, repo_id, changes)
+    paths = list(changes)
     return {"run_id": summary.run_id, "paths": len(paths), "parsed": summary.files_parsed,
             "deleted": summary.files_deleted, "seconds": round(summary.seconds, 3)}

@@ -155,8 +155,8 @@ def name_of(spec: LangSpec, node: Node) -> tuple[str, str | None]:
     if g in ("c", "cpp") and t == "function_definition":
         return c_declarator_name(node)
     if g in ("c", "cpp") and t == "type_definition":
-        name, _scope = c_declarator_name(node)
-        return (name or _text(_field(node, "declarator"))), None
+        declared, _scope = c_declarator_name(node)
+        return (declared or _text(_field(node, "declarator"))), None
     if g == "go" and t == "method_declaration":
         return _text(_field(node, "name")), _go_receiver_type(node)
     if g == "kotlin":
@@ -174,8 +174,8 @@ def name_of(spec: LangSpec, node: Node) -> tuple[str, str | None]:
         decl = _first_of(node, ("variable_declarator",))
         return (_text(_field(decl, "name")) if decl else ""), None
     if t == "assignment_expression":
-        name, owner, _exported = _js_assignment_target(node)
-        return name, owner
+        target, owner, _exported = _js_assignment_target(node)
+        return target, owner
     name = _field(node, "name")
     if name is None:
         parent = node.parent

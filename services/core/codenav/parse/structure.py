@@ -26,10 +26,13 @@ from codenav.parse.langs import (
 )
 
 _WS = re.compile(r"\s+")
+_PY_STRING_START = re.compile(r"[rRbBuUfF]{0,2}(\"\"\"|'''|\"|')")
 _XML_DOC_TAGS = re.compile(r"</?(?:summary|remarks|para)>")
 _JS_GRAMMARS = frozenset({"javascript", "typescript", "tsx"})
 MAX_SIGNATURE = 240
 MAX_DOC = 600
+MAX_DEPTH = 40
+"""Declarations nested deeper than this stay inside their enclosing declaration's chunk."""
 
 
 @dataclass(eq=False)  # compared by identity: field-wise equality is slow and meaningless
@@ -131,7 +134,10 @@ def _python_docstring(body: Node | None) -> str:
             child = child.named_children[0]
         if child.type == "string":
             raw = _text(child)
-            return _WS.sub(" ", raw.strip("\"'rbuRBU").strip()).strip()[:MAX_DOC]
+            quote = _PY_STRING_START.match(raw)
+            if quote is not None:
+                raw = raw[quote.end():].removesuffix(quote.group(1))
+            return _WS.sub(" ", raw).strip()[:MAX_DOC]
         return ""
     return ""
 
@@ -170,6 +176,7 @@ class Walker:
         self.scope_rows: list[tuple[int, int]] = []
         """Header and footer rows of scopes (``namespace x {``, ``}``): no code of their own."""
         self._impl_traits: dict[str, list[str]] = {}
+        self._open_scopes = 0
 
     def walk(self, root: Node) -> list[Decl]:
         decls = self._members(root, [], None, 0, in_class=False)
@@ -191,6 +198,8 @@ class Walker:
     def _members(self, container: Node, scope: list[str], parent: str | None, depth: int,
                  in_class: bool) -> list[Decl]:
         spec = self.spec
+        if depth > MAX_DEPTH:
+            return []
         markers = in_class and spec.visibility_markers
         visibility = _default_visibility(spec, container) if markers else "public"
         out: list[Decl] = []
@@ -233,7 +242,13 @@ class Walker:
                                        in_class)
             return out
         if t in spec.scopes:
-            return self._scope(node, outer, scope, parent, depth, exported, in_class)
+            if self._open_scopes > MAX_DEPTH:  # scopes that pass members through nest too
+                return []
+            self._open_scopes += 1
+            try:
+                return self._scope(node, outer, scope, parent, depth, exported, in_class)
+            finally:
+                self._open_scopes -= 1
         if t in spec.defs and is_declaration(spec, node):
             decl = self._decl(node, outer, scope, parent, depth, exported, in_class)
             return [decl] if decl is not None else []
@@ -248,15 +263,10 @@ class Walker:
         name, _owner = name_of(spec, node)
         body = _body(spec, node)
         first_row, doc = _leading_comments(spec, outer)
-        if kind and name:
+        inner_scope, inner_parent, inner_depth, inner_class = scope, parent, depth, in_class
+        if name:  # a namespace nests its members; an impl block makes them methods of `name`
             inner_scope, inner_parent, inner_depth, inner_class = scope + [name], name, \
-                depth + 1, False
-        elif name:  # impl block: members are methods of `name`
-            inner_scope, inner_parent, inner_depth, inner_class = scope + [name], name, \
-                depth + 1, True
-        else:
-            inner_scope, inner_parent, inner_depth, inner_class = scope, parent, depth, \
-                in_class
+                depth + 1, not kind
         if body is not None and (body.type in spec.defs or body.type in spec.wrappers):
             # extern "C" int f(void) {...}: the scope wraps a single declaration
             members = self._visit(body, outer, inner_scope, inner_parent, inner_depth,
