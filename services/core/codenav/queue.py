@@ -81,12 +81,12 @@ def request_paths(conn: redis.Redis, settings: Settings, repo_id: int,
     ``paths`` may map each path to what happened to it on disk (``changed``,
     ``unindexed`` for a new file, ``deleted``); until reconciled, answers flag results from
     these paths as stale and ``status`` lists them."""
-    kinds = paths if isinstance(paths, dict) else {p: "changed" for p in paths}
-    kinds = {p: k for p, k in kinds.items() if p}
+    given: dict[str, str] = paths if isinstance(paths, dict) else {p: "changed" for p in paths}
+    kinds = {p: k for p, k in given.items() if p}
     if not kinds:
         return None
     try:
-        conn.hset(_PENDING.format(repo_id=repo_id), mapping=kinds)
+        conn.hset(_PENDING.format(repo_id=repo_id), mapping=kinds)  # type: ignore[arg-type]
     except redis.RedisError as exc:
         raise Unavailable(f"cannot reach the queue: {exc}") from None
     return _enqueue_once(conn, settings, "paths", repo_id, JOB_PATHS)
@@ -104,7 +104,7 @@ def _text(value: object) -> str:
 def pending_changes(conn: redis.Redis, repo_id: int) -> dict[str, str]:
     """Paths seen changing on disk and not reconciled yet, with what happened to them."""
     raw = conn.hgetall(_PENDING.format(repo_id=repo_id))
-    return {_text(k): _text(v) for k, v in raw.items()}  # type: ignore[union-attr]
+    return {_text(k): _text(v) for k, v in raw.items()}
 
 
 def pending_paths(conn: redis.Redis, repo_id: int) -> list[str]:
@@ -116,19 +116,19 @@ def pending_kinds(conn: redis.Redis, repo_id: int, paths: list[str]) -> dict[str
     if not paths:
         return {}
     values = conn.hmget(_PENDING.format(repo_id=repo_id), paths)
-    return {p: _text(v) for p, v in zip(paths, values, strict=True) if v is not None}  # type: ignore[arg-type]
+    return {p: _text(v) for p, v in zip(paths, values, strict=True) if v is not None}
 
 
 def pending_counts(conn: redis.Redis, repo_id: int) -> dict[str, int]:
     """How many pending paths of each kind (exact for small sets, total otherwise)."""
     key = _PENDING.format(repo_id=repo_id)
-    total = int(conn.hlen(key))  # type: ignore[arg-type]
+    total = int(conn.hlen(key))
     if total == 0:
         return {}
     if total > 2000:
         return {"changed": total}
     counts: dict[str, int] = {}
-    for value in conn.hvals(key):  # type: ignore[union-attr]
+    for value in conn.hvals(key):
         kind = _text(value)
         counts[kind] = counts.get(kind, 0) + 1
     return counts

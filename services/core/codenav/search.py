@@ -139,7 +139,8 @@ def declaration_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery
             owners = names.setdefault(parts[-1].lower(), set())
             if len(parts) > 1:
                 owners.add(parts[-2].lower())
-    for first, second in zip(typed, typed[1:], strict=False):  # "KafkaConsumer poll" reads as Owner.member
+    # "KafkaConsumer poll" reads as Owner.member
+    for first, second in zip(typed, typed[1:], strict=False):
         if first.isidentifier() and second.isidentifier():
             names.setdefault(second, set()).add(first)
             names.setdefault(first, set())

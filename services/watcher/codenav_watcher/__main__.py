@@ -93,7 +93,7 @@ class Sidecar:
                 await self.tick()
             except CodenavError as exc:
                 log.warning("cannot refresh repositories: %s", exc.message)
-            except Exception:  # noqa: BLE001 - keep watching whatever a tick hit
+            except Exception:
                 log.exception("watcher tick failed")
             try:
                 await asyncio.wait_for(self.stopping.wait(), TICK_S)
