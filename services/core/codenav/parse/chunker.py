@@ -12,7 +12,7 @@ from codenav.languages import STRUCTURED
 from codenav.parse.imports import extract_imports
 from codenav.parse.langs import CALLABLE, CLASS_LIKE, MEMBER_ONLY, SPECS
 from codenav.parse.model import Chunk, ParsedFile, Symbol
-from codenav.parse.structure import Decl, Walker
+from codenav.parse.structure import Decl, Walker, end_row
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -95,14 +95,18 @@ def _emit(decl: Decl, lines: list[str], limits: ChunkLimits, result: ParsedFile,
         for member in decl.members:
             _emit(member, lines, limits, result, covered)
         return
+    covered.append((decl.start_row, decl.end_row))
+    if not decl.members:
+        result.chunks += _declaration_chunks(decl, lines, limits)
+        return
     # Members with a body get their own chunk; the rest (fields, abstract signatures)
     # stay in the class's chunk, as symbols only.
     chunked = [m for m in decl.members if m.kind not in MEMBER_ONLY and m.body is not None]
-    covered.append((decl.start_row, decl.end_row))
     if decl.kind in CLASS_LIKE and chunked:
         result.chunks.append(_shell(decl, chunked, lines))
+        own_chunk = {id(m) for m in chunked}
         for member in decl.members:
-            if member in chunked:
+            if id(member) in own_chunk:
                 _emit(member, lines, limits, result, covered)
             else:
                 _symbols_only(member, result)
@@ -155,7 +159,7 @@ def _shell(decl: Decl, members: list[Decl], lines: list[str]) -> Chunk:
             continue
         first = member.header_end_row + 1
         last = member.end_row if member.end_row > member.header_end_row and \
-            lines[member.end_row].strip() in ("}", "};", "end") else body.end_point[0]
+            lines[member.end_row].strip() in ("}", "};", "end") else end_row(body)
         if first <= last:
             elided.append((first, last))
     out: list[str] = []

@@ -64,6 +64,13 @@ def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", "replace")
 
 
+def end_row(node: Node) -> int:
+    """The last row ``node`` has text on (a node that ends with a newline ends at column 0
+    of the row below)."""
+    row, column = node.end_point
+    return row - 1 if column == 0 and row > node.start_point[0] else row
+
+
 def _body(spec: LangSpec, node: Node) -> Node | None:
     body = node.child_by_field_name("body")
     if body is not None:
@@ -81,13 +88,13 @@ def _header_end(spec: LangSpec, node: Node, body: Node | None) -> tuple[int, int
     """End byte and row of the declaration's header: up to its body, without comments that
     sit between the two."""
     if body is None or body.start_byte <= node.start_byte:
-        return node.end_byte, node.end_point[0]
+        return node.end_byte, end_row(node)
     prev = body.prev_sibling
     while prev is not None and prev.type in spec.comments:
         prev = prev.prev_sibling
     if prev is None or prev.end_byte <= node.start_byte:
         return body.start_byte, body.start_point[0]
-    return prev.end_byte, prev.end_point[0]
+    return prev.end_byte, end_row(prev)
 
 
 def _signature(spec: LangSpec, src: bytes, node: Node, body: Node | None,
@@ -120,7 +127,10 @@ def _clean_comment(text: str) -> str:
         line = line.removesuffix("*/").strip()
         if line:
             lines.append(line)
-    return _WS.sub(" ", _XML_DOC_TAGS.sub(" ", " ".join(lines))).strip()
+    text = " ".join(lines)
+    if "<" in text:  # C# XML doc: <summary>...</summary>
+        text = _WS.sub(" ", _XML_DOC_TAGS.sub(" ", text)).strip()
+    return text
 
 
 def _python_docstring(body: Node | None) -> str:
@@ -148,7 +158,7 @@ def _leading_comments(spec: LangSpec, outer: Node) -> tuple[int, str]:
     first = outer.start_point[0]
     texts: list[str] = []
     prev = outer.prev_named_sibling
-    while prev is not None and prev.end_point[0] >= first - 1:
+    while prev is not None and end_row(prev) >= first - 1:
         if prev.type in spec.comments:
             before = prev.prev_sibling
             if before is not None and before.type not in spec.comments and \
@@ -273,7 +283,7 @@ class Walker:
                                   exported, inner_class)
         elif body is not None:
             self.scope_rows.append((first_row, body.start_point[0]))
-            self.scope_rows.append((body.end_point[0], node.end_point[0]))
+            self.scope_rows.append((end_row(body), end_row(node)))
             members = self._members(body, inner_scope, inner_parent, inner_depth,
                                     inner_class)
         else:
@@ -281,7 +291,7 @@ class Walker:
             children = node.named_children
             if len(children) > 1:
                 self.scope_rows.append((first_row, node.start_point[0]))
-                self.scope_rows.append((node.end_point[0], node.end_point[0]))
+                self.scope_rows.append((end_row(node), end_row(node)))
             for child in children:
                 own = len(children) == 1 and child.start_point[0] == node.start_point[0]
                 members += self._visit(child, outer if own else child, inner_scope,
@@ -297,7 +307,7 @@ class Walker:
         body_for_sig = body if body is not None and body.type not in spec.defs else None
         return [Decl(
             node=node, kind=kind, name=name, parent=parent,
-            qualname=".".join(inner_scope), start_row=first_row, end_row=node.end_point[0],
+            qualname=".".join(inner_scope), start_row=first_row, end_row=end_row(node),
             exported=exported_of(spec, node, name, exported),
             signature=_signature(spec, self.src, node, body_for_sig),
             doc=doc, body=body, depth=depth, members=members, scope_only=True,
@@ -309,7 +319,7 @@ class Walker:
         spec = self.spec
         name, _owner = name_of(spec, node)
         first_row, doc = _leading_comments(spec, node)
-        self.scope_rows.append((first_row, node.end_point[0]))
+        self.scope_rows.append((first_row, end_row(node)))
         inner = scope + [name] if name else scope
         members: list[Decl] = []
         for child in rest:
@@ -317,10 +327,10 @@ class Walker:
                                    depth + 1 if name else depth, False, False)
         if not name:
             return members
-        end_row = max([node.end_point[0]] + [c.end_point[0] for c in rest])
+        last_row = max([end_row(node)] + [end_row(c) for c in rest])
         return [Decl(
             node=node, kind="module", name=name, parent=parent, qualname=".".join(inner),
-            start_row=first_row, end_row=end_row,
+            start_row=first_row, end_row=last_row,
             exported=exported_of(spec, node, name, False),
             signature=_signature(spec, self.src, node, None), doc=doc, body=None,
             depth=depth, members=members, scope_only=True,
@@ -354,7 +364,7 @@ class Walker:
         header_end, header_end_row = _header_end(spec, node, body)
         decl = Decl(
             node=node, kind=kind, name=name, parent=parent, qualname=".".join(qual),
-            start_row=first_row, end_row=node.end_point[0],
+            start_row=first_row, end_row=end_row(node),
             exported=exported_of(spec, node, name, exported),
             signature=_signature(spec, self.src, node, body, header_end), doc=doc, body=body,
             depth=depth, header_end_row=header_end_row,

@@ -1,0 +1,113 @@
+"""Small pure pieces: settings, git blob ids, decoding, tokens, ignore rules, queries."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codenav.blob import decode, git_blob_sha, looks_binary, looks_minified
+from codenav.config import Settings
+from codenav.errors import ConfigError, InvalidRequest
+from codenav.ignore import IgnoreRules
+from codenav.query import parse_query
+from codenav.tokens import chunk_tsvector, identifier_terms, singular_variants
+
+
+def test_settings_read_the_environment_and_fail_loudly_on_bad_values(tmp_path: Path) -> None:
+    s = Settings.load(env={"CODENAV_API_PORT": "9000", "CODENAV_ALLOWED_ORIGINS": "a, b"},
+                      dotenv=tmp_path / "none")
+    assert s.api_port == 9000 and s.allowed_origins == ("a", "b")
+    for bad in ({"CODENAV_API_PORT": "many"}, {"CODENAV_API_PORT": "0"},
+                {"CODENAV_DATABASE_URL": "not a url"}, {"CODENAV_WATCH_MODE": "psychic"}):
+        with pytest.raises(ConfigError):
+            Settings.load(env=bad, dotenv=tmp_path / "none")
+
+
+def test_settings_fall_back_to_a_dotenv_file(tmp_path: Path) -> None:
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("# comment\nexport CODENAV_API_PORT='9100'\nCODENAV_REPO=web\n")
+    s = Settings.load(env={"CODENAV_REPO": "api"}, dotenv=dotenv)
+    assert s.api_port == 9100 and s.repo == "api"
+
+
+def test_blob_ids_match_git(tmp_path: Path) -> None:
+    for data in (b"", b"hello\n", bytes(range(256)) * 10):
+        path = tmp_path / "f"
+        path.write_bytes(data)
+        expected = subprocess.run(["git", "hash-object", str(path)], capture_output=True,
+                                  text=True, check=True).stdout.strip()
+        assert git_blob_sha(data) == expected
+
+
+def test_decoding_never_lets_nul_or_invalid_utf8_through() -> None:
+    decoded = decode(b"ok \xff\xfe bad \x00 nul\r\nwindows")
+    assert "\x00" not in decoded.text and decoded.replaced
+    assert decoded.text == "ok \ufffd\ufffd bad \ufffd nul\nwindows"
+    assert decode("caf\u00e9".encode("utf-16")).text == "caf\u00e9"
+    assert decode(b"\xef\xbb\xbfbom").text == "bom"
+
+
+def test_binary_and_minified_detection() -> None:
+    assert looks_binary(b"abc\x00def")
+    assert not looks_binary(b"x" * 9000 + b"\x00")
+    assert not looks_binary("text".encode("utf-16"))
+    assert looks_minified("a/app.min.js", b"var a=1")
+    assert looks_minified("bundle.js", b"var a=1;" * 1000)
+    one_long_line = b"x = 1\n" * 50 + b"s = '" + b"y" * 1200 + b"'\n" + b"z = 2\n" * 50
+    assert not looks_minified("mod.py", one_long_line)
+
+
+def test_identifiers_split_on_case_underscores_and_digits() -> None:
+    assert identifier_terms("parseHTTPHeader2") == ("parsehttpheader2", "parse", "http",
+                                                    "header", "2")
+    assert identifier_terms("parse_http_header") == ("parse_http_header", "parse", "http",
+                                                     "header")
+    assert identifier_terms("__init__") == ("init",)
+    assert identifier_terms("x" * 100) == ()
+    tsv, n = chunk_tsvector("def parseHttpHeader(line): return line", "parseHttpHeader",
+                            "Parser")
+    assert "'parsehttpheader':1" in tsv and "'header':1" in tsv and "'parser':10B" in tsv
+    assert n == 5
+
+
+def test_plurals_fold_both_ways() -> None:
+    assert singular_variants("workspaces") == ("workspaces", "workspace")
+    assert singular_variants("policies") == ("policies", "policy")
+    assert singular_variants("header") == ("header", "headers")
+
+
+def test_queries_parse_into_groups_with_alternatives() -> None:
+    q = parse_query("[auth|login] payment parseHttpHeader where is Foo defined")
+    labels = [g.label for g in q.groups]
+    assert labels[0] == "auth|login"
+    assert set(q.groups[0].terms) >= {"auth", "login"}
+    assert "payment" in labels and "parsehttpheader" in labels and "http" in labels
+    assert "where" not in labels
+    assert "parseHttpHeader" in q.identifiers
+    assert q.definition_intent
+    assert parse_query("tests for the parser").wants_tests
+    with pytest.raises(InvalidRequest):
+        parse_query("   ")
+    with pytest.raises(InvalidRequest):
+        parse_query("the of and")
+
+
+def test_ignore_rules_combine_defaults_and_nested_ignore_files(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("*.log\n/build-out/\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".codenavignore").write_text("secret_stuff.py\n!keep.log\n")
+    rules = IgnoreRules.for_root(tmp_path)
+    assert rules.check_path("node_modules", True) == "ignored_dir"
+    assert rules.check_path("a/node_modules/x.js", False) == "ignored_dir"
+    assert rules.check_path("x.log", False) == "gitignored"
+    assert rules.check_path("sub/keep.log", False) is None
+    assert rules.check_path("sub/secret_stuff.py", False) == "gitignored"
+    assert rules.check_path("build-out/a.py", False) == "gitignored"
+    assert rules.check_path(".env.production", False) == "secret"
+    assert rules.check_path(".env.example", False) is None
+    assert rules.check_path("keys/server.pem", False) == "secret"
+    assert rules.check_path("yarn.lock", False) == "lock_file"
+    assert rules.check_path("img/logo.png", False) == "binary"
+    assert rules.check_path("src/main.py", False) is None

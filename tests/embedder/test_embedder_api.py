@@ -1,0 +1,229 @@
+"""The embedder API in-process (TestClient runs the lifespan) with the real bundled model."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from codenav_embedder.app import BUNDLED_ID, Runtime, create_app
+from codenav_embedder.settings import EmbedderSettings
+
+LOAD_TIMEOUT_S = 300  # a first run exports and quantises the ONNX graph (~30 s on 2 cores)
+DIMENSION = 384
+MAX_TOKENS = 256
+
+CODE = [
+    "def add(a, b):\n    return a + b",
+    "class Stack:\n    def __init__(self):\n        self.items = []",
+    "SELECT name FROM users WHERE id = %s",
+]
+
+
+def _wait_until_ready(client: TestClient, runtime: Runtime) -> None:
+    """Poll /readyz, waiting on the runtime's event between polls, within a bound."""
+    deadline = time.monotonic() + LOAD_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if client.get("/readyz").status_code == 200:
+            return
+        assert runtime.error is None, runtime.error
+        runtime.settled.wait(timeout=0.5)
+    pytest.fail(f"the model did not load within {LOAD_TIMEOUT_S}s")
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[TestClient]:
+    with TestClient(create_app(EmbedderSettings(max_inputs=512, max_batch=256))) as c:
+        _wait_until_ready(c, c.app.state.runtime)  # type: ignore[attr-defined]
+        yield c
+
+
+@pytest.fixture(scope="module")
+def runtime(client: TestClient) -> Runtime:
+    return client.app.state.runtime  # type: ignore[attr-defined,no-any-return]
+
+
+def _embed(client: TestClient, inputs: object, **extra: object) -> dict:  # type: ignore[type-arg]
+    r = client.post("/v1/embeddings", json={"input": inputs, **extra})
+    assert r.status_code == 200, r.text
+    return r.json()  # type: ignore[no-any-return]
+
+
+def _vectors(body: dict) -> np.ndarray:  # type: ignore[type-arg]
+    return np.array([d["embedding"] for d in body["data"]], dtype=np.float32)
+
+
+# --- before the model is loaded -------------------------------------------------------------
+
+def test_health_answers_at_once_and_readiness_is_503_until_the_model_is_loaded() -> None:
+    app = create_app(EmbedderSettings())
+    plain = TestClient(app)  # no `with`: the lifespan (and so the loading) never starts
+    assert plain.get("/healthz").json() == {"status": "ok"}
+    for r in (plain.get("/readyz"), plain.get("/v1/models"),
+              plain.post("/v1/embeddings", json={"input": ["x"]})):
+        assert r.status_code == 503
+        assert r.json()["error"] == "unavailable"
+        assert "loading" in r.json()["message"]
+
+
+def test_a_model_that_cannot_load_keeps_readiness_at_503_with_the_reason(tmp_path: Path) -> None:
+    with TestClient(create_app(EmbedderSettings(model=str(tmp_path)))) as c:
+        runtime: Runtime = c.app.state.runtime  # type: ignore[attr-defined]
+        assert c.get("/healthz").status_code == 200
+        assert runtime.settled.wait(timeout=120)
+        r = c.get("/readyz")
+        assert r.status_code == 503
+        assert "failed to load" in r.json()["message"]
+
+
+# --- the contract -----------------------------------------------------------------------------
+
+def test_readyz_is_200_once_the_model_is_loaded(client: TestClient) -> None:
+    body = client.get("/readyz").json()
+    assert body["status"] == "ready"
+    assert body["model"] == BUNDLED_ID
+
+
+def test_models_lists_the_served_model_with_its_dimension_and_token_limit(
+        client: TestClient, runtime: Runtime) -> None:
+    body = client.get("/v1/models").json()
+    assert body["object"] == "list"
+    [card] = body["data"]
+    assert card["id"] == BUNDLED_ID
+    assert card["object"] == "model"
+    assert card["dimension"] == DIMENSION
+    assert card["max_tokens"] == MAX_TOKENS
+    assert card["backend"] == runtime.settings.backend
+
+
+def test_embeddings_come_in_the_openai_shape_unit_length_with_token_usage(
+        client: TestClient, runtime: Runtime) -> None:
+    body = _embed(client, CODE, model="all-MiniLM-L6-v2")
+    assert body["object"] == "list"
+    assert body["model"] == BUNDLED_ID
+    assert [d["index"] for d in body["data"]] == [0, 1, 2]
+    assert all(d["object"] == "embedding" for d in body["data"])
+    vectors = _vectors(body)
+    assert vectors.shape == (3, DIMENSION)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    assert runtime.encoder is not None
+    expected_tokens = sum(runtime.encoder.prepare(CODE).tokens)
+    assert body["usage"] == {"prompt_tokens": expected_tokens, "total_tokens": expected_tokens}
+    assert body["truncated"] == []
+
+
+def test_a_single_string_is_one_embedding(client: TestClient) -> None:
+    body = _embed(client, "def main(): pass")
+    assert len(body["data"]) == 1
+    assert len(body["data"][0]["embedding"]) == DIMENSION
+
+
+def test_base64_encoding_carries_the_same_float32_vector(client: TestClient) -> None:
+    floats = _vectors(_embed(client, [CODE[0]]))[0]
+    packed = _embed(client, [CODE[0]], encoding_format="base64")["data"][0]["embedding"]
+    decoded = np.frombuffer(base64.b64decode(packed), dtype="<f4")
+    np.testing.assert_array_equal(decoded, floats)
+
+
+def test_an_input_over_the_token_limit_is_cut_and_reported(client: TestClient) -> None:
+    long_text = "def handler(request):\n" + "    value = compute(value) + 1\n" * 400
+    body = _embed(client, ["short", long_text, "def f(): pass"])
+    assert body["truncated"] == [1]
+    shorter_but_still_over = "def handler(request):\n" + "    value = compute(value) + 1\n" * 60
+    cut = _vectors(_embed(client, [shorter_but_still_over]))[0]
+    alone = _vectors(_embed(client, [long_text]))[0]
+    np.testing.assert_allclose(alone, cut, atol=1e-6)  # both keep the same first 256 tokens
+    tokens = _embed(client, [long_text])["usage"]["prompt_tokens"]
+    assert tokens == MAX_TOKENS
+
+
+def test_a_megabyte_input_is_cut_without_tokenising_all_of_it(client: TestClient) -> None:
+    t = time.perf_counter()
+    body = _embed(client, ["x = 1\n" * 200_000])
+    assert body["truncated"] == [0]
+    assert body["usage"]["prompt_tokens"] == MAX_TOKENS
+    assert time.perf_counter() - t < 30
+
+
+@pytest.mark.parametrize(("payload", "fragment"), [
+    ({"input": []}, "empty"),
+    ({"input": ["a"] * 513}, "at most 512"),
+    ({"input": ["a", 3]}, "input[1]"),
+    ({"input": [["a"]]}, "input[0]"),
+    ({"input": 42}, "string or a list of strings"),
+    ({}, "input"),
+    ({"input": ["a"], "model": "text-embedding-3-small"}, "not served"),
+    ({"input": ["a"], "dimensions": 1536}, "dimensions"),
+    ({"input": ["a"], "encoding_format": "int8"}, "encoding_format"),
+])
+def test_malformed_requests_get_400_with_a_json_error(client: TestClient, payload: dict,  # type: ignore[type-arg]
+                                                      fragment: str) -> None:
+    r = client.post("/v1/embeddings", json=payload)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"] == "invalid_request"
+    assert fragment in r.json()["message"]
+
+
+def test_a_body_that_is_not_json_gets_400(client: TestClient) -> None:
+    r = client.post("/v1/embeddings", content=b"{not json",
+                    headers={"Content-Type": "application/json"})
+    assert r.status_code == 400
+    assert r.json()["error"] == "invalid_request"
+
+
+# --- batching and determinism ---------------------------------------------------------------
+
+def test_concurrent_callers_are_batched_and_each_gets_its_own_vectors(
+        client: TestClient, runtime: Runtime) -> None:
+    assert runtime.encoder is not None and runtime.batcher is not None
+    callers = 12
+    texts = [[f"def handler_{i}_{j}(request):\n    return respond(request, code={i * 10 + j})"
+              for j in range(2)] for i in range(callers)]
+    # Keep the model thread busy so that every caller queues behind this request.
+    blocker = runtime.batcher.submit(
+        [f"class Busy{k}:\n" + "    def run(self):\n        return work()\n" * 40
+         for k in range(64)])
+    before = dataclasses.replace(runtime.batcher.stats)
+    start = threading.Barrier(callers)
+    results: dict[int, np.ndarray] = {}
+
+    def call(i: int) -> None:
+        start.wait(timeout=30)
+        results[i] = _vectors(_embed(client, texts[i]))
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(callers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=LOAD_TIMEOUT_S)
+    blocker.result(timeout=LOAD_TIMEOUT_S)
+    assert sorted(results) == list(range(callers))
+
+    after = runtime.batcher.stats
+    assert after.requests - before.requests == callers + 1
+    assert after.batches - before.batches < callers + 1, "no two requests shared an encode"
+    assert after.largest_batch >= 4  # at least two callers' texts in one encode call
+
+    flat_texts = [t for group in texts for t in group]
+    direct = np.stack([runtime.encoder.encode([t])[0] for t in flat_texts])
+    got = np.concatenate([results[i] for i in range(callers)])
+    np.testing.assert_allclose(got, direct, atol=1e-5)
+    # each caller's vectors are nearest to their own texts, not a neighbour's
+    assert (np.argmax(got @ direct.T, axis=1) == np.arange(len(flat_texts))).all()
+
+
+def test_the_same_text_gets_the_same_vector_in_any_request(client: TestClient) -> None:
+    text = "def parse_header(line):\n    key, _, value = line.partition(':')"
+    alone = _vectors(_embed(client, [text]))[0]
+    twice = _vectors(_embed(client, [text, text]))
+    among_others = _vectors(_embed(client, [*CODE, text, "x" * 500]))[3]
+    np.testing.assert_allclose(twice[0], alone, atol=1e-6)
+    np.testing.assert_allclose(twice[1], alone, atol=1e-6)
+    np.testing.assert_allclose(among_others, alone, atol=1e-5)
