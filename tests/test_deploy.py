@@ -18,6 +18,7 @@ import shlex
 import socket
 import subprocess
 import sys
+import time
 import tomllib
 from dataclasses import dataclass, field, fields
 from functools import cache
@@ -627,15 +628,22 @@ def test_worker_healthcheck_passes_only_while_a_worker_of_this_host_is_registere
 
 
 @pytest.mark.slow
-def test_watcher_healthcheck_needs_the_database_the_queue_and_the_repository(
-        settings: Settings, tmp_path: Path) -> None:
-    env = {"CODENAV_DATABASE_URL": settings.database_url,
-           "CODENAV_REDIS_URL": settings.redis_url, "CODENAV_REPO_PATH": str(tmp_path)}
-    result = _run_healthcheck("watcher", env)
-    assert result.returncode == 0, result.stderr
-    assert _run_healthcheck("watcher", {**env, "CODENAV_REPO_PATH": "/nonexistent"}).returncode
-    unreachable = settings.redis_url.rsplit(":", 1)[0] + ":1/0"
-    assert _run_healthcheck("watcher", {**env, "CODENAV_REDIS_URL": unreachable}).returncode
+def test_watcher_healthcheck_follows_the_sidecar_heartbeat(settings: Settings,
+                                                          service_env: dict[str, str]) -> None:
+    argv = _healthcheck_argv(_service("watcher"))
+    assert argv[-3:] == ["-m", "codenav_watcher", "--check"]
+    check = [sys.executable, "-m", "codenav_watcher", "--check"]
+    assert subprocess.run(check, env=service_env, timeout=60).returncode == 1  # none running
+    watcher = subprocess.Popen([sys.executable, "-m", "codenav_watcher"], env=service_env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while subprocess.run(check, env=service_env, timeout=60).returncode != 0:
+            assert time.monotonic() < deadline, "no heartbeat from a running watcher"
+            assert watcher.poll() is None
+    finally:
+        watcher.terminate()
+        watcher.wait(30)
 
 
 # --- Dockerfiles ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ Every job is idempotent, so RQ's at-least-once delivery is harmless.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -177,6 +178,20 @@ def release_leadership(conn: redis.Redis, repo_id: int, me: str) -> None:
     key = _LEADER.format(repo_id=repo_id)
     if _text(conn.get(key) or b"") == me:
         conn.delete(key)
+
+
+_ALIVE = "codenav:watcher-alive:{me}"
+
+
+def watcher_heartbeat(conn: redis.Redis, me: str) -> None:
+    """A sidecar's own heartbeat (whatever it watches), for container healthchecks."""
+    conn.set(_ALIVE.format(me=me), str(time.time()), ex=LEADER_TTL_S * 2)
+
+
+def watcher_alive(conn: redis.Redis, host_prefix: str) -> bool:
+    """True if a sidecar whose id starts with ``host_prefix`` beat recently."""
+    return any(True for _ in conn.scan_iter(match=_ALIVE.format(me=host_prefix + "*"),
+                                            count=100))
 
 
 def report_watcher(conn: redis.Redis, repo_id: int, state: dict[str, Any]) -> None:

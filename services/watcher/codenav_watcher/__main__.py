@@ -79,6 +79,7 @@ class Sidecar:
                     watch.mode = "polling"
                 self.watches[repo_id] = (watch, asyncio.create_task(watch.run()))
                 log.info("watching %s (%s)", repo.name, repo.root)
+        queue.watcher_heartbeat(self.redis, self.me)
         now = time.monotonic()
         for repo_id, (watch, _task) in self.watches.items():
             queue.report_watcher(self.redis, repo_id, {
@@ -106,9 +107,15 @@ class Sidecar:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="codenav-watcher", description=__doc__)
-    parser.parse_args(argv)
+    parser.add_argument("--check", action="store_true",
+                        help="exit 0 if a watcher on this host sent a heartbeat recently "
+                        "(for container healthchecks)")
+    args = parser.parse_args(argv)
     try:
         settings = Settings.load()
+        if args.check:
+            alive = queue.watcher_alive(queue.connect_redis(settings), socket.gethostname() + ":")
+            return 0 if alive else 1
         logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
         sidecar = Sidecar(settings)
