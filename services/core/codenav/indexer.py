@@ -288,6 +288,8 @@ def _apply(conn: psycopg.Connection, repo_id: int, results: list[FileResult],
                     copy.write_row((r.path, r.content_id, r.sha, r.language, r.size,
                                     r.mtime_ns, path_tsvector(r.path)))
             conn.execute(q.FILES_UPSERT, (repo_id,))
+            if known:  # a changed file's chunks get new embedding texts
+                conn.execute(q.CHUNK_TEXTS_FORGET, (repo_id, [r.path for r in upserts]))
         for r in touch_only:
             conn.execute(q.FILES_TOUCH, (r.mtime_ns, repo_id, r.path))
         if removed:

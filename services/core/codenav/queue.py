@@ -30,6 +30,7 @@ QUEUES = (INDEX_QUEUE, EMBED_QUEUE)
 
 JOB_FULL = "codenav_worker.jobs.reconcile_repo"
 JOB_PATHS = "codenav_worker.jobs.reconcile_pending"
+JOB_EMBED = "codenav_worker.jobs.embed_repo"
 
 RETRY = Retry(max=3, interval=[5, 30, 120])
 _PENDING = "codenav:pending:{repo_id}"
@@ -50,15 +51,21 @@ def index_queue(conn: redis.Redis, settings: Settings) -> Queue:
                  default_timeout=settings.job_timeout_s)
 
 
+def embed_queue(conn: redis.Redis, settings: Settings) -> Queue:
+    return Queue(EMBED_QUEUE, connection=conn, serializer=JSONSerializer,
+                 default_timeout=settings.job_timeout_s)
+
+
 def _enqueue_once(conn: redis.Redis, settings: Settings, kind: str, repo_id: int,
                   func: str) -> str | None:
     """Enqueue ``func(repo_id)`` unless one is already waiting; returns the job id waiting."""
     flag = _QUEUED.format(kind=kind, repo_id=repo_id)
     job_id = f"{kind}-{repo_id}-{uuid.uuid4().hex[:12]}"
+    target = embed_queue if kind == "embed" else index_queue
     try:
         if conn.set(flag, job_id, nx=True, ex=settings.job_timeout_s):
-            index_queue(conn, settings).enqueue(func, repo_id, job_id=job_id, retry=RETRY,
-                                                 failure_ttl=7 * 86400, result_ttl=86400)
+            target(conn, settings).enqueue(func, repo_id, job_id=job_id, retry=RETRY,
+                                           failure_ttl=7 * 86400, result_ttl=86400)
             return job_id
         waiting = conn.get(flag)
     except redis.RedisError as exc:
@@ -91,6 +98,13 @@ def request_paths(conn: redis.Redis, settings: Settings, repo_id: int,
     except redis.RedisError as exc:
         raise Unavailable(f"cannot reach the queue: {exc}") from None
     return _enqueue_once(conn, settings, "paths", repo_id, JOB_PATHS)
+
+
+def request_embed(conn: redis.Redis, settings: Settings, repo_id: int) -> str | None:
+    """Ask for the repository's missing embeddings (lower priority than indexing)."""
+    if not settings.embed_url:
+        return None
+    return _enqueue_once(conn, settings, "embed", repo_id, JOB_EMBED)
 
 
 def claim_started(conn: redis.Redis, kind: str, repo_id: int) -> None:
@@ -150,7 +164,7 @@ def done_paths(conn: redis.Redis, repo_id: int, changes: dict[str, str]) -> None
 def waiting(conn: redis.Redis, repo_id: int) -> dict[str, str]:
     """Job ids waiting in the queue for this repo, by kind (``full``, ``paths``)."""
     out = {}
-    for kind in ("full", "paths"):
+    for kind in ("full", "paths", "embed"):
         value = conn.get(_QUEUED.format(kind=kind, repo_id=repo_id))
         if value is not None:
             out[kind] = _text(value)
@@ -220,4 +234,6 @@ def job_info(conn: redis.Redis, job_id: str) -> dict[str, Any] | None:
 
 def queue_depth(conn: redis.Redis, settings: Settings) -> dict[str, int]:
     q = index_queue(conn, settings)
-    return {"queued": q.count, "running": q.started_job_registry.count}
+    e = embed_queue(conn, settings)
+    return {"queued": q.count, "running": q.started_job_registry.count,
+            "embed_queued": e.count, "embed_running": e.started_job_registry.count}

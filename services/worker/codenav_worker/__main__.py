@@ -51,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         preload_grammars()
         wait_for_schema(settings)
         conn = queue.connect_redis(settings)
-        worker = Worker([queue.INDEX_QUEUE], connection=conn, serializer=JSONSerializer,
-                        name=args.name)
+        # Queues in priority order: indexing first, embedding when nothing is to index.
+        worker = Worker([queue.INDEX_QUEUE, queue.EMBED_QUEUE], connection=conn,
+                        serializer=JSONSerializer, name=args.name)
         worker.work(burst=args.burst, with_scheduler=True, logging_level=settings.log_level)
     except CodenavError as exc:
         print(f"codenav-worker: {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""),

@@ -7,7 +7,13 @@ from typing import Any
 
 from codenav import queue
 from codenav.config import Settings
+from codenav.db.connect import connect
+from codenav.embed_client import EmbedClient
+from codenav.embeddings import embed_backlog
 from codenav.indexer import reconcile
+
+EMBED_BUDGET_S = 30.0
+"""An embed job works this long, then re-queues itself, so index jobs never wait long."""
 
 _SETTINGS: Settings | None = None
 
@@ -34,6 +40,7 @@ def reconcile_repo(repo_id: int) -> dict[str, Any]:
     covered = queue.pending_changes(conn, repo_id)  # a full pass reconciles these too
     summary = reconcile(s, repo_id, None, job_id=_job_id())
     queue.done_paths(conn, repo_id, covered)
+    queue.request_embed(conn, s, repo_id)
     return {"run_id": summary.run_id, "files": summary.files_total,
             "parsed": summary.files_parsed, "deleted": summary.files_deleted,
             "seconds": round(summary.seconds, 3)}
@@ -49,6 +56,28 @@ def reconcile_pending(repo_id: int) -> dict[str, Any]:
         return {"paths": 0}
     summary = reconcile(s, repo_id, sorted(changes), job_id=_job_id())
     queue.done_paths(conn, repo_id, changes)
+    if summary.files_parsed or summary.changed_paths:
+        queue.request_embed(conn, s, repo_id)
     paths = list(changes)
     return {"run_id": summary.run_id, "paths": len(paths), "parsed": summary.files_parsed,
             "deleted": summary.files_deleted, "seconds": round(summary.seconds, 3)}
+
+
+def embed_repo(repo_id: int) -> dict[str, Any]:
+    """Embed the chunks of a repository that have no vector for the configured model yet.
+    Works for a bounded time and re-queues itself while a backlog remains."""
+    s = settings()
+    client = EmbedClient.from_settings(s)
+    if client is None:
+        return {"embedded": 0, "reason": "no embedder configured (CODENAV_EMBED_URL)"}
+    conn = queue.connect_redis(s)
+    queue.claim_started(conn, "embed", repo_id)
+    try:
+        with connect(s, application_name="codenav-embed") as db:
+            run = embed_backlog(db, client, repo_id, EMBED_BUDGET_S)
+    finally:
+        client.close()
+    if run.remaining:
+        queue.request_embed(conn, s, repo_id)
+    return {"embedded": run.embedded, "remaining": run.remaining,
+            "seconds": round(run.seconds, 2)}

@@ -3,6 +3,8 @@
 
 # ruff: noqa: E501
 
+from psycopg import sql
+
 # --- schema and migrations ---------------------------------------------------------------
 MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(7248001)"
 SCHEMA_TABLE_CREATE = """
@@ -258,3 +260,90 @@ WHERE f.repo_id = %s AND c.symbol IS NOT NULL AND length(c.symbol) > 3
 ORDER BY 1, 2 NULLS FIRST"""
 DATABASE_SIZE = "SELECT pg_database_size(current_database())"
 CHUNK_COUNT = "SELECT count(*) FROM chunks"
+
+# --- embeddings --------------------------------------------------------------------------
+# The text a chunk is embedded as: its context (path, kind, symbol, parent, signature, doc)
+# then its code. Keyed by sha256 of this text and the model, so an unchanged chunk is never
+# embedded twice, in any repo or branch. Expects aliases f (files) and c (chunks).
+EMBED_TEXT = """(f.path || E'\\n' || c.kind || coalesce(' ' || c.symbol, '')
+    || coalesce(' in ' || c.parent, '') || E'\\n'
+    || CASE WHEN c.signature <> '' THEN c.signature || E'\\n' ELSE '' END
+    || CASE WHEN c.doc <> '' THEN c.doc || E'\\n' ELSE '' END
+    || c.body)"""
+EMBED_MODEL_GET = "SELECT id, dim FROM embed_models WHERE name = %s"
+EMBED_MODEL_INSERT = """
+INSERT INTO embed_models (name, dim) VALUES (%s, %s)
+ON CONFLICT (name) DO NOTHING RETURNING id, dim"""
+CHUNK_TEXTS_FORGET = "DELETE FROM chunk_texts WHERE repo_id = %s AND path = ANY(%s)"
+CHUNK_TEXTS_BACKFILL = """
+INSERT INTO chunk_texts (repo_id, path, chunk_id, text_hash)
+SELECT f.repo_id, f.path, c.id, sha256(convert_to(""" + EMBED_TEXT + """, 'UTF8'))
+FROM files f JOIN chunks c ON c.content_id = f.content_id
+WHERE f.repo_id = %s
+  AND NOT EXISTS (SELECT 1 FROM chunk_texts ct WHERE ct.repo_id = f.repo_id
+                  AND ct.path = f.path AND ct.chunk_id = c.id)
+ON CONFLICT DO NOTHING"""
+EMBED_BACKLOG = """
+SELECT DISTINCT ON (ct.text_hash) ct.text_hash, """ + EMBED_TEXT + """
+FROM chunk_texts ct
+JOIN files f ON f.repo_id = ct.repo_id AND f.path = ct.path
+JOIN chunks c ON c.id = ct.chunk_id
+WHERE ct.repo_id = %(repo)s AND NOT EXISTS (
+    SELECT 1 FROM embeddings e WHERE e.model_id = %(model)s AND e.text_hash = ct.text_hash)
+ORDER BY ct.text_hash
+LIMIT %(k)s"""
+EMBED_STAGE_CREATE = """
+CREATE TEMP TABLE IF NOT EXISTS stage_embeddings (text_hash bytea, vec vector)
+ON COMMIT DELETE ROWS"""
+EMBED_STAGE_COPY = "COPY stage_embeddings (text_hash, vec) FROM STDIN"
+EMBED_STAGE_INSERT = """
+INSERT INTO embeddings (model_id, text_hash, vec)
+SELECT %s, text_hash, vec FROM stage_embeddings
+ON CONFLICT (model_id, text_hash) DO NOTHING"""
+EMBED_COVERAGE = """
+SELECT count(*), count(e.text_hash)
+FROM chunk_texts ct
+LEFT JOIN embeddings e ON e.model_id = %s AND e.text_hash = ct.text_hash
+WHERE ct.repo_id = %s"""
+EMBED_REPO_CHUNKS = """
+SELECT count(*) FROM files f JOIN chunks c ON c.content_id = f.content_id WHERE f.repo_id = %s"""
+EMBED_MODEL_COUNT = "SELECT count(*) FROM embeddings WHERE model_id = %s"
+INDEX_EXISTS = "SELECT 1 FROM pg_indexes WHERE indexname = %s"
+EMBED_GC = """
+DELETE FROM embeddings e
+WHERE e.created_at < now() - make_interval(days => %s)
+  AND NOT EXISTS (SELECT 1 FROM chunk_texts ct WHERE ct.text_hash = e.text_hash)"""
+SESSION_VECTOR_SETUP = "SET hnsw.iterative_scan = relaxed_order"
+
+
+def hnsw_index_name(model_id: int) -> str:
+    return f"embeddings_hnsw_m{int(model_id)}"
+
+
+def create_hnsw(model_id: int, dim: int) -> sql.Composed:
+    """The HNSW (cosine) index of one model: a partial expression index, because the
+    dimension is a type modifier and each model has its own."""
+    return sql.SQL(
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON embeddings USING hnsw "
+        "((vec::vector({dim})) vector_cosine_ops) WHERE model_id = {model}"
+    ).format(name=sql.Identifier(hnsw_index_name(model_id)), dim=sql.Literal(int(dim)),
+             model=sql.Literal(int(model_id)))
+
+
+def semantic_search(model_id: int, dim: int) -> sql.Composed:
+    """k-NN over one model's vectors, filtered to a repo (and optional language, path glob,
+    kind); iterative index scans keep it returning k rows when the filter is selective.
+    Model and dimension are literals so the planner matches the partial index."""
+    return sql.SQL("""
+SELECT ct.chunk_id, ct.path, (e.vec::vector({dim})) <=> %(q)s::vector({dim}) AS dist
+FROM embeddings e
+JOIN chunk_texts ct ON ct.text_hash = e.text_hash AND ct.repo_id = %(repo)s
+JOIN files f ON f.repo_id = ct.repo_id AND f.path = ct.path
+JOIN chunks c ON c.id = ct.chunk_id
+WHERE e.model_id = {model}
+  AND (%(language)s::text IS NULL OR f.language = %(language)s)
+  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
+  AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
+  AND (NOT %(exported)s OR c.exported)
+ORDER BY (e.vec::vector({dim})) <=> %(q)s::vector({dim})
+LIMIT %(k)s""").format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id)))

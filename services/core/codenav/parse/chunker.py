@@ -1,4 +1,11 @@
-"""Cutting one file into chunks: AST declarations, markdown sections, or line windows."""
+"""Cutting one file into chunks: AST declarations, markdown sections, or line windows.
+
+In source files each declaration is a chunk (with its doc comment and decorators); a class
+whose members have bodies is a "shell" chunk (member bodies elided) plus one chunk per such
+member, while fields and abstract signatures stay in the shell. Code between declarations
+becomes "block" chunks. A declaration longer than ``max_lines`` is cut into parts 1..n of
+at most ``max_lines`` lines, consecutive parts sharing ``overlap`` lines.
+"""
 
 from __future__ import annotations
 

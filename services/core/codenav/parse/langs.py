@@ -8,11 +8,13 @@ Language quirks that data cannot express live in small hook functions below.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 CLASS_LIKE = frozenset({"class", "interface", "enum", "module"})
 CALLABLE = frozenset({"function", "method", "constructor"})
 
@@ -150,13 +152,25 @@ def _js_assignment_target(node: Node) -> tuple[str, str | None, bool]:
 def name_of(spec: LangSpec, node: Node) -> tuple[str, str | None]:
     """The declared name and, when the declaration names its owner (``func (s *S) M``,
     ``A::f``, ``A.prototype.f = ...``), that owner."""
+    name, owner = _name_of(spec, node)
+    if "\n" in name:  # error recovery can stretch a name node over several lines
+        name = name.split("\n", 1)[0].strip()
+    if owner is not None and "\n" in owner:
+        owner = owner.split("\n", 1)[0].strip() or None
+    return name, owner
+
+
+def _name_of(spec: LangSpec, node: Node) -> tuple[str, str | None]:
     t = node.type
     g = spec.grammar
     if g in ("c", "cpp") and t == "function_definition":
         return c_declarator_name(node)
     if g in ("c", "cpp") and t == "type_definition":
         declared, _scope = c_declarator_name(node)
-        return (declared or _text(_field(node, "declarator"))), None
+        if not declared:  # a declarator the grammar misread: its last identifier
+            words = _IDENTIFIER.findall(_text(_field(node, "declarator")))
+            declared = words[-1] if words else ""
+        return declared, None
     if g == "go" and t == "method_declaration":
         return _text(_field(node, "name")), _go_receiver_type(node)
     if g == "kotlin":

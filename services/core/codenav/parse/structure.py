@@ -1,7 +1,9 @@
 """Walking a tree-sitter tree down to declarations, without visiting function bodies.
 
 The walk touches only the top level, wrappers, scopes and class bodies, so its cost grows
-with the number of declarations, not with the size of the code.
+with the number of declarations, not with the size of the code. Nesting deeper than
+``MAX_DEPTH`` is not walked (its code stays in the chunk of the enclosing declaration), so
+pathological input cannot exhaust the Python stack.
 """
 
 from __future__ import annotations
@@ -174,6 +176,7 @@ def _leading_comments(spec: LangSpec, outer: Node) -> tuple[int, str]:
 
 
 def _restrict(decls: list[Decl], visibility: str) -> None:
+    """Hide declarations that follow ``private:``/``protected:`` (C++) or ``private`` (Ruby)."""
     if visibility != "public":
         for decl in decls:
             decl.exported = False

@@ -1,0 +1,90 @@
+"""Client for an OpenAI-compatible embeddings endpoint: codenav's own embedder service,
+or TEI, vLLM or a hosted API (``CODENAV_EMBED_URL``, optional ``CODENAV_EMBED_KEY``).
+
+Vectors come back L2-normalised (cosine distance is what the index uses). The model's name
+and dimension come from the endpoint, never from a guess.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import httpx
+
+from codenav.config import Settings
+from codenav.errors import ConfigError, Unavailable
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    dim: int
+
+
+def _normalise(vec: list[float]) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
+
+
+class EmbedClient:
+    def __init__(self, base_url: str, model: str = "", key: str = "",
+                 timeout: float = 120.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+        self._info: ModelInfo | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, timeout: float = 120.0) -> EmbedClient | None:
+        """The configured client, or None when semantic search is not configured."""
+        if not settings.embed_url:
+            return None
+        return cls(settings.embed_url, settings.embed_model, settings.embed_key, timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _post(self, texts: list[str]) -> dict:  # type: ignore[type-arg]
+        body: dict[str, object] = {"input": texts}
+        if self.model:
+            body["model"] = self.model
+        try:
+            response = self._http.post("/v1/embeddings", json=body)
+        except httpx.HTTPError as exc:
+            raise Unavailable(f"embedder unreachable at {self.base_url}: "
+                              f"{type(exc).__name__}") from None
+        if response.status_code >= 400:
+            try:
+                message = response.json().get("message") or response.json().get("error")
+            except ValueError:
+                message = response.text[:200]
+            if response.status_code in (502, 503, 504):
+                raise Unavailable(f"embedder not ready: {message}")
+            raise ConfigError(f"embedder refused the request ({response.status_code}): "
+                              f"{message}")
+        data: dict = response.json()  # type: ignore[type-arg]
+        return data
+
+    def info(self) -> ModelInfo:
+        """The model's name and dimension (asked once)."""
+        if self._info is None:
+            data = self._post(["dimension probe"])
+            name = str(data.get("model") or self.model or "unknown")
+            self._info = ModelInfo(name=name, dim=len(data["data"][0]["embedding"]))
+        return self._info
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        data = self._post(texts)
+        rows = sorted(data["data"], key=lambda d: d.get("index", 0))
+        vectors = [_normalise([float(v) for v in row["embedding"]]) for row in rows]
+        if len(vectors) != len(texts):
+            raise Unavailable(f"embedder returned {len(vectors)} vectors for {len(texts)} "
+                              "inputs")
+        if self._info is None:
+            self._info = ModelInfo(str(data.get("model") or self.model or "unknown"),
+                                   len(vectors[0]))
+        return vectors

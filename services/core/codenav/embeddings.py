@@ -1,0 +1,135 @@
+"""Embeddings in the index: models, the backlog, storing vectors, coverage, k-NN.
+
+Vectors are keyed by (model, sha256 of the embedded text); ``chunk_texts`` maps each
+(repo, path, chunk) to its text hash. Each model has its own id and dimension, and its own
+HNSW index, so switching models never mixes dimensions. Lexical search never waits for any
+of this: embedding runs on its own, lower-priority queue after a file's chunks are committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from codenav.db import queries as q
+from codenav.embed_client import EmbedClient
+from codenav.errors import ConfigError
+
+log = logging.getLogger("codenav.embeddings")
+
+HNSW_MIN_ROWS = 1000
+"""The HNSW index of a model is built once this many vectors exist (after the first bulk
+load: building on a full table is much faster than growing it row by row)."""
+BATCH = 128
+
+
+@dataclass(frozen=True)
+class Model:
+    id: int
+    name: str
+    dim: int
+
+
+def ensure_model(conn: psycopg.Connection, name: str, dim: int) -> Model:
+    """The registry row of a model; refuses a model whose dimension changed under the same
+    name (its vectors would not be comparable)."""
+    row = conn.execute(q.EMBED_MODEL_GET, (name,)).fetchone()
+    if row is None:
+        row = conn.execute(q.EMBED_MODEL_INSERT, (name, dim)).fetchone() or \
+            conn.execute(q.EMBED_MODEL_GET, (name,)).fetchone()
+    assert row is not None
+    if int(row[1]) != dim:
+        raise ConfigError(f"embedding model {name!r} now returns {dim}-dimensional vectors, "
+                          f"but the index holds {row[1]}-dimensional ones under that name",
+                          hint="give the model a new name (CODENAV_EMBED_MODEL)")
+    return Model(int(row[0]), name, dim)
+
+
+def find_model(conn: psycopg.Connection, name: str) -> Model | None:
+    row = conn.execute(q.EMBED_MODEL_GET, (name,)).fetchone()
+    return Model(int(row[0]), name, int(row[1])) if row else None
+
+
+def vector_literal(vec: list[float]) -> str:
+    return "[" + ",".join(f"{v:.6g}" for v in vec) + "]"
+
+
+def ensure_index(conn: psycopg.Connection, model: Model) -> bool:
+    """Build the model's HNSW index once enough vectors exist; True if it exists."""
+    if conn.execute(q.INDEX_EXISTS, (q.hnsw_index_name(model.id),)).fetchone():
+        return True
+    count = conn.execute(q.EMBED_MODEL_COUNT, (model.id,)).fetchone()
+    if not count or int(count[0]) < HNSW_MIN_ROWS:
+        return False
+    started = time.monotonic()
+    conn.execute(q.create_hnsw(model.id, model.dim))
+    log.info("built HNSW index for %s (%s vectors) in %.1fs", model.name, count[0],
+             time.monotonic() - started)
+    return True
+
+
+@dataclass
+class EmbedRun:
+    embedded: int = 0
+    remaining: int = 0
+    seconds: float = 0.0
+
+
+def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
+                  budget_s: float = 30.0) -> EmbedRun:
+    """Embed what the repository still lacks, for up to ``budget_s`` seconds (so index
+    jobs on the same worker are never held up for long); the caller re-queues the rest."""
+    started = time.monotonic()
+    info = client.info()
+    model = ensure_model(conn, info.name, info.dim)
+    conn.execute(q.CHUNK_TEXTS_BACKFILL, (repo_id,))
+    conn.execute(q.EMBED_STAGE_CREATE)
+    run = EmbedRun()
+    while time.monotonic() - started < budget_s:
+        rows = conn.execute(q.EMBED_BACKLOG, {"repo": repo_id, "model": model.id,
+                                              "k": BATCH}).fetchall()
+        if not rows:
+            break
+        vectors = client.embed([text for _, text in rows])
+        with conn.transaction():
+            with conn.cursor().copy(q.EMBED_STAGE_COPY) as copy:
+                for (text_hash, _), vec in zip(rows, vectors, strict=True):
+                    copy.write_row((text_hash, vector_literal(vec)))
+            conn.execute(q.EMBED_STAGE_INSERT, (model.id,))
+        run.embedded += len(rows)
+    total, done = coverage_counts(conn, model, repo_id)
+    run.remaining = total - done
+    if run.remaining == 0 or run.embedded:
+        ensure_index(conn, model)
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def coverage_counts(conn: psycopg.Connection, model: Model, repo_id: int) -> tuple[int, int]:
+    row = conn.execute(q.EMBED_COVERAGE, (model.id, repo_id)).fetchone()
+    chunks = conn.execute(q.EMBED_REPO_CHUNKS, (repo_id,)).fetchone()
+    total = max(int(row[0]) if row else 0, int(chunks[0]) if chunks else 0)
+    return total, int(row[1]) if row else 0
+
+
+def coverage(conn: psycopg.Connection, model: Model | None, repo_id: int) -> dict[str, Any]:
+    if model is None:
+        total = conn.execute(q.EMBED_REPO_CHUNKS, (repo_id,)).fetchone()
+        return {"model": None, "embedded": 0, "total": int(total[0]) if total else 0,
+                "ratio": 0.0}
+    total, done = coverage_counts(conn, model, repo_id)
+    return {"model": model.name, "dim": model.dim, "embedded": done, "total": total,
+            "backlog": total - done, "ratio": round(done / total, 4) if total else 1.0}
+
+
+def knn(conn: psycopg.Connection, model: Model, vector: list[float], repo_id: int,
+        params: dict[str, Any], k: int) -> list[tuple[int, str, float]]:
+    """(chunk id, path, cosine distance) of the k nearest chunks in the repository."""
+    rows = conn.execute(q.semantic_search(model.id, model.dim),
+                        {"q": vector_literal(vector), "repo": repo_id, "k": k,
+                         **params}).fetchall()
+    return sorted(((int(r[0]), str(r[1]), float(r[2])) for r in rows), key=lambda r: r[2])
