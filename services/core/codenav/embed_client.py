@@ -46,7 +46,7 @@ class EmbedClient:
     def close(self) -> None:
         self._http.close()
 
-    def _post(self, texts: list[str]) -> dict:  # type: ignore[type-arg]
+    def _post(self, texts: list[str]) -> dict:
         body: dict[str, object] = {"input": texts}
         if self.model:
             body["model"] = self.model
@@ -64,7 +64,7 @@ class EmbedClient:
                 raise Unavailable(f"embedder not ready: {message}")
             raise ConfigError(f"embedder refused the request ({response.status_code}): "
                               f"{message}")
-        data: dict = response.json()  # type: ignore[type-arg]
+        data: dict = response.json()
         return data
 
     def info(self) -> ModelInfo:

@@ -118,8 +118,8 @@ def coverage_counts(conn: psycopg.Connection, model: Model, repo_id: int) -> tup
 
 def coverage(conn: psycopg.Connection, model: Model | None, repo_id: int) -> dict[str, Any]:
     if model is None:
-        total = conn.execute(q.EMBED_REPO_CHUNKS, (repo_id,)).fetchone()
-        return {"model": None, "embedded": 0, "total": int(total[0]) if total else 0,
+        row = conn.execute(q.EMBED_REPO_CHUNKS, (repo_id,)).fetchone()
+        return {"model": None, "embedded": 0, "total": int(row[0]) if row else 0,
                 "ratio": 0.0}
     total, done = coverage_counts(conn, model, repo_id)
     return {"model": model.name, "dim": model.dim, "embedded": done, "total": total,

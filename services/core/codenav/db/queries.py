@@ -275,23 +275,24 @@ EMBED_MODEL_INSERT = """
 INSERT INTO embed_models (name, dim) VALUES (%s, %s)
 ON CONFLICT (name) DO NOTHING RETURNING id, dim"""
 CHUNK_TEXTS_FORGET = "DELETE FROM chunk_texts WHERE repo_id = %s AND path = ANY(%s)"
+# The two statements below splice the constant EMBED_TEXT in at import time (no input).
 CHUNK_TEXTS_BACKFILL = """
 INSERT INTO chunk_texts (repo_id, path, chunk_id, text_hash)
-SELECT f.repo_id, f.path, c.id, sha256(convert_to(""" + EMBED_TEXT + """, 'UTF8'))
+SELECT f.repo_id, f.path, c.id, sha256(convert_to(@EMBED_TEXT@, 'UTF8'))
 FROM files f JOIN chunks c ON c.content_id = f.content_id
 WHERE f.repo_id = %s
   AND NOT EXISTS (SELECT 1 FROM chunk_texts ct WHERE ct.repo_id = f.repo_id
                   AND ct.path = f.path AND ct.chunk_id = c.id)
-ON CONFLICT DO NOTHING"""
+ON CONFLICT DO NOTHING""".replace("@EMBED_TEXT@", EMBED_TEXT)
 EMBED_BACKLOG = """
-SELECT DISTINCT ON (ct.text_hash) ct.text_hash, """ + EMBED_TEXT + """
+SELECT DISTINCT ON (ct.text_hash) ct.text_hash, @EMBED_TEXT@
 FROM chunk_texts ct
 JOIN files f ON f.repo_id = ct.repo_id AND f.path = ct.path
 JOIN chunks c ON c.id = ct.chunk_id
 WHERE ct.repo_id = %(repo)s AND NOT EXISTS (
     SELECT 1 FROM embeddings e WHERE e.model_id = %(model)s AND e.text_hash = ct.text_hash)
 ORDER BY ct.text_hash
-LIMIT %(k)s"""
+LIMIT %(k)s""".replace("@EMBED_TEXT@", EMBED_TEXT)
 EMBED_STAGE_CREATE = """
 CREATE TEMP TABLE IF NOT EXISTS stage_embeddings (text_hash bytea, vec vector)
 ON COMMIT DELETE ROWS"""
