@@ -141,4 +141,5 @@ def test_tools_work_in_memory_with_the_sdk_client() -> None:
             assert missing.is_error and "use find_files" in missing.content[0].text
 
     anyio.run(go)
-    assert backend.calls[0] == ("search", {"query": "f", "limit": 3, "repo": "team-repo"})
+    assert backend.calls[0] == ("search", {"query": "f", "limit": 3, "repo": "team-repo",
+                                           "mode": "hybrid"})

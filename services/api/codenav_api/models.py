@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
+
+Mode = Literal["hybrid", "lexical", "semantic"]
 
 
 class _Body(BaseModel):
@@ -17,12 +21,14 @@ class SearchQuery(_Body):
     language: str | None = Field(default=None, max_length=40)
     kind: str | None = Field(default=None, max_length=40)
     exported: bool = False
+    mode: Mode = "hybrid"
 
 
 class FindFilesQuery(_Body):
     query: str = Field(min_length=1, max_length=8000)
     limit: int = Field(default=7, ge=1, le=50)
     include_tests: bool = False
+    mode: Mode = "hybrid"
 
 
 class OutlineQuery(_Body):

@@ -13,12 +13,14 @@ import psycopg
 import redis
 from psycopg_pool import ConnectionPool
 
-from codenav import find, freshness, navigate, queue, repos, search, status
+from codenav import embeddings, find, freshness, navigate, queue, repos, search, status
 from codenav.auth import TokenVerifier
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import dsn
-from codenav.errors import InvalidRequest, Unavailable
+from codenav.embed_client import EmbedClient
+from codenav.errors import CodenavError, InvalidRequest, Unavailable
+from codenav.semantic import QueryEmbedder
 
 
 def _configure(conn: psycopg.Connection) -> None:
@@ -33,6 +35,7 @@ class Services:
                                    configure=_configure, timeout=10)
         self.redis: redis.Redis = queue.connect_redis(settings)
         self.tokens = TokenVerifier()
+        self.semantic = QueryEmbedder(EmbedClient.from_settings(settings, timeout=5.0))
 
     def open(self) -> None:
         self.pool.open(wait=False)
@@ -40,6 +43,8 @@ class Services:
     def close(self) -> None:
         self.pool.close()
         self.redis.close()
+        if self.semantic.client is not None:
+            self.semantic.client.close()
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection]:
@@ -97,22 +102,38 @@ class Services:
                     error = type(exc).__name__
             entry["freshness"] = freshness.repo_freshness(pending, waiting,
                                                           entry.get("last_run"), watcher, error)
+            entry["embeddings"] = self._embedding_status(conn, repo_id)
             if pending and entry["index_status"] == "ready":
                 entry["index_status"] = "stale"
         return answer
 
+    def _embedding_status(self, conn: psycopg.Connection, repo_id: int) -> dict[str, Any]:
+        """Embedding coverage of a repo for the configured model (embedded / total)."""
+        client = self.semantic.client
+        if client is None:
+            return {"configured": False, "note": "semantic search is off (CODENAV_EMBED_URL)"}
+        try:
+            info = client.info()
+        except CodenavError as exc:
+            return {"configured": True, "available": False, "note": exc.message}
+        model = embeddings.find_model(conn, info.name)
+        return {"configured": True, "available": True,
+                **embeddings.coverage(conn, model, repo_id)}
+
     def _dispatch(self, conn: psycopg.Connection, repo: repos.Repo, tool: str,
                   args: dict[str, Any]) -> dict[str, Any]:
-        if tool == "search":
+        if tool in ("search", "find_files"):
+            mode = args.get("mode") or "hybrid"
+            ctx = self.semantic.context(conn, repo.id, args["query"], mode)
+            if tool == "find_files":
+                return find.find_files(conn, repo, args["query"], int(args.get("limit", 7)),
+                                       bool(args.get("include_tests", False)), mode, ctx)
             filters = search.Filters(language=args.get("language") or None,
                                      path=args.get("path") or None,
                                      kind=args.get("kind") or None,
                                      exported=bool(args.get("exported", False)))
             return search.search(conn, repo, args["query"], int(args.get("limit", 10)),
-                                 filters)
-        if tool == "find_files":
-            return find.find_files(conn, repo, args["query"], int(args.get("limit", 7)),
-                                   bool(args.get("include_tests", False)))
+                                 filters, mode, ctx)
         if tool == "outline":
             return navigate.outline(conn, repo, args["path"])
         if tool == "read":

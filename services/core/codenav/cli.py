@@ -101,7 +101,7 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     body = {"query": args.query, "limit": args.limit, "path": args.path,
-            "language": args.language, "kind": args.kind,
+            "language": args.language, "kind": args.kind, "mode": args.mode,
             "repo": args.repo or settings.repo or None}
     _print("search", _api(settings, "POST", "/v1/search", body), args.json)
     return 0
@@ -109,7 +109,7 @@ def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_find(args: argparse.Namespace, settings: Settings) -> int:
     body = {"query": args.query, "limit": args.limit, "include_tests": args.include_tests,
-            "repo": args.repo or settings.repo or None}
+            "mode": args.mode, "repo": args.repo or settings.repo or None}
     _print("find_files", _api(settings, "POST", "/v1/find_files", body), args.json)
     return 0
 
@@ -266,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--path", help="path glob filter, e.g. 'src/**/*.py'")
     s.add_argument("--language")
     s.add_argument("--kind", help="function, method, class, interface, ...")
+    s.add_argument("--mode", choices=("hybrid", "lexical", "semantic"), default="hybrid")
     common(s)
     s.set_defaults(func=cmd_search)
 
@@ -273,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("query")
     f.add_argument("--limit", type=int, default=7)
     f.add_argument("--include-tests", action="store_true")
+    f.add_argument("--mode", choices=("hybrid", "lexical", "semantic"), default="hybrid")
     common(f)
     f.set_defaults(func=cmd_find)
 

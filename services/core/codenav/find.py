@@ -14,18 +14,20 @@ from typing import Any
 
 import psycopg
 
-from codenav import rank
+from codenav import embeddings, rank
 from codenav.answers import empty_reason, stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.query import parse_query, tsquery_for
 from codenav.repos import Repo
-from codenav.search import weigh
+from codenav.search import Filters, weigh
+from codenav.semantic import MODES, SemanticContext
 from codenav.tokens import identifier_terms, path_terms
 
 MAX_LIMIT = 50
 CHUNK_DEPTH = 400
 PATH_DEPTH = 400
+SEMANTIC_DEPTH = 80
 
 
 @dataclass
@@ -38,18 +40,33 @@ class _FileScore:
     symbols: list[str] = field(default_factory=list)
     mentions: dict[int, int] = field(default_factory=dict)
     content_score: float = 0.0
+    semantic: tuple[float, str | None] | None = None
+    """Similarity of the file's nearest chunk to the query, and that chunk's symbol."""
 
 
 def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
-               include_tests: bool = False) -> dict[str, Any]:
+               include_tests: bool = False, mode: str = "hybrid",
+               semantic: SemanticContext | None = None) -> dict[str, Any]:
     started = time.monotonic()
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidRequest(f"limit must be between 1 and {MAX_LIMIT}")
+    if mode not in MODES:
+        raise InvalidRequest(f"unknown mode {mode!r}", hint="hybrid, lexical or semantic")
     query = parse_query(text)
     w = weigh(conn, query)
     files: dict[str, _FileScore] = {}
     groups = w.groups
-    if groups:
+    near: dict[str, tuple[float, str | None]] = {}
+    if mode != "lexical" and semantic is not None and semantic.usable:
+        assert semantic.model is not None and semantic.vector is not None
+        hits = embeddings.knn(conn, semantic.model, semantic.vector, repo.id,
+                              Filters().params(), SEMANTIC_DEPTH)
+        symbols = _symbols_of(conn, [h[0] for h in hits])
+        for chunk_id, path, dist in hits:
+            if path not in near:  # hits come nearest first
+                near[path] = (1.0 - dist, symbols.get(chunk_id))
+    use_lexical = mode != "semantic" or not near
+    if groups and use_lexical:
         tsqs = [tsquery_for(g.terms) for g in groups]
         weights = [g.idf for g in groups]
         group_terms = [set(g.terms) for g in groups]
@@ -80,6 +97,9 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
                 fs.path_groups.add(gi - 1)
                 if group_terms[gi - 1] & name:
                     fs.name_groups.add(gi - 1)
+    about_docs = rank.asks_for_docs(text)
+    for path in near:
+        files.setdefault(path, _FileScore(path))
     ranked = []
     for fs in files.values():
         if not include_tests and rank.is_test_path(fs.path) and not query.wants_tests:
@@ -95,10 +115,20 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
                 weight *= 1.6
             score += weight
         score += 0.5 * fs.content_score
-        score *= rank.path_prior(fs.path, query.wants_tests or include_tests)
+        score *= rank.path_prior(fs.path, query.wants_tests or include_tests, about_docs)
         coverage = len(fs.groups)
         ranked.append((coverage if len(groups) <= 6 else 0, score, fs))
     ranked.sort(key=lambda r: (-r[0], -r[1], r[2].path))
+    if near:  # fuse the lexical file ranking with the files of the nearest chunks
+        lexical_order = [r[2].path for r in ranked if r[1] > 0 or r[0] > 0]
+        semantic_order = [p for p in near if p in {r[2].path for r in ranked}]
+        fused = rank.rrf([lexical_order, semantic_order],
+                         weights=[1.0 if use_lexical else 0.0, rank.SEMANTIC_WEIGHT])
+        by_path = {r[2].path: r for r in ranked}
+        ranked = [(0, fused[p], by_path[p][2]) for p in rank.ordered(fused) if p in by_path]
+        for _c, _s, fs in ranked:
+            if fs.path in near:
+                fs.semantic = near[fs.path]
     top = ranked[:limit]
     sizes = {}
     if top:
@@ -108,7 +138,14 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
     for _coverage, score, fs in top:
         results.append({"path": fs.path, "score": round(score, 3),
                         "reason": _reason(fs, groups, len(fs.groups))})
-    answer: dict[str, Any] = {"repo": repo.name, "query": text, "results": results}
+    answer: dict[str, Any] = {"repo": repo.name, "query": text, "mode": mode,
+                              "results": results}
+    if mode != "lexical" and semantic is not None and semantic.note:
+        answer["note"] = semantic.note
+        if semantic.coverage is not None:
+            answer["semantic_coverage"] = semantic.coverage
+    elif mode != "lexical" and semantic is None:
+        answer["note"] = "semantic ranking not available here; lexical results only"
     if not results:
         answer["empty"] = empty_reason(conn, repo)
         if answer["empty"]["code"] == "no_match" and files and not include_tests:
@@ -128,6 +165,15 @@ def _reason(fs: _FileScore, groups: list[Any], coverage: int) -> str:
     if mention_only:
         parts.append("mentions " + ", ".join(
             f"{groups[i].label} ({fs.mentions[i]}x)" for i in mention_only[:5]))
+    if fs.semantic is not None:
+        sim, symbol = fs.semantic
+        parts.append(f"close in meaning ({sim:.2f}" + (f", {symbol}" if symbol else "") + ")")
     if len(groups) > 1:
         parts.append(f"{coverage}/{len(groups)} terms")
     return "; ".join(parts) or "matched"
+
+
+def _symbols_of(conn: psycopg.Connection, chunk_ids: list[int]) -> dict[int, str | None]:
+    if not chunk_ids:
+        return {}
+    return {r[0]: r[2] for r in conn.execute(q.CHUNK_DETAILS, (chunk_ids,)).fetchall()}

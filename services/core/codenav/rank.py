@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any
 
 RRF_K = 60
 QUALIFIED_BOOST = 1.6
+SEMANTIC_WEIGHT = 1.0
+"""RRF weight of the vector k-NN list in hybrid search."""
 """A declaration whose owner and name the query both names (``Owner member``)."""
 
 _TEST_PATH = re.compile(
@@ -55,14 +58,31 @@ def is_doc_path(path: str) -> bool:
     return bool(_DOC_PATH.search(path))
 
 
-def path_prior(path: str, wants_tests: bool) -> float:
-    """Multiplier for a result's path: tests, generated and vendored code rank lower
-    unless the query asks for them."""
+_CONFIG_PATH = re.compile(r"\.(ya?ml|json|toml|ini|cfg|conf|properties|xml)$|"
+                          r"(^|/)(Makefile|Dockerfile|.*\.gradle|setup\.cfg)$")
+_DOCS_WORDS = re.compile(r"\b(docs?|documentation|readme|guide|tutorial|config|"
+                         r"configuration|settings?|yaml|json|toml|changelog)\b", re.IGNORECASE)
+
+
+def is_config_path(path: str) -> bool:
+    return bool(_CONFIG_PATH.search(path))
+
+
+def asks_for_docs(text: str) -> bool:
+    """Whether a query is about documentation or configuration rather than code."""
+    return bool(_DOCS_WORDS.search(text))
+
+
+def path_prior(path: str, wants_tests: bool, about_docs: bool = False) -> float:
+    """Multiplier for a result's path: tests, generated and vendored code, docs and config
+    rank lower unless the query asks for them."""
     factor = 1.0
     if is_test_path(path):
         factor *= 1.15 if wants_tests else 0.45
     if is_generated_path(path):
         factor *= 0.5
+    if not about_docs and (is_doc_path(path) or is_config_path(path)):
+        factor *= 0.7
     return factor
 
 
@@ -88,3 +108,28 @@ def top_groups(groups: Iterable[tuple[int, float]], limit: int) -> list[int]:
     """Indices of the ``limit`` most informative groups (by IDF), in their original order."""
     best = sorted(groups, key=lambda g: -g[1])[:limit]
     return sorted(i for i, _ in best)
+
+
+def match_confidence(top: Sequence[Hashable], top_scores: Sequence[float],
+                     lists: Mapping[str, Sequence[Hashable]], exact: set[Hashable] | set[Any],
+                     top_distance: float | None) -> dict[str, str]:
+    """How much to trust the first result: ``high`` when it declares exactly what the query
+    names or several rankers agree on it, ``medium`` when it is clearly ahead, ``low``
+    otherwise. The reason says which."""
+    if not top:
+        return {"level": "low", "reason": "no results"}
+    first = top[0]
+    if first in exact:
+        return {"level": "high", "reason": "declares exactly the symbol the query names"}
+    agreeing = [name for name, ranking in lists.items() if first in list(ranking)[:5]]
+    if len(agreeing) >= 2:
+        return {"level": "high", "reason": "top result agreed by " + " and ".join(agreeing)}
+    margin = top_scores[0] / top_scores[1] if len(top_scores) > 1 and top_scores[1] else 9.9
+    if agreeing == ["semantic"] and top_distance is not None and top_distance > 0.55:
+        return {"level": "low", "reason": f"only a weak semantic match "
+                f"(cosine distance {top_distance:.2f})"}
+    if margin >= 1.25:
+        return {"level": "medium", "reason": f"top result clearly ahead ({margin:.2f}x the "
+                "next), found by " + (agreeing[0] if agreeing else "the fused ranking")}
+    return {"level": "low", "reason": "several results score alike; refine the query or "
+            "add an identifier"}

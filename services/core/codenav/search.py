@@ -15,13 +15,14 @@ from typing import Any
 
 import psycopg
 
-from codenav import rank
+from codenav import embeddings, rank
 from codenav.answers import empty_reason, glob_to_regex, stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.parse.model import CHUNK_KINDS
 from codenav.query import Group, ParsedQuery, parse_query, tsquery_for
 from codenav.repos import Repo
+from codenav.semantic import MODES, SemanticContext
 from codenav.tokens import identifier_terms
 
 MAX_LIMIT = 50
@@ -187,25 +188,53 @@ def validate(limit: int, kind: str | None) -> None:
                              hint="one of: " + ", ".join(sorted(CHUNK_KINDS)))
 
 
+def semantic_ranking(conn: psycopg.Connection, repo: Repo, ctx: SemanticContext | None,
+                     filters: Filters, k: int) -> list[tuple[int, str, float]]:
+    if ctx is None or not ctx.usable:
+        return []
+    assert ctx.model is not None and ctx.vector is not None
+    return embeddings.knn(conn, ctx.model, ctx.vector, repo.id, filters.params(), k)
+
+
 def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
-           filters: Filters = Filters()) -> dict[str, Any]:
+           filters: Filters = Filters(), mode: str = "hybrid",
+           semantic: SemanticContext | None = None) -> dict[str, Any]:
+    """The best chunks for ``text``: ``hybrid`` fuses the lexical rankers with vector k-NN,
+    ``lexical`` and ``semantic`` use one side. Semantic trouble degrades, never fails."""
     started = time.monotonic()
     validate(limit, filters.kind)
+    if mode not in MODES:
+        raise InvalidRequest(f"unknown mode {mode!r}", hint="hybrid, lexical or semantic")
     query = parse_query(text)
-    weighted = weigh(conn, query)
     depth = max(50, limit * 5)
-    lexical = lexical_ranking(conn, repo, weighted, filters, depth)
-    decls, owned = declaration_ranking(conn, repo, query, filters, 30)
-    unknown = any(t not in weighted.known_terms for t in
-                  (identifier_terms(i.split(".")[-1])[0] for i in query.identifiers[:3]
-                   if identifier_terms(i.split(".")[-1])))
-    fuzzy = trigram_ranking(conn, repo, query, filters, 20) if unknown or not decls else []
-    fused = rank.rrf([[(i, p) for i, p, _ in lexical], decls, fuzzy],
-                     weights=[0.5 if unknown else 1.0, 1.0 if query.identifiers else 0.6,
-                              1.5 if unknown else 0.5])
+    vectors = semantic_ranking(conn, repo, semantic, filters, depth)
+    use_lexical = mode != "semantic" or not vectors
+    lexical: list[tuple[int, str, float]] = []
+    decls: list[tuple[int, str]] = []
+    owned: set[tuple[int, str]] = set()
+    fuzzy: list[tuple[int, str]] = []
+    unknown = False
+    if use_lexical:
+        weighted = weigh(conn, query)
+        lexical = lexical_ranking(conn, repo, weighted, filters, depth)
+        decls, owned = declaration_ranking(conn, repo, query, filters, 30)
+        unknown = any(t not in weighted.known_terms for t in
+                      (identifier_terms(i.split(".")[-1])[0] for i in query.identifiers[:3]
+                       if identifier_terms(i.split(".")[-1])))
+        fuzzy = trigram_ranking(conn, repo, query, filters, 20) if unknown or not decls else []
+    lists = {
+        "lexical": [(i, p) for i, p, _ in lexical],
+        "declaration": decls,
+        "fuzzy": fuzzy,
+        "semantic": [(i, p) for i, p, _ in vectors],
+    }
+    fused = rank.rrf(list(lists.values()), weights=[
+        0.5 if unknown else 1.0, 1.0 if query.identifiers else 0.6, 1.5 if unknown else 0.5,
+        rank.SEMANTIC_WEIGHT])
     keys: list[tuple[int, str]] = list(fused)  # type: ignore[arg-type]
     ids = [key[0] for key in keys]
     details = {r[0]: r for r in conn.execute(q.CHUNK_DETAILS, (ids,)).fetchall()} if ids else {}
+    about_docs = rank.asks_for_docs(text)
     scored = []
     for key in keys:
         score = fused[key]
@@ -213,7 +242,7 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
         row = details.get(chunk_id)
         if row is None:
             continue
-        score *= rank.path_prior(path, query.wants_tests) * \
+        score *= rank.path_prior(path, query.wants_tests, about_docs) * \
             rank.kind_prior(row[1], query.definition_intent)
         if key in owned:
             score *= rank.QUALIFIED_BOOST
@@ -238,7 +267,19 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
         item["language"] = language
         results.append(item)
         sizes[path] = size
-    answer: dict[str, Any] = {"repo": repo.name, "query": text, "results": results}
+    answer: dict[str, Any] = {"repo": repo.name, "query": text, "mode": mode,
+                              "results": results}
+    top_keys = [(r[2][0], r[1]) for r in scored[:limit]]
+    distances = {(i, p): d for i, p, d in vectors}
+    answer["match_confidence"] = rank.match_confidence(
+        top_keys, [s for s, _, _ in scored[:2]], lists, owned,
+        distances.get(top_keys[0]) if top_keys else None)
+    if mode != "lexical" and semantic is not None and semantic.note:
+        answer["note"] = semantic.note
+        if semantic.coverage is not None:
+            answer["semantic_coverage"] = semantic.coverage
+    elif mode != "lexical" and semantic is None:
+        answer["note"] = "semantic ranking not available here; lexical results only"
     if not results:
         answer["empty"] = empty_reason(conn, repo, filters.language, filters.path)
     answer["_stats"] = stats(answer, sizes, started)

@@ -28,7 +28,8 @@ INSTRUCTIONS = (
 
 DESCRIPTIONS = {
     "search": "Find code chunks (functions, classes, methods, blocks) matching identifiers "
-              "or a description. Returns exact code with path and lines.",
+              "or a description. Returns exact code with path and lines. mode: hybrid "
+              "(default), lexical or semantic.",
     "find_files": "Rank files relevant to a task description. Words are ANDed softly; "
                   "[a|b] means either; plurals match. Each result says why it matched.",
     "outline": "A file's symbols with line ranges (methods nested under classes) and its "
@@ -77,15 +78,17 @@ def register_tools(server: MCPServer, backend: Backend,
     @tool("search")
     async def search(query: str, limit: int = 10, path: str | None = None,
                      language: str | None = None, kind: str | None = None,
-                     repo: str | None = None) -> CallToolResult:
+                     repo: str | None = None, mode: str = "hybrid") -> CallToolResult:
         return await run("search", {"query": query, "limit": limit, "path": path,
-                                    "language": language, "kind": kind, "repo": repo})
+                                    "language": language, "kind": kind, "repo": repo,
+                                    "mode": mode})
 
     @tool("find_files")
     async def find_files(query: str, limit: int = 7, include_tests: bool = False,
-                         repo: str | None = None) -> CallToolResult:
+                         repo: str | None = None, mode: str = "hybrid") -> CallToolResult:
         return await run("find_files", {"query": query, "limit": limit,
-                                        "include_tests": include_tests, "repo": repo})
+                                        "include_tests": include_tests, "repo": repo,
+                                        "mode": mode})
 
     @tool("outline")
     async def outline(path: str, repo: str | None = None) -> CallToolResult:

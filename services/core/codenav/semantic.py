@@ -1,0 +1,104 @@
+"""What a query gets from the embeddings: its vector, the model, coverage, and why it is
+degraded when it is. Built once per request by the API; search and find_files only read it.
+
+Semantic search never turns into an error: without an embedder, or while embeddings are
+incomplete, answers fall back to (or lean on) the lexical rankers and say so.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from codenav import embeddings
+from codenav.embed_client import EmbedClient
+from codenav.errors import CodenavError
+
+MODES = ("hybrid", "lexical", "semantic")
+RETRY_AFTER_S = 10.0
+"""After the embedder fails, queries skip it this long instead of waiting on it each time."""
+COVERAGE_TTL_S = 5.0
+
+
+@dataclass
+class SemanticContext:
+    model: embeddings.Model | None = None
+    vector: list[float] | None = None
+    coverage: dict[str, Any] | None = None
+    note: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.model is not None and self.vector is not None
+
+
+@dataclass
+class QueryEmbedder:
+    """The API's side of embeddings: query vectors (cached), a short circuit-breaker when
+    the embedder is down, and per-repo coverage (cached briefly)."""
+
+    client: EmbedClient | None
+    _vectors: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
+    _down_until: float = 0.0
+    _down_reason: str = ""
+    _coverage: dict[tuple[int, int], tuple[float, dict[str, Any]]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _vector(self, text: str) -> list[float]:
+        assert self.client is not None
+        with self._lock:
+            cached = self._vectors.get(text)
+            if cached is not None:
+                self._vectors.move_to_end(text)
+                return cached
+        vector = self.client.embed([text])[0]
+        with self._lock:
+            self._vectors[text] = vector
+            while len(self._vectors) > 512:
+                self._vectors.popitem(last=False)
+        return vector
+
+    def context(self, conn: psycopg.Connection, repo_id: int, text: str,
+                mode: str) -> SemanticContext | None:
+        if mode == "lexical":
+            return None
+        if self.client is None:
+            return SemanticContext(note="semantic search is not configured "
+                                   "(CODENAV_EMBED_URL); lexical results only")
+        if time.monotonic() < self._down_until:
+            return SemanticContext(note=f"embedder unavailable ({self._down_reason}); "
+                                   "lexical results only")
+        try:
+            info = self.client.info()
+            vector = self._vector(text)
+        except CodenavError as exc:
+            self._down_until = time.monotonic() + RETRY_AFTER_S
+            self._down_reason = exc.message
+            return SemanticContext(note=f"embedder unavailable ({exc.message}); "
+                                   "lexical results only")
+        model = embeddings.find_model(conn, info.name)
+        if model is None:
+            return SemanticContext(vector=vector, coverage={"model": info.name, "embedded": 0},
+                                   note="no chunk is embedded yet; lexical results only")
+        coverage = self._repo_coverage(conn, model, repo_id)
+        ctx = SemanticContext(model=model, vector=vector, coverage=coverage)
+        if coverage.get("ratio", 1.0) < 1.0:
+            ctx.note = (f"embeddings cover {coverage['embedded']} of {coverage['total']} "
+                        "chunks so far; the rest is found lexically only")
+        return ctx
+
+    def _repo_coverage(self, conn: psycopg.Connection, model: embeddings.Model,
+                       repo_id: int) -> dict[str, Any]:
+        key = (model.id, repo_id)
+        now = time.monotonic()
+        hit = self._coverage.get(key)
+        if hit is not None and now - hit[0] < COVERAGE_TTL_S:
+            return hit[1]
+        value = embeddings.coverage(conn, model, repo_id)
+        self._coverage[key] = (now, value)
+        return value
