@@ -17,13 +17,16 @@ help: ## list the targets
 
 STAMP := $(VENV)/.installed
 PROJECTS := services/core/pyproject.toml services/api/pyproject.toml services/worker/pyproject.toml \
-            services/watcher/pyproject.toml services/adapter/pyproject.toml pyproject.toml
+            services/watcher/pyproject.toml services/adapter/pyproject.toml \
+            services/embedder/pyproject.toml pyproject.toml
 
 $(STAMP): $(PROJECTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
+	# torch is pinned (torch==2.13.0 in services/embedder): a CPU wheel, never a CUDA build.
 	$(PY) -m pip install -q -e "services/core[server,embedded]" -e services/api \
-	    -e services/worker -e services/watcher -e services/adapter --group dev
+	    -e services/worker -e services/watcher -e services/adapter -e services/embedder \
+	    --group dev
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install everything (idempotent)

@@ -15,6 +15,7 @@ import psycopg
 from codenav.answers import stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest, NotFound
+from codenav.languages import STRUCTURED
 from codenav.repos import Repo
 
 MAX_READ_LINES = 2000
@@ -98,18 +99,12 @@ def outline(conn: psycopg.Connection, repo: Repo, path: str) -> dict[str, Any]:
     if not rows:
         answer["empty"] = {"code": "no_symbols", "message": (
             f"{language} files are indexed as text, without symbols" if parse_error == ""
-            and language not in _structured() else
+            and language not in STRUCTURED else
             "no declarations found in this file")}
     if parse_error:
         answer["note"] = f"structure extraction failed ({parse_error}); indexed as text"
     answer["_stats"] = stats(answer, {fpath: size}, started)
     return answer
-
-
-def _structured() -> set[str]:
-    from codenav.languages import STRUCTURED
-
-    return set(STRUCTURED)
 
 
 def read(conn: psycopg.Connection, repo: Repo, path: str | None = None,

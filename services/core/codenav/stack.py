@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.util
 import json
 import os
 import signal
@@ -26,7 +27,7 @@ from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
 from codenav.embedded import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
-from codenav.errors import CodenavError, Unavailable
+from codenav.errors import Unavailable
 
 
 @dataclass
@@ -81,12 +82,20 @@ class Stack:
         self.env = {**os.environ, "CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url,
                     "CODENAV_HOME": str(self.home), "CODENAV_API_PORT": str(self.port),
                     "CODENAV_API_HOST": "127.0.0.1", "PYTHONUNBUFFERED": "1"}
+        py = sys.executable
+        self.children = []
+        if not self.settings.embed_url and importlib.util.find_spec("codenav_embedder"):
+            # The embedder loads its model in the background; until it is ready, answers are
+            # lexical and say so, and embedding jobs wait and retry.
+            embed_port = free_port()
+            self.env["CODENAV_EMBED_URL"] = f"http://127.0.0.1:{embed_port}"
+            self.children.append(Child("embedder", [py, "-m", "codenav_embedder",
+                                                    "--port", str(embed_port)]))
         settings = Settings.load(env=self.env)
         with connect(settings) as conn:
             migrations.migrate(conn)
             self._rotate_token(conn)
-        py = sys.executable
-        self.children = [Child("api", [py, "-m", "codenav_api", "--no-migrate"])]
+        self.children.append(Child("api", [py, "-m", "codenav_api", "--no-migrate"]))
         self.children += [Child(f"worker-{i + 1}", [py, "-m", "codenav_worker",
                                                     "--name", f"codenav-{os.getpid()}-{i + 1}"])
                           for i in range(self.workers)]
@@ -134,7 +143,8 @@ class Stack:
         os.replace(tmp, path)
 
     def check_children(self) -> None:
-        """Restart a worker or watcher that died; a dead API or store stops the stack."""
+        """Restart a worker, watcher or embedder that died; a dead API or store stops the
+        stack."""
         for proc, name in ((self.store, "store"), (self.queue, "queue")):
             if proc is not None and proc.poll() is not None:
                 raise Unavailable(f"the {name} exited (code {proc.returncode})",
@@ -174,9 +184,6 @@ def wait_forever(stack: Stack) -> None:
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
-    try:
-        while not stop["now"]:
-            stack.check_children()
-            time.sleep(0.5)
-    except CodenavError:
-        raise
+    while not stop["now"]:
+        stack.check_children()
+        time.sleep(0.5)
