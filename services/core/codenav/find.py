@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from codenav import embeddings, rank
+from codenav import embeddings, filerank, rank
 from codenav.answers import empty_reason, stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
@@ -28,6 +28,7 @@ MAX_LIMIT = 50
 CHUNK_DEPTH = 400
 PATH_DEPTH = 400
 SEMANTIC_DEPTH = 80
+LONG_DEPTH = 100
 
 
 @dataclass
@@ -40,6 +41,8 @@ class _FileScore:
     symbols: list[str] = field(default_factory=list)
     mentions: dict[int, int] = field(default_factory=dict)
     content_score: float = 0.0
+    bm25: float = 0.0
+    """Whole-file BM25 score (long queries)."""
     semantic: tuple[float, str | None] | None = None
     """Similarity of the file's nearest chunk to the query, and that chunk's symbol."""
 
@@ -66,7 +69,17 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
             if path not in near:  # hits come nearest first
                 near[path] = (1.0 - dist, symbols.get(chunk_id))
     use_lexical = mode != "semantic" or not near
-    if groups and use_lexical:
+    long_query = len(groups) >= filerank.LONG_QUERY_GROUPS
+    if groups and use_lexical and long_query:
+        groups = filerank.usable_groups(groups, w.n_chunks)  # indices below refer to these
+        for ranked_file in filerank.rank_files(conn, repo, groups, LONG_DEPTH):
+            fs = files.setdefault(ranked_file.path, _FileScore(ranked_file.path))
+            fs.bm25 = ranked_file.score
+            fs.groups.update(ranked_file.counts)
+            fs.path_groups.update(ranked_file.path_groups)
+            fs.mentions.update({i: int(c) for i, c in ranked_file.counts.items()
+                                if i not in ranked_file.path_groups})
+    elif groups and use_lexical:
         tsqs = [tsquery_for(g.terms) for g in groups]
         weights = [g.idf for g in groups]
         group_terms = [set(g.terms) for g in groups]
@@ -103,6 +116,10 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
     ranked = []
     for fs in files.values():
         if not include_tests and rank.is_test_path(fs.path) and not query.wants_tests:
+            continue
+        if long_query:
+            prior = rank.path_prior(fs.path, query.wants_tests or include_tests, about_docs)
+            ranked.append((0, fs.bm25 * prior, fs))
             continue
         score = 0.0
         for gi in fs.groups:
@@ -157,14 +174,16 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
 def _reason(fs: _FileScore, groups: list[Any], coverage: int) -> str:
     parts = []
     if fs.path_groups:
-        parts.append("path has " + ", ".join(groups[i].label for i in sorted(fs.path_groups)))
+        parts.append("path has " + ", ".join(groups[i].label for i in sorted(fs.path_groups)
+                                             [:6]))
     if fs.symbols:
         parts.append("declares " + ", ".join(fs.symbols[:4]))
     mention_only = [i for i in sorted(fs.mentions) if i not in fs.path_groups and
                     i not in fs.symbol_groups]
     if mention_only:
+        best = sorted(mention_only, key=lambda i: -groups[i].idf * fs.mentions[i])[:5]
         parts.append("mentions " + ", ".join(
-            f"{groups[i].label} ({fs.mentions[i]}x)" for i in mention_only[:5]))
+            f"{groups[i].label} ({fs.mentions[i]}x)" for i in best))
     if fs.semantic is not None:
         sim, symbol = fs.semantic
         parts.append(f"close in meaning ({sim:.2f}" + (f", {symbol}" if symbol else "") + ")")

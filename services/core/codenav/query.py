@@ -31,6 +31,8 @@ class Group:
     """How the agent wrote it, for explanations."""
     idf: float = 1.0
     df: int = 0
+    count: int = 1
+    """How often the query says it (long queries repeat what matters)."""
 
 
 @dataclass
@@ -66,15 +68,16 @@ def parse_query(text: str) -> ParsedQuery:
         text = text[:MAX_QUERY_CHARS]
     text = text.replace("\0", " ")
     parsed = ParsedQuery(raw=text)
-    seen_terms: set[str] = set()
+    seen: dict[str, Group] = {}
 
     def add(group: Group | None) -> None:
         if group is None:
             return
         key = group.terms[0]
-        if key in seen_terms:
+        if key in seen:
+            seen[key].count += 1
             return
-        seen_terms.add(key)
+        seen[key] = group
         parsed.groups.append(group)
 
     for match in _BRACKET.finditer(text):
@@ -85,8 +88,10 @@ def parse_query(text: str) -> ParsedQuery:
                 alt_terms += list(identifier_terms(w)[:1])
         add(_group_for(alt_terms, "|".join(alternatives)))
     rest = _BRACKET.sub(" ", text)
-    lowered_words = {w.lower() for w in words(text)}
-    parsed.wants_tests = bool(lowered_words & _TEST_WORDS)
+    all_words = words(text)
+    lowered_words = {w.lower() for w in all_words}
+    # A short query about tests wants them; an issue text that mentions pytest does not.
+    parsed.wants_tests = bool(lowered_words & _TEST_WORDS) and len(all_words) <= 12
     parsed.definition_intent = bool(_DEF_INTENT.search(text))
     for raw_word in re.findall(r"[\w.:$#]+", rest):
         for w in words(raw_word):

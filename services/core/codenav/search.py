@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 
-from codenav import embeddings, rank
+from codenav import embeddings, filerank, rank
 from codenav.answers import empty_reason, glob_to_regex, stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
@@ -59,6 +59,7 @@ class Weighted:
     candidate_terms: list[str]
     avg_terms: float
     known_terms: set[str]
+    n_chunks: int = 0
 
     def candidate_queries(self) -> list[str]:
         """Candidate tsqueries, most selective first: chunks matching at least two of the
@@ -74,7 +75,7 @@ class Weighted:
         return out
 
 
-def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = MAX_GROUPS,
+def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 64,
           budget: int = CANDIDATE_BUDGET) -> Weighted:
     """Look up document frequencies, keep the most informative groups, and choose the
     rare terms whose matches form the candidate set."""
@@ -92,7 +93,8 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = MAX_GR
         if not present:
             continue
         df = max(dfs.get(t, 1) for t in present)
-        groups.append(Group(terms=present, label=g.label, idf=rank.idf(df, n_chunks), df=df))
+        groups.append(Group(terms=present, label=g.label, idf=rank.idf(df, n_chunks), df=df,
+                            count=g.count))
     keep = rank.top_groups(((i, g.idf) for i, g in enumerate(groups)), max_groups)
     groups = [groups[i] for i in keep]
     candidates: list[str] = []
@@ -104,16 +106,17 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = MAX_GR
         covered += g.df
     return Weighted(query=query, groups=groups, candidate_terms=candidates,
                     avg_terms=max(avg_terms, 1.0),
-                    known_terms={t for t, df in dfs.items() if df > 0})
+                    known_terms={t for t, df in dfs.items() if df > 0}, n_chunks=n_chunks)
 
 
 def lexical_ranking(conn: psycopg.Connection, repo: Repo, w: Weighted, filters: Filters,
                     k: int) -> list[tuple[int, str, float]]:
     if not w.groups:
         return []
+    groups = sorted(w.groups, key=lambda g: -g.idf)[:MAX_GROUPS]
     params = {
-        "tsqs": [tsquery_for(g.terms) for g in w.groups],
-        "weights": [g.idf for g in w.groups],
+        "tsqs": [tsquery_for(g.terms) for g in groups],
+        "weights": [g.idf for g in groups],
         "avg_terms": w.avg_terms, "repo": repo.id, "k": k, "cap": CANDIDATE_CAP,
         **filters.params(),
     }
@@ -125,6 +128,30 @@ def lexical_ranking(conn: psycopg.Connection, repo: Repo, w: Weighted, filters: 
             break
     ranked = sorted(found.items(), key=lambda kv: -kv[1])[:k]
     return [(key[0], key[1], score) for key, score in ranked]
+
+
+TOP_FILES = 30
+"""Long queries rank chunks only inside the files that file-level BM25 ranked best."""
+
+
+def lexical_in_files(conn: psycopg.Connection, repo: Repo, w: Weighted, filters: Filters,
+                     k: int) -> list[tuple[int, str, float]]:
+    """Chunks for a long query: the best files by BM25, then the best chunks in them,
+    each chunk's score scaled by its file's."""
+    files = filerank.rank_files(conn, repo, filerank.usable_groups(w.groups, w.n_chunks),
+                                TOP_FILES)
+    if not files:
+        return []
+    best = files[0].score or 1.0
+    file_weight = {f.path: 0.5 + f.score / best for f in files}
+    groups = sorted(w.groups, key=lambda g: -g.idf)[:MAX_GROUPS]
+    rows = conn.execute(q.SEARCH_IN_FILES, {
+        "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
+        "avg_terms": w.avg_terms, "repo": repo.id, "k": k, "paths": list(file_weight),
+        "any": tsquery_for([t for g in groups for t in g.terms]), **filters.params(),
+    }).fetchall()
+    scored = [(r[0], r[1], float(r[2] or 0.0) * file_weight[r[1]]) for r in rows]
+    return sorted(scored, key=lambda r: -r[2])
 
 
 def declaration_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery,
@@ -216,7 +243,10 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
     unknown = False
     if use_lexical:
         weighted = weigh(conn, query)
-        lexical = lexical_ranking(conn, repo, weighted, filters, depth)
+        if len(weighted.groups) >= filerank.LONG_QUERY_GROUPS:
+            lexical = lexical_in_files(conn, repo, weighted, filters, depth)
+        else:
+            lexical = lexical_ranking(conn, repo, weighted, filters, depth)
         decls, owned = declaration_ranking(conn, repo, query, filters, 30)
         unknown = any(t not in weighted.known_terms for t in
                       (identifier_terms(i.split(".")[-1])[0] for i in query.identifiers[:3]

@@ -91,6 +91,15 @@ def chunk_tsvector(body: str, symbol: str | None, parent: str | None) -> tuple[s
     return " ".join(items), len(found)
 
 
+def file_term_counts(text: str) -> dict[str, int]:
+    """Term frequencies of a whole file (identifiers and their parts), for file-level BM25."""
+    counts: dict[str, int] = {}
+    for word, n in Counter(_WORD.findall(text)).items():
+        for term in identifier_terms(word):
+            counts[term] = counts.get(term, 0) + n
+    return counts
+
+
 def path_terms(path: str) -> list[str]:
     """Terms of a repo-relative path: directory and file names, split like identifiers."""
     out: list[str] = []

@@ -1,0 +1,82 @@
+"""Whole-file ranking for long queries (an issue text, a stack trace, a task description).
+
+Okapi BM25 over files: term frequencies from ``file_terms`` (whole-file postings written
+at index time), plus a bonus when the file's path contains the term. Short queries do not
+need this: the chunk rankers and the coverage ordering of ``find_files`` serve them better.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import psycopg
+
+from codenav.db import queries as q
+from codenav.query import Group, tsquery_for
+from codenav.repos import Repo
+
+K1 = 1.2
+B = 0.75
+PATH_TF = 2.0
+"""A path match counts like this many occurrences (path tokens matter)."""
+LONG_QUERY_GROUPS = 7
+"""Queries with at least this many informative groups are ranked file by file."""
+MAX_GROUPS = 64
+MAX_QUERY_TF = 5
+
+
+@dataclass
+class RankedFile:
+    path: str
+    score: float
+    counts: dict[int, float] = field(default_factory=dict)
+    path_groups: set[int] = field(default_factory=set)
+
+
+def usable_groups(groups: list[Group], n_chunks: int = 0) -> list[Group]:
+    """The most informative groups (by IDF), at most ``MAX_GROUPS``."""
+    return sorted(groups, key=lambda g: -g.idf)[:MAX_GROUPS]
+
+
+def rank_files(conn: psycopg.Connection, repo: Repo, groups: list[Group],
+               limit: int = 100) -> list[RankedFile]:
+    """Files ranked by BM25 for ``groups`` (each group's ``count`` is its query frequency;
+    a group's alternatives, such as plural forms, add up)."""
+    if not groups:
+        return []
+    group_of: dict[str, list[int]] = defaultdict(list)
+    for i, g in enumerate(groups):
+        for term in g.terms:
+            group_of[term].append(i)
+    row = conn.execute(q.REPO_FILE_STATS, (repo.id,)).fetchone()
+    n_files = int(row[0]) if row else 0
+    avg_size = float(row[1]) if row and row[1] else 1.0
+    counts: dict[str, dict[int, float]] = defaultdict(dict)
+    sizes: dict[str, int] = {}
+    for term, path, tf, size in conn.execute(q.FILE_TERM_POSTINGS, {
+            "terms": list(group_of), "repo": repo.id}):
+        per_file = counts[path]
+        for i in group_of[term]:
+            per_file[i] = per_file.get(i, 0.0) + float(tf)
+        sizes[path] = int(size)
+    path_hits: dict[str, set[int]] = defaultdict(set)
+    tsqs = [tsquery_for(g.terms) for g in groups]
+    for i, path in conn.execute(q.FILE_GROUP_PATHS, {"tsqs": tsqs, "repo": repo.id}):
+        path_hits[path].add(i - 1)
+        counts[path][i - 1] = counts[path].get(i - 1, 0.0) + PATH_TF
+    df = [0] * len(groups)
+    for per_file in counts.values():
+        for i in per_file:
+            df[i] += 1
+    idf = [math.log(1.0 + (n_files - d + 0.5) / (d + 0.5)) for d in df]
+    weight = [float(min(max(g.count, 1), MAX_QUERY_TF)) for g in groups]
+    ranked = []
+    for path, per_file in counts.items():
+        norm = K1 * (1 - B + B * sizes.get(path, avg_size) / avg_size)
+        score = sum(weight[i] * idf[i] * tf * (K1 + 1) / (tf + norm)
+                    for i, tf in per_file.items())
+        ranked.append(RankedFile(path, score, per_file, path_hits.get(path, set())))
+    ranked.sort(key=lambda r: (-r.score, r.path))
+    return ranked[:limit]
