@@ -23,6 +23,7 @@ from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.errors import NotFound, Unavailable
 from codenav.gitinfo import head_commit, wait_for_checkout
+from codenav.graph import build as graph
 from codenav.ignore import IgnoreRules
 from codenav.ingest import FileResult, Ingester, pool_init, pool_process
 from codenav.tokens import path_tsvector
@@ -246,6 +247,9 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root:
         progress("parse", len(entries), done, summary.files_parsed, 0)
     progress("commit", len(entries), done, summary.files_parsed, len(gone), force=True)
     _apply(conn, repo_id, pending, sorted(gone), skips, paths, summary, known)
+    # Code graph: re-resolve the changed files and every file that depends on them.
+    progress("graph", len(entries), done, summary.files_parsed, len(gone), force=True)
+    graph.update(conn, repo_id, summary.changed_paths, summary.deleted_paths)
     commit = head_commit(root)
     summary.commit = commit
     conn.execute(q.REPO_MARK_INDEXED, (commit, gitignored, repo_id))

@@ -18,9 +18,10 @@ from codenav.blob import decode, git_blob_sha, looks_binary, looks_minified
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
+from codenav.graph.extract import extract as graph_facts
 from codenav.languages import language_for
 from codenav.parse.chunker import ChunkLimits, parse_file
-from codenav.tokens import chunk_tsvector
+from codenav.tokens import chunk_tsvector, file_term_counts
 from codenav.versions import CHUNKER_VERSION
 from codenav.walk import FileEntry
 
@@ -122,6 +123,8 @@ class Ingester:
         for r in reads:
             text = decode(r.data).text
             parsed.append((r, text, parse_file(text, r.language, self.limits)))
+        facts = [[] if pf.error else graph_facts(text, r.language, pf.symbols)
+                 for r, text, pf in parsed]
         with self.conn.transaction():
             with self.conn.cursor() as cur:
                 with cur.copy(q.STAGE_COPY) as copy:
@@ -140,6 +143,13 @@ class Ingester:
                             copy.write_row((cid, ord_, c.kind, c.symbol, c.parent, c.signature,
                                             c.doc, c.exported, c.start_line, c.end_line,
                                             c.part, c.content, n_terms, tsv))
+                with cur.copy(q.FILE_TERMS_COPY) as copy:  # whole-file BM25 postings
+                    for r, text, _pf in parsed:
+                        cid = inserted.get((r.sha, r.language))
+                        if cid is None:
+                            continue
+                        for term, tf in file_term_counts(text).items():
+                            copy.write_row((term, cid, tf))
                 with cur.copy(q.SYMBOLS_COPY) as copy:
                     for r, _text, pf in parsed:
                         cid = inserted.get((r.sha, r.language))
@@ -149,6 +159,13 @@ class Ingester:
                             copy.write_row((cid, ord_, s.name, s.qualname, s.kind, s.parent,
                                             s.depth, s.start_line, s.end_line, s.signature,
                                             s.doc, s.exported, list(s.bases)))
+                with cur.copy(q.REFS_COPY) as copy:  # the code graph's per-content facts
+                    for (r, _text, _pf), rows in zip(parsed, facts, strict=True):
+                        cid = inserted.get((r.sha, r.language))
+                        if cid is None:
+                            continue
+                        for ord_, ref in enumerate(rows):
+                            copy.write_row((cid, ord_, *ref))
         missing = [r.sha for r in reads if (r.sha, r.language) not in inserted]
         if missing:  # stored concurrently by another process: use its rows
             inserted.update(self._known(set(missing)))

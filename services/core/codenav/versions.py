@@ -6,13 +6,20 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
   1  repos, contents (content-addressed by git blob sha), chunks with code-aware tsvector,
      files, skipped, index_runs, api_tokens, term_stats.
   2  embeddings: embed_models, embeddings (vector per model and text hash), chunk_texts.
+  3  code graph: refs (per content), graph_imports, graph_edges, graph_files, graph_state.
+  4  file_terms: whole-file term frequencies per content (file-level BM25).
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
   2  per-language fixes pinned by tests/core/test_chunking.py (exports, owners, docs,
      signatures, nested scopes); bodiless members stay in their class's chunk; equal-sized
      overlapping splits and text windows.
+  3  graph facts per content (``refs``: references, imports, typed variables, package).
+
+GRAPH_VERSION (how references are resolved into a repository's graph; stored per repo)
+  1  imports resolved per language, verified/potential edges, inheritance, PageRank.
 """
 
-SCHEMA_VERSION = 2
-CHUNKER_VERSION = 2
+SCHEMA_VERSION = 4
+CHUNKER_VERSION = 3
+GRAPH_VERSION = 1

@@ -20,6 +20,7 @@ from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
 from codenav.errors import CodenavError
+from codenav.graph.extract import preload_queries
 from codenav.parse.chunker import preload_grammars
 
 log = logging.getLogger("codenav.worker")
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
         preload_grammars()
+        preload_queries()
         wait_for_schema(settings)
         conn = queue.connect_redis(settings)
         # Queues in priority order: indexing first, embedding when nothing is to index.

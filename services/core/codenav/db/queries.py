@@ -348,3 +348,248 @@ WHERE e.model_id = {model}
   AND (NOT %(exported)s OR c.exported)
 ORDER BY (e.vec::vector({dim})) <=> %(q)s::vector({dim})
 LIMIT %(k)s""").format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id)))
+
+# --- code graph: per-content facts (parser processes) --------------------------------------
+REFS_COPY = "COPY refs (content_id, ord, kind, name, qualifier, alias, line, scope) FROM STDIN"
+
+# --- code graph: building a repository's graph (codenav.graph.build) -----------------------
+GRAPH_STATE_GET = "SELECT version FROM graph_state WHERE repo_id = %s"
+GRAPH_STATE_PUT = """
+INSERT INTO graph_state (repo_id, version, built_at, full_build, files_resolved, seconds)
+VALUES (%s, %s, now(), %s, %s, %s)
+ON CONFLICT (repo_id) DO UPDATE SET version = EXCLUDED.version, built_at = now(),
+    full_build = EXCLUDED.full_build, files_resolved = EXCLUDED.files_resolved,
+    seconds = EXCLUDED.seconds"""
+# Every file with its language and package line (the package row sorts first in refs).
+GRAPH_FILES = """
+SELECT f.path, f.language, coalesce(r.name, '')
+FROM files f LEFT JOIN refs r ON r.content_id = f.content_id AND r.ord = 0 AND r.kind = 'package'
+WHERE f.repo_id = %s"""
+GRAPH_CONFIGS = """
+SELECT f.path, c.body FROM files f JOIN contents c ON c.id = f.content_id
+WHERE f.repo_id = %s AND f.path ~ %s"""
+GRAPH_SYMBOLS = """
+SELECT f.path, s.name, s.qualname, s.kind, s.depth, s.exported, s.start_line
+FROM files f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = %s AND f.path = ANY(%s)"""
+GRAPH_FACTS = """
+SELECT f.path, r.ord, r.kind, r.name, r.qualifier, r.alias, r.line, r.scope
+FROM files f JOIN refs r ON r.content_id = f.content_id
+WHERE f.repo_id = %s AND f.path = ANY(%s) AND r.kind = ANY(%s)"""
+GRAPH_STORED_BASES = """
+SELECT src_path, src_scope, dst_path, dst_qual FROM graph_edges
+WHERE repo_id = %s AND src_path = ANY(%s) AND kind IN ('extends', 'implements') AND verified"""
+GRAPH_DEFINITIONS = """
+SELECT f.path, s.name, s.qualname, s.kind, s.depth, s.exported, s.start_line
+FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %s
+WHERE lower(s.name) = ANY(%s) AND f.language = ANY(%s)"""
+GRAPH_IMPORTERS = """
+SELECT DISTINCT src_path FROM graph_imports WHERE repo_id = %s AND dst_path = ANY(%s)"""
+GRAPH_WILDCARD_IMPORTERS = """
+SELECT DISTINCT src_path FROM graph_imports
+WHERE repo_id = %s AND dst_path = ANY(%s) AND spec LIKE '%%*'"""
+GRAPH_UNRESOLVED_IMPORTERS = """
+SELECT DISTINCT src_path FROM graph_imports
+WHERE repo_id = %s AND dst_path IS NULL AND spec LIKE ANY(%s)"""
+GRAPH_REFERRERS = """
+SELECT DISTINCT src_path FROM graph_edges WHERE repo_id = %s AND dst_path = ANY(%s)"""
+GRAPH_SUBCLASS_FILES = """
+SELECT DISTINCT src_path FROM graph_edges
+WHERE repo_id = %s AND dst_path = ANY(%s) AND kind IN ('extends', 'implements')"""
+GRAPH_KNOWN = "SELECT path FROM graph_files WHERE repo_id = %s AND path = ANY(%s)"
+GRAPH_PAIRS = """
+SELECT DISTINCT src_path, dst_path FROM graph_imports
+WHERE repo_id = %s AND src_path = ANY(%s) AND dst_path IS NOT NULL
+UNION
+SELECT DISTINCT src_path, dst_path FROM graph_edges
+WHERE repo_id = %s AND src_path = ANY(%s) AND verified AND kind <> 'import'"""
+GRAPH_IMPORTS_CLEAR = "DELETE FROM graph_imports WHERE repo_id = %s"
+GRAPH_IMPORTS_DELETE = "DELETE FROM graph_imports WHERE repo_id = %s AND src_path = ANY(%s)"
+GRAPH_EDGES_CLEAR = "DELETE FROM graph_edges WHERE repo_id = %s"
+GRAPH_EDGES_DELETE = "DELETE FROM graph_edges WHERE repo_id = %s AND src_path = ANY(%s)"
+GRAPH_IMPORTS_COPY = "COPY graph_imports (repo_id, src_path, ord, spec, line, dst_path) FROM STDIN"
+GRAPH_EDGES_COPY = """
+COPY graph_edges (repo_id, src_path, ord, line, src_scope, kind, dst_path, dst_qual, verified,
+                  how) FROM STDIN"""
+# Links between files for PageRank: imports and verified references, counted.
+GRAPH_LINKS = """
+SELECT src_path, dst_path, count(*) FROM (
+    SELECT src_path, dst_path FROM graph_imports WHERE repo_id = %(repo)s AND dst_path IS NOT NULL
+    UNION ALL
+    SELECT src_path, dst_path FROM graph_edges
+    WHERE repo_id = %(repo)s AND verified AND kind NOT IN ('import', 'reexport')
+) l
+WHERE src_path <> dst_path
+GROUP BY 1, 2"""
+GRAPH_PATHS = "SELECT path FROM files WHERE repo_id = %s"
+GRAPH_RANK_CLEAR = "DELETE FROM graph_files WHERE repo_id = %s"
+GRAPH_RANK_COPY = "COPY graph_files (repo_id, path, rank, prior) FROM STDIN"
+GRAPH_ANALYZE = "ANALYZE refs, graph_imports, graph_edges, graph_files"
+
+# --- file-level ranking for long queries (codenav.filerank) ---------------------------------
+FILE_GROUP_PATHS = """
+WITH g AS (SELECT q, i FROM unnest(%(tsqs)s::tsquery[]) WITH ORDINALITY AS g(q, i))
+SELECT g.i, f.path FROM g JOIN files f ON f.repo_id = %(repo)s AND f.path_tsv @@ g.q"""
+REPO_FILE_STATS = "SELECT count(*), coalesce(avg(size), 1) FROM files WHERE repo_id = %s"
+
+# --- code graph: tools (codenav.graph.lookup, .impact, .skeleton) -------------------------
+# Declarations by name or qualified name (a qualified name also matches as a suffix:
+# `Svc.Get` finds `Acme.Services.Svc.Get`).
+GRAPH_LOCATE = """
+SELECT f.path, s.name, s.qualname, s.kind, s.parent, s.start_line, s.end_line, s.signature,
+       s.doc, s.exported, s.bases, f.language
+FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+WHERE lower(s.name) = %(name)s
+  AND (%(qual)s::text IS NULL OR lower(s.qualname) = %(qual)s OR lower(s.qualname) LIKE %(suffix)s)
+  AND (%(path)s::text IS NULL OR f.path = %(path)s)
+  AND (%(kinds)s::text[] IS NULL OR s.kind = ANY(%(kinds)s))
+ORDER BY lower(s.qualname) = coalesce(%(qual)s, lower(s.name)) DESC, s.depth, length(f.path),
+         f.path, s.start_line
+LIMIT %(k)s"""
+GRAPH_LOCATE_COUNT = """
+SELECT count(*) FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+WHERE lower(s.name) = %(name)s
+  AND (%(qual)s::text IS NULL OR lower(s.qualname) = %(qual)s OR lower(s.qualname) LIKE %(suffix)s)
+  AND (%(path)s::text IS NULL OR f.path = %(path)s)
+  AND (%(kinds)s::text[] IS NULL OR s.kind = ANY(%(kinds)s))"""
+# Edges into a set of declarations, from files that still exist.
+GRAPH_EDGES_TO = """
+SELECT e.src_path, e.line, e.src_scope, e.kind, e.how, e.dst_path, e.dst_qual, e.verified,
+       count(*) OVER () AS total
+FROM graph_edges e
+JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
+  ON e.dst_path = t.path AND e.dst_qual = t.qual
+WHERE e.repo_id = %(repo)s AND (%(verified)s::boolean IS NULL OR e.verified = %(verified)s)
+  AND (%(kinds)s::text[] IS NULL OR e.kind = ANY(%(kinds)s))
+  AND EXISTS (SELECT 1 FROM files f WHERE f.repo_id = e.repo_id AND f.path = e.src_path)
+ORDER BY e.verified DESC, e.src_path, e.line, e.kind
+LIMIT %(k)s"""
+# References of a name that resolved to nothing: potential matches, with what they were
+# called on (the reason is derived from it).
+GRAPH_UNRESOLVED = """
+SELECT f.path, r.line, r.scope, r.kind, r.qualifier, count(*) OVER () AS total
+FROM refs r JOIN files f ON f.content_id = r.content_id AND f.repo_id = %(repo)s
+WHERE r.name = %(name)s AND r.kind IN ('call', 'type', 'extends', 'implements')
+  AND r.kind = ANY(%(kinds)s)
+  AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.repo_id = f.repo_id
+                  AND e.src_path = f.path AND e.ord = r.ord)
+ORDER BY f.path, r.line
+LIMIT %(k)s"""
+# The type references of a declaration that resolved, with the declarations they name.
+GRAPH_TYPES_OF = """
+SELECT r.name, e.dst_path, e.dst_qual, s.kind, s.start_line, s.end_line, s.signature, s.doc
+FROM files f
+JOIN refs r ON r.content_id = f.content_id
+JOIN graph_edges e ON e.repo_id = f.repo_id AND e.src_path = f.path AND e.ord = r.ord
+JOIN files df ON df.repo_id = f.repo_id AND df.path = e.dst_path
+JOIN symbols s ON s.content_id = df.content_id AND s.qualname = e.dst_qual
+WHERE f.repo_id = %(repo)s AND f.path = %(path)s AND r.scope = %(scope)s
+  AND r.kind IN ('type', 'extends', 'implements') AND e.verified
+ORDER BY r.line, r.ord"""
+GRAPH_TYPE_REFS = """
+SELECT r.ord, r.name FROM files f JOIN refs r ON r.content_id = f.content_id
+WHERE f.repo_id = %(repo)s AND f.path = %(path)s AND r.scope = %(scope)s
+  AND r.kind IN ('type', 'extends', 'implements')"""
+GRAPH_RESOLVED_ORDS = """
+SELECT DISTINCT ord FROM graph_edges WHERE repo_id = %s AND src_path = %s AND ord = ANY(%s)"""
+# Members (methods) of classes in some files.
+GRAPH_MEMBERS = """
+SELECT f.path, s.qualname, s.name, s.kind, s.start_line, s.signature
+FROM files f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = %s AND f.path = ANY(%s) AND s.kind IN ('method', 'function', 'constructor')
+  AND s.parent IS NOT NULL
+ORDER BY f.path, s.start_line"""
+GRAPH_SUBCLASSES = """
+SELECT e.src_path, e.src_scope, e.kind, e.line, e.dst_path, e.dst_qual, e.verified, e.how
+FROM graph_edges e
+JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
+  ON e.dst_path = t.path AND e.dst_qual = t.qual
+WHERE e.repo_id = %(repo)s AND e.kind IN ('extends', 'implements')
+ORDER BY e.verified DESC, e.src_path, e.line"""
+GRAPH_SYMBOL_AT = """
+SELECT f.path, s.qualname, s.kind, s.start_line, s.signature
+FROM files f JOIN symbols s ON s.content_id = f.content_id
+JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
+  ON f.path = t.path AND s.qualname = t.qual
+WHERE f.repo_id = %(repo)s"""
+# Go: types whose methods (in the same package directory) include every method of an
+# interface: they satisfy it without saying so.
+GRAPH_GO_METHODS = """
+SELECT f.path, s.qualname, s.name
+FROM files f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = %(repo)s AND f.language = 'go' AND s.kind = 'method' AND s.name = ANY(%(names)s)"""
+GRAPH_IMPORTS_OF = """
+SELECT DISTINCT src_path, dst_path, spec FROM graph_imports
+WHERE repo_id = %s AND src_path = ANY(%s) AND dst_path IS NOT NULL"""
+GRAPH_IMPORTERS_OF = """
+SELECT DISTINCT src_path, dst_path, spec FROM graph_imports
+WHERE repo_id = %s AND dst_path = ANY(%s)"""
+GRAPH_USES_OF = """
+SELECT DISTINCT src_path, dst_path FROM graph_edges
+WHERE repo_id = %s AND src_path = ANY(%s) AND verified AND dst_path <> src_path
+  AND kind NOT IN ('import', 'reexport')"""
+GRAPH_USERS_OF = """
+SELECT DISTINCT src_path, dst_path FROM graph_edges
+WHERE repo_id = %s AND dst_path = ANY(%s) AND verified AND dst_path <> src_path
+  AND kind NOT IN ('import', 'reexport')"""
+GRAPH_EXTERNAL_OF = """
+SELECT DISTINCT spec FROM graph_imports WHERE repo_id = %s AND src_path = %s AND dst_path IS NULL
+ORDER BY spec"""
+# Per file: language, its first exported top-level names, and how many files import it.
+GRAPH_FILE_META = """
+SELECT f.path, f.language,
+       coalesce((SELECT array_agg(x.name ORDER BY x.start_line) FROM (
+           SELECT s.name, s.start_line FROM symbols s
+           WHERE s.content_id = f.content_id AND s.exported
+             AND s.kind NOT IN ('method', 'constructor', 'property')
+             AND NOT EXISTS (SELECT 1 FROM symbols p WHERE p.content_id = s.content_id
+                             AND p.name = s.parent AND p.kind IN ('class', 'interface', 'enum'))
+           ORDER BY s.start_line LIMIT %(exports)s) x), '{}'),
+       (SELECT count(DISTINCT gi.src_path) FROM graph_imports gi
+        WHERE gi.repo_id = f.repo_id AND gi.dst_path = f.path)
+FROM files f WHERE f.repo_id = %(repo)s AND f.path = ANY(%(paths)s)"""
+# Skeleton: exported declarations of the files under a directory.
+GRAPH_SKELETON = """
+SELECT f.path, f.language, s.name, s.qualname, s.kind, s.start_line, s.parent
+FROM files f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = %(repo)s AND (%(like)s::text IS NULL OR f.path LIKE %(like)s)
+  AND s.exported AND s.kind NOT IN ('method', 'constructor', 'property')
+ORDER BY f.path, s.start_line"""
+GRAPH_SKELETON_CLASSES = """
+SELECT f.path, s.qualname FROM files f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = %(repo)s AND (%(like)s::text IS NULL OR f.path LIKE %(like)s)
+  AND s.kind IN ('class', 'interface', 'enum', 'function', 'method')"""
+# What an answer could not see: skipped files, code in languages without a graph, files
+# whose structure failed to parse, and whether the graph is current.
+GRAPH_COVERAGE = """
+SELECT (SELECT count(*) FROM skipped WHERE repo_id = %(repo)s),
+       (SELECT count(*) FROM files WHERE repo_id = %(repo)s AND language <> ALL(%(graphed)s)
+          AND language <> ALL(%(noncode)s)),
+       (SELECT coalesce(array_agg(DISTINCT language), '{}') FROM files WHERE repo_id = %(repo)s
+          AND language <> ALL(%(graphed)s) AND language <> ALL(%(noncode)s)),
+       (SELECT count(*) FROM files f JOIN contents c ON c.id = f.content_id
+          WHERE f.repo_id = %(repo)s AND c.parse_error <> ''),
+       (SELECT version FROM graph_state WHERE repo_id = %(repo)s)"""
+GRAPH_PRIORS = "SELECT path, prior FROM graph_files WHERE repo_id = %s AND path = ANY(%s)"
+# Chunk ranking inside the files a long query ranked best (see filerank).
+SEARCH_IN_FILES = """
+WITH g AS (
+    SELECT q, w FROM unnest(%(tsqs)s::tsquery[], %(weights)s::float8[]) AS g(q, w)
+)
+SELECT c.id, f.path,
+       (SELECT sum(g.w * ts_rank('{0.1, 0.3, 0.6, 1.0}', c.tsv, g.q)) FROM g)
+           / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
+FROM files f JOIN chunks c ON c.content_id = f.content_id
+WHERE f.repo_id = %(repo)s AND f.path = ANY(%(paths)s) AND c.tsv @@ %(any)s::tsquery
+  AND (%(language)s::text IS NULL OR f.language = %(language)s)
+  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
+  AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
+  AND (NOT %(exported)s OR c.exported)
+ORDER BY score DESC, f.path
+LIMIT %(k)s"""
+FILE_TERMS_COPY = "COPY file_terms (term, content_id, tf) FROM STDIN"
+# Whole-file term frequencies of the query's terms in a repository's files.
+FILE_TERM_POSTINGS = """
+SELECT t.term, f.path, t.tf, f.size
+FROM file_terms t JOIN files f ON f.content_id = t.content_id AND f.repo_id = %(repo)s
+WHERE t.term = ANY(%(terms)s)"""

@@ -19,6 +19,8 @@ Capture names say what a node is; ``extract`` turns matches into reference rows:
 Queries run in C; Python only visits the captured nodes.
 """
 
+# ruff: noqa: E501
+
 from __future__ import annotations
 
 _JAVA = r"""
@@ -52,8 +54,8 @@ _KOTLIN = r"""
 (call_expression . (simple_identifier) @call) @call.expr
 (call_expression . (navigation_expression (navigation_suffix (simple_identifier) @call) .) @call.expr)
 (callable_reference (simple_identifier) @call .) @call.expr
-(delegation_specifier (constructor_invocation (user_type (type_identifier) @extends .)))
-(delegation_specifier (user_type (type_identifier) @implements .))
+(delegation_specifier (constructor_invocation (user_type (type_identifier) @extends)))
+(delegation_specifier (user_type (type_identifier) @implements))
 (user_type (type_identifier) @type)
 (type_parameter (type_identifier) @tparam)
 (property_declaration (variable_declaration (simple_identifier) @var.name (user_type) @var.type))
@@ -74,7 +76,6 @@ _PYTHON = r"""
 (type (generic_type (identifier) @type))
 (type (generic_type (type_parameter (type (identifier) @type))))
 (type (binary_operator (identifier) @type))
-(type_parameter (type (identifier) @tparam))
 (typed_parameter (identifier) @var.name type: (type) @var.type)
 (typed_default_parameter name: (identifier) @var.name type: (type) @var.type)
 (assignment left: (identifier) @var.name type: (type) @var.type)
@@ -231,7 +232,7 @@ _CSHARP = r"""
 (variable_declaration type: (implicit_type) (variable_declarator name: (identifier) @var.name
   (object_creation_expression type: (_) @var.type)))
 (parameter type: (_) @var.type name: (identifier) @var.name)
-(property_declaration type: (_) @var.type name: (identifier) @var.name)
+(property_declaration type: (_) @field.type name: (identifier) @field.name)
 """
 
 _RUBY = r"""

@@ -1,0 +1,185 @@
+"""File retrieval on a repository's own history: commit subject -> the files it modified.
+
+For repositories in languages other than Python. A commit qualifies when it has one parent,
+touches 1 to ``--max-files`` files, modifies at least one existing non-test file in a
+language codenav parses (the gold), and its subject does not name a gold file (by file name,
+stem or path without extension). The newest ``--commits`` qualifying commits on the
+first-parent line of ``--ref`` are taken, oldest first; each is answered from an index of
+its parent (the tree before the change), indexed incrementally commit by commit. The query
+is the subject with a trailing pull-request number (``(#1234)``) removed. Only files of the
+languages codenav parses are indexed. Same rankers and file metrics as eval_swebench.py;
+writes bench/out/eval_history.md and .json.
+
+    .venv/bin/python bench/eval_history.py gin-gonic/gin apache/kafka colinhacks/zod
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import evalkit
+from codenav import rank
+from codenav.languages import is_structured, language_for
+from evalkit import Checkout, Query, RepoTiming, Runner
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out"
+DEFAULT_REPOS = ["gin-gonic/gin", "apache/kafka", "colinhacks/zod"]
+_PR_SUFFIX = re.compile(r"\s*\(#\d+\)\s*$")
+
+
+@dataclass
+class Commit:
+    sha: str
+    parent: str
+    subject: str
+    touched: int
+    gold: list[str]
+
+
+def code_extensions(mirror: Path, ref: str) -> set[str]:
+    """File extensions in ``ref``'s tree that codenav parses into chunks and symbols."""
+    names = evalkit.git(mirror, "ls-tree", "-r", "--name-only", ref).splitlines()
+    suffixes = {PurePosixPath(n).suffix.lower() for n in names}
+    return {s for s in suffixes if s and is_structured(language_for("x" + s))}
+
+
+def names_a_gold_file(subject: str, gold: list[str]) -> bool:
+    """True if the subject mentions a gold file by name, stem or extension-less path."""
+    lowered = subject.lower()
+    for path in gold:
+        pure = PurePosixPath(path)
+        for form in {pure.name, pure.stem, str(pure.with_suffix(""))}:
+            if re.search(rf"(?<!\w){re.escape(form.lower())}(?!\w)", lowered):
+                return True
+    return False
+
+
+def select(mirror: Path, ref: str, wanted: int, max_files: int,
+           extensions: set[str]) -> tuple[list[Commit], dict[str, int]]:
+    """The newest ``wanted`` qualifying commits on the first-parent line, oldest first, and
+    how many commits each rule dropped on the way."""
+    log_text = evalkit.git(mirror, "log", "--first-parent", "--no-renames", "--name-status",
+                           "--format=%x1e%H%x1f%P%x1f%s", ref)
+    dropped = {"merge": 0, "no_or_too_many_files": 0, "no_eligible_file": 0,
+               "subject_names_file": 0}
+    chosen: list[Commit] = []
+    for entry in log_text.split("\x1e")[1:]:
+        head, _, body = entry.partition("\n")
+        sha, parents, subject = head.split("\x1f", 2)
+        changes = [line.split("\t") for line in body.splitlines() if "\t" in line]
+        if len(parents.split()) != 1:
+            dropped["merge"] += 1
+            continue
+        if not changes or len(changes) > max_files:
+            dropped["no_or_too_many_files"] += 1
+            continue
+        gold = [parts[-1] for parts in changes if parts[0] == "M" and
+                PurePosixPath(parts[-1]).suffix.lower() in extensions and
+                not rank.is_test_path(parts[-1])]
+        if not gold:
+            dropped["no_eligible_file"] += 1
+            continue
+        if names_a_gold_file(subject, gold):
+            dropped["subject_names_file"] += 1
+            continue
+        chosen.append(Commit(sha, parents.strip(), subject, len(changes), gold))
+        if len(chosen) == wanted:
+            break
+    return chosen[::-1], dropped
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("repos", nargs="*", default=DEFAULT_REPOS, help="owner/name")
+    parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"),
+                        help="directory of git mirrors, <owner>+<name>/repo")
+    parser.add_argument("--workdir", type=Path, default=Path("/work/eval-work"),
+                        help="working copies and stores (never inside this repository)")
+    parser.add_argument("--ref", default="HEAD", help="newest commit considered")
+    parser.add_argument("--commits", type=int, default=150, help="qualifying commits per repo")
+    parser.add_argument("--max-files", type=int, default=10)
+    parser.add_argument("--rankers", nargs="*", help="subset of: " +
+                        ", ".join(r.name for r in evalkit.RANKERS))
+    parser.add_argument("--processes", type=int, default=0, help="parser processes")
+    parser.add_argument("--reuse-index", action="store_true",
+                        help="keep each repository's store from a previous run")
+    parser.add_argument("--out", type=Path, default=OUT / "eval_history")
+    args = parser.parse_args()
+    workdir = args.workdir.resolve()
+    if workdir == ROOT or ROOT in workdir.parents:
+        raise SystemExit(f"--workdir must be outside {ROOT}")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s",
+                        datefmt="%H:%M:%S")
+    evalkit.log.setLevel(logging.INFO)
+
+    rankers, skipped = evalkit.select_rankers(args.rankers)
+    runner = Runner(rankers, skipped)
+    records: list[dict[str, Any]] = []
+    timing: dict[str, RepoTiming] = {}
+    selection: dict[str, dict[str, Any]] = {}
+    started = time.perf_counter()
+    meta = {"repos": args.repos, "ref": args.ref, "commits_per_repo": args.commits,
+            "max_files": args.max_files, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            **evalkit.code_version()}
+    for repo in args.repos:
+        slug = repo.replace("/", "+")
+        mirror = args.mirrors / slug / "repo"
+        if not mirror.is_dir():
+            raise SystemExit(f"no mirror of {repo} at {mirror}")
+        extensions = code_extensions(mirror, args.ref)
+        commits, dropped = select(mirror, args.ref, args.commits, args.max_files, extensions)
+        if not commits:
+            raise SystemExit(f"{repo}: no qualifying commit")
+        span = [evalkit.commit_time(mirror, c.sha) for c in (commits[0], commits[-1])]
+        selection[repo] = {"extensions": sorted(extensions), "dropped": dropped,
+                           "selected": len(commits),
+                           "from": time.strftime("%Y-%m-%d", time.gmtime(span[0])),
+                           "to": time.strftime("%Y-%m-%d", time.gmtime(span[1]))}
+        evalkit.log.info("%s: %d commits (%s), indexing %s", repo, len(commits), dropped,
+                         " ".join(sorted(extensions)))
+        checkout = Checkout.prepare(mirror, workdir / "repos" / slug, extensions)
+        steps = [(c.parent, [Query(c.sha, _PR_SUFFIX.sub("", c.subject), {"files": c.gold},
+                                   {"subject": c.subject, "touched": c.touched})])
+                 for c in commits]
+        got, timing[repo] = evalkit.evaluate_repository(
+            repo, checkout, steps, workdir / "stores" / f"history-{slug}", runner,
+            fresh=not args.reuse_index, processes=args.processes)
+        records += got
+        write(args.out, meta, selection, records, runner, timing, time.perf_counter() - started)
+    print(write(args.out, meta, selection, records, runner, timing,
+                time.perf_counter() - started))
+    return 0
+
+
+def write(out: Path, meta: dict[str, Any], selection: dict[str, dict[str, Any]],
+          records: list[dict[str, Any]], runner: Runner, timing: dict[str, RepoTiming],
+          seconds: float) -> str:
+    notes = [f"{len(records)} commits from {len(timing)} repositories; codenav "
+             f"{meta['codenav_commit']}, chunker v{meta['chunker_version']}; run took "
+             f"{seconds / 60:.1f} min.", ""]
+    for repo, sel in selection.items():
+        notes.append(f"- {repo}: {sel['selected']} commits {sel['from']} .. {sel['to']}, "
+                     f"indexed {' '.join(sel['extensions'])}; dropped on the way: " +
+                     ", ".join(f"{k} {v}" for k, v in sel["dropped"].items()))
+    text = evalkit.report("Commit-history retrieval (query: subject, gold: modified files)",
+                          records, runner, timing, notes, by_repo=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text(text, encoding="utf-8")
+    body = evalkit.results_json({**meta, "selection": selection, "seconds": round(seconds, 1)},
+                                records, runner, timing)
+    out.with_suffix(".json").write_text(json.dumps(body, indent=1), encoding="utf-8")
+    return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())

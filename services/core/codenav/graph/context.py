@@ -1,0 +1,197 @@
+"""What resolution reads, loaded lazily and cached for one graph build.
+
+A build resolves the references of some files (the *build set*); to do so it reads the
+declarations, imports and typed variables of those files and of the files they reach. The
+``Loader`` fetches them in batches from the database; ``Context`` caches them and builds
+each file's ``FileScope`` on first use.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from codenav.graph.modules import ModuleIndex
+
+
+@dataclass(frozen=True, slots=True)
+class Sym:
+    name: str
+    qual: str
+    kind: str
+    depth: int
+    exported: bool
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One row of ``refs``: a reference, import, typed variable or package line."""
+
+    ord: int
+    kind: str
+    name: str
+    qualifier: str
+    alias: str
+    line: int
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a name denotes: a declaration (``qual``) or a whole file (``qual == ''``)."""
+
+    path: str
+    qual: str
+    how: str
+
+
+SymRow = tuple[str, str, str, str, int, bool, int]
+"""(path, name, qualname, kind, depth, exported, start_line)"""
+FactRow = tuple[str, int, str, str, str, str, int, str]
+"""(path, ord, kind, name, qualifier, alias, line, scope)"""
+BaseRow = tuple[str, str, str, str]
+"""(path, class qualname, base path, base qualname)"""
+
+
+class Loader(Protocol):
+    def symbols(self, paths: list[str]) -> Iterable[SymRow]: ...
+    def facts(self, paths: list[str], kinds: tuple[str, ...]) -> Iterable[FactRow]: ...
+    def stored_bases(self, paths: list[str]) -> Iterable[BaseRow]: ...
+    def definitions(self, names: list[str], languages: tuple[str, ...]) -> Iterable[SymRow]: ...
+
+
+CLASS_LIKE = frozenset({"class", "interface", "enum", "module"})
+TYPE_KINDS = frozenset({"class", "interface", "enum", "type", "module"})
+CALL_KINDS = frozenset({"function", "method", "constructor", "class", "enum", "type",
+                        "macro", "property"})
+HERITAGE_KINDS = frozenset({"class", "interface", "type", "module", "enum"})
+FACT_KINDS = ("import", "reexport", "var", "extends", "implements", "decl", "package")
+
+
+class SymbolTable:
+    """One file's declarations by qualified name (top-level names have no dot)."""
+
+    def __init__(self, path: str, language: str, package: str, syms: list[Sym]) -> None:
+        self.path = path
+        self.language = language
+        self.by_qual: dict[str, list[Sym]] = defaultdict(list)
+        for s in syms:
+            self.by_qual[s.qual].append(s)
+            if language == "php" and package and s.qual.startswith(package + "."):
+                self.by_qual[s.qual[len(package) + 1:]].append(s)  # namespace { ... }
+
+    def get(self, qual: str, kinds: frozenset[str] | None = None) -> list[Sym]:
+        found = self.by_qual.get(qual, [])
+        if kinds is not None:
+            found = [s for s in found if s.kind in kinds]
+        return found
+
+    def kind(self, qual: str) -> str:
+        found = self.by_qual.get(qual)
+        return found[0].kind if found else ""
+
+    def classes(self) -> list[Sym]:
+        return [s for syms in self.by_qual.values() for s in syms if s.kind in CLASS_LIKE]
+
+
+@dataclass
+class FileFacts:
+    path: str
+    imports: list[Fact] = field(default_factory=list)
+    variables: dict[tuple[str, str], list[Fact]] = field(default_factory=dict)
+    heritage: dict[str, list[Fact]] = field(default_factory=dict)
+    decls: set[str] = field(default_factory=set)
+
+
+class Context:
+    """Caches symbol tables, facts and stored inheritance for one build."""
+
+    def __init__(self, index: ModuleIndex, loader: Loader, build_set: set[str]) -> None:
+        self.index = index
+        self.loader = loader
+        self.build_set = build_set
+        self._symbols: dict[str, SymbolTable] = {}
+        self._facts: dict[str, FileFacts] = {}
+        self._stored_bases: dict[str, dict[str, list[Target]]] = {}
+        self._definitions: dict[str, list[tuple[str, Sym]]] = {}
+
+    # --- symbols -------------------------------------------------------------------------
+    def preload(self, paths: Iterable[str]) -> None:
+        """Load symbols and facts of many files at once (a full build reads everything)."""
+        wanted = [p for p in paths if p not in self._symbols and p in self.index.files]
+        self._load_symbols(wanted)
+        self._load_facts([p for p in wanted if p not in self._facts])
+
+    def _load_symbols(self, paths: list[str]) -> None:
+        if not paths:
+            return
+        grouped: dict[str, list[Sym]] = {p: [] for p in paths}
+        for path, name, qual, kind, depth, exported, line in self.loader.symbols(paths):
+            grouped.setdefault(path, []).append(Sym(name, qual, kind, depth, exported, line))
+        for path, syms in grouped.items():
+            self._symbols[path] = SymbolTable(path, self.index.language(path),
+                                              self.index.package(path), syms)
+
+    def symbols(self, path: str) -> SymbolTable:
+        table = self._symbols.get(path)
+        if table is None:
+            self._load_symbols([path])
+            table = self._symbols[path]
+        return table
+
+    def ensure_symbols(self, paths: Iterable[str]) -> None:
+        self._load_symbols([p for p in dict.fromkeys(paths) if p not in self._symbols])
+
+    # --- facts ---------------------------------------------------------------------------
+    def _load_facts(self, paths: list[str]) -> None:
+        if not paths:
+            return
+        grouped = {p: FileFacts(p) for p in paths}
+        for path, ord_, kind, name, qualifier, alias, line, scope in \
+                self.loader.facts(paths, FACT_KINDS):
+            facts = grouped.setdefault(path, FileFacts(path))
+            fact = Fact(ord_, kind, name, qualifier, alias, line, scope)
+            if kind in ("import", "reexport"):
+                facts.imports.append(fact)
+            elif kind == "var":
+                facts.variables.setdefault((scope, name), []).append(fact)
+            elif kind in ("extends", "implements"):
+                facts.heritage.setdefault(scope, []).append(fact)
+            elif kind == "decl":
+                facts.decls.add(f"{scope}.{name}" if scope else name)
+        self._facts.update(grouped)
+
+    def facts(self, path: str) -> FileFacts:
+        found = self._facts.get(path)
+        if found is None:
+            self._load_facts([path])
+            found = self._facts[path]
+        return found
+
+    def ensure_facts(self, paths: Iterable[str]) -> None:
+        self._load_facts([p for p in dict.fromkeys(paths) if p not in self._facts])
+
+    # --- inheritance stored by an earlier build --------------------------------------------
+    def stored_bases(self, path: str) -> dict[str, list[Target]]:
+        found = self._stored_bases.get(path)
+        if found is None:
+            found = {}
+            for _path, cls, base_path, base_qual in self.loader.stored_bases([path]):
+                found.setdefault(cls, []).append(Target(base_path, base_qual, "stored"))
+            self._stored_bases[path] = found
+        return found
+
+    # --- C/C++ definitions by name (external linkage) --------------------------------------
+    def definitions(self, qual: str) -> list[tuple[str, Sym]]:
+        """Non-static C/C++ definitions with this qualified name, anywhere in the repo."""
+        found = self._definitions.get(qual)
+        if found is None:
+            name = qual.rsplit(".", 1)[-1]
+            rows = self.loader.definitions([name], ("c", "cpp"))
+            found = [(p, Sym(n, q, k, d, e, ln)) for p, n, q, k, d, e, ln in rows
+                     if q == qual or q.endswith("." + qual)]
+            self._definitions[qual] = found
+        return found
