@@ -23,8 +23,8 @@ PATH_TF = 2.0
 """A path match counts like this many occurrences (path tokens matter)."""
 LONG_QUERY_GROUPS = 7
 """Queries with at least this many informative groups are ranked file by file."""
-MAX_GROUPS = 64
-MAX_QUERY_TF = 5
+MAX_GROUPS = 128
+MAX_QUERY_TF = 10
 
 
 @dataclass

@@ -19,6 +19,7 @@ from codenav import embeddings, filerank, rank
 from codenav.answers import empty_reason, glob_to_regex, stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
+from codenav.graph.common import file_priors
 from codenav.parse.model import CHUNK_KINDS
 from codenav.query import Group, ParsedQuery, parse_query, tsquery_for
 from codenav.repos import Repo
@@ -75,7 +76,7 @@ class Weighted:
         return out
 
 
-def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 64,
+def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 128,
           budget: int = CANDIDATE_BUDGET) -> Weighted:
     """Look up document frequencies, keep the most informative groups, and choose the
     rare terms whose matches form the candidate set."""
@@ -143,14 +144,17 @@ def lexical_in_files(conn: psycopg.Connection, repo: Repo, w: Weighted, filters:
     if not files:
         return []
     best = files[0].score or 1.0
-    file_weight = {f.path: 0.5 + f.score / best for f in files}
+    file_weight = {f.path: f.score / best for f in files}
     groups = sorted(w.groups, key=lambda g: -g.idf)[:MAX_GROUPS]
     rows = conn.execute(q.SEARCH_IN_FILES, {
         "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
         "avg_terms": w.avg_terms, "repo": repo.id, "k": k, "paths": list(file_weight),
         "any": tsquery_for([t for g in groups for t in g.terms]), **filters.params(),
     }).fetchall()
-    scored = [(r[0], r[1], float(r[2] or 0.0) * file_weight[r[1]]) for r in rows]
+    top_chunk = max((float(r[2] or 0.0) for r in rows), default=0.0) or 1.0
+    # The file's rank leads; a strong chunk can still lift its file a little.
+    scored = [(r[0], r[1], file_weight[r[1]] + 0.3 * float(r[2] or 0.0) / top_chunk)
+              for r in rows]
     return sorted(scored, key=lambda r: -r[2])
 
 
@@ -168,7 +172,10 @@ def declaration_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery
             if len(parts) > 1:
                 owners.add(parts[-2].lower())
     # "KafkaConsumer poll" reads as Owner.member
+    long_query = len(query.groups) >= filerank.LONG_QUERY_GROUPS
     for first, second in zip(typed, typed[1:], strict=False):
+        if long_query:
+            break  # in prose, neighbouring words are rarely Owner.member
         if first.isidentifier() and second.isidentifier():
             names.setdefault(second, set()).add(first)
             names.setdefault(first, set())
@@ -243,7 +250,8 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
     unknown = False
     if use_lexical:
         weighted = weigh(conn, query)
-        if len(weighted.groups) >= filerank.LONG_QUERY_GROUPS:
+        long_query = len(weighted.groups) >= filerank.LONG_QUERY_GROUPS
+        if long_query:
             lexical = lexical_in_files(conn, repo, weighted, filters, depth)
         else:
             lexical = lexical_ranking(conn, repo, weighted, filters, depth)
@@ -251,7 +259,8 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
         unknown = any(t not in weighted.known_terms for t in
                       (identifier_terms(i.split(".")[-1])[0] for i in query.identifiers[:3]
                        if identifier_terms(i.split(".")[-1])))
-        fuzzy = trigram_ranking(conn, repo, query, filters, 20) if unknown or not decls else []
+        if not long_query and (unknown or not decls):  # prose has no misspelt name to fix
+            fuzzy = trigram_ranking(conn, repo, query, filters, 20)
     lists = {
         "lexical": [(i, p) for i, p, _ in lexical],
         "declaration": decls,
@@ -265,6 +274,7 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
     ids = [key[0] for key in keys]
     details = {r[0]: r for r in conn.execute(q.CHUNK_DETAILS, (ids,)).fetchall()} if ids else {}
     about_docs = rank.asks_for_docs(text)
+    central = file_priors(conn, repo.id, sorted({path for _id, path in keys}))
     scored = []
     for key in keys:
         score = fused[key]
@@ -273,7 +283,8 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
         if row is None:
             continue
         score *= rank.path_prior(path, query.wants_tests, about_docs) * \
-            rank.kind_prior(row[1], query.definition_intent)
+            rank.kind_prior(row[1], query.definition_intent) * \
+            rank.centrality_prior(central.get(path, 0.0))
         if key in owned:
             score *= rank.QUALIFIED_BOOST
         scored.append((score, path, row))
