@@ -79,6 +79,48 @@ def wait_for_job(settings: Settings, job_id: str, name: str, quiet: bool = False
     return info
 
 
+class EmbeddingProgress:
+    """The embedding phase: a progress line while a repository's chunks are embedded."""
+
+    def __init__(self, settings: Settings, repo: str) -> None:
+        self.settings, self.repo = settings, repo
+        self.started = time.monotonic()
+        self.first: int | None = None
+        self.done = False
+        self._last = 0.0
+
+    def poll(self) -> bool:
+        """Draw the line (at most every 2 s); True once nothing is left to embed."""
+        if self.done or time.monotonic() - self._last < 2.0:
+            return self.done
+        self._last = time.monotonic()
+        try:
+            status = _api(self.settings, "POST", "/v1/status", {"repo": self.repo})
+        except CodenavError:
+            return False
+        emb = (status.get("repos") or [{}])[0].get("embeddings") or {}
+        if not emb.get("configured") or emb.get("available") is False:
+            self.done = True
+            if emb.get("note"):
+                sys.stderr.write(f"semantic search: {emb['note']}\n")
+            return True
+        total, embedded = int(emb.get("total", 0)), int(emb.get("embedded", 0))
+        if self.first is None:
+            self.first = embedded
+        elapsed = max(time.monotonic() - self.started, 1e-6)
+        rate = (embedded - self.first) / elapsed
+        eta = (total - embedded) / rate if rate > 0 else 0
+        width = 28
+        filled = int(width * embedded / total) if total else width
+        sys.stderr.write(f"\rembedding {self.repo} [{'#' * filled}{'.' * (width - filled)}] "
+                         f"{embedded}/{total} chunks {rate:,.0f} chunks/s ETA {eta:,.0f}s   ")
+        if total and embedded >= total:
+            sys.stderr.write("\n")
+            self.done = True
+        sys.stderr.flush()
+        return self.done
+
+
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     root = Path(args.path).expanduser().resolve()
     if not root.is_dir():
@@ -96,6 +138,10 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
                            hint="see the worker log")
     print(f"indexed {repo['name']}: {run.get('files_total', 0)} files "
           f"({run.get('files_parsed', 0)} parsed) in {run.get('seconds', '?')}s")
+    if args.embeddings:
+        progress = EmbeddingProgress(settings, repo["name"])
+        while not progress.poll():
+            time.sleep(0.5)
     return 0
 
 
@@ -226,7 +272,15 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
               f"  token: {stack.token}\n  state: {stack.home}\n")
         print(client_config(stack.url, stack.token, names[0] if len(names) == 1 else None))
         print("\nPress Ctrl-C to stop every codenav process.", flush=True)
-        wait_forever(stack)
+        embedding = [EmbeddingProgress(client_settings, n) for n in names]
+
+        def show_embedding() -> None:  # the embedding phase, while the stack runs
+            for progress in embedding:
+                if not progress.done:
+                    progress.poll()
+                    return
+
+        wait_forever(stack, show_embedding)
     finally:
         sys.stderr.write("\nstopping codenav...\n")
         stack.stop()
@@ -254,6 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     idx.add_argument("--incremental", action="store_true",
                      help="reindex only what changed (always the case; kept for scripts)")
     idx.add_argument("--quiet", action="store_true", help="no progress bar")
+    idx.add_argument("--embeddings", action="store_true",
+                     help="also wait until every chunk is embedded (semantic search)")
     idx.set_defaults(func=cmd_index)
 
     def common(p: argparse.ArgumentParser) -> None:

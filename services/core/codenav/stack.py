@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -176,7 +177,8 @@ class Stack:
             self._lock.close()
 
 
-def wait_forever(stack: Stack) -> None:
+def wait_forever(stack: Stack, tick: Callable[[], None] | None = None) -> None:
+    """Supervise the children until SIGINT/SIGTERM; ``tick`` runs every half second."""
     stop = {"now": False}
 
     def handler(_signum: int, _frame: Any) -> None:
@@ -186,4 +188,6 @@ def wait_forever(stack: Stack) -> None:
     signal.signal(signal.SIGTERM, handler)
     while not stop["now"]:
         stack.check_children()
+        if tick is not None:
+            tick()
         time.sleep(0.5)
