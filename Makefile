@@ -37,11 +37,13 @@ run: install ## start the whole stack locally and index REPO (default: this chec
 test: install ## run the test suite against real Postgres, Redis, RQ workers and MCP
 	$(PY) -m pytest
 
-bench: install ## indexing and search benchmarks (CORPUS=path adds a corpus)
+bench: install ## indexing, search and live-index benchmarks (CORPUS=path adds a corpus)
 	$(PY) bench/index_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
+	$(PY) bench/live_bench.py
 
-eval: install ## retrieval-quality evaluation (see bench/README.md)
+eval: install ## retrieval quality: SWE-bench Verified, then commit history (bench/README.md)
 	$(PY) bench/eval_swebench.py $(EVAL_ARGS)
+	$(PY) bench/eval_history.py $(HISTORY_ARGS)
 
 check: install ## ruff and mypy
 	$(VENV)/bin/ruff check services tests bench

@@ -111,3 +111,20 @@ def test_ignore_rules_combine_defaults_and_nested_ignore_files(tmp_path: Path) -
     assert rules.check_path("yarn.lock", False) == "lock_file"
     assert rules.check_path("img/logo.png", False) == "binary"
     assert rules.check_path("src/main.py", False) is None
+
+
+def test_ignore_negations_follow_git(tmp_path: Path) -> None:
+    """``*`` / ``!*/`` / ``!*.py`` keeps every .py file at any depth, as git does."""
+    from codenav.walk import walk
+
+    (tmp_path / ".codenavignore").write_text("*\n!*/\n!*.py\n")
+    for rel in ("a.py", "pkg/b.py", "pkg/sub/c.py", "pkg/readme.md", "notes.txt"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    assert sorted(f.path for f in walk(tmp_path, 1 << 20).files) == [
+        "a.py", "pkg/b.py", "pkg/sub/c.py"]
+    (tmp_path / ".codenavignore").write_text("gen-out/\n")
+    rules = IgnoreRules.for_root(tmp_path)
+    assert rules.check_path("gen-out", True) == "gitignored"
+    assert rules.check_path("x/gen-out/a.py", False) == "gitignored"
+    assert rules.check_path("x/gen-out.py", False) is None

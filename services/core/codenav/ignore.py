@@ -7,6 +7,7 @@ walker and the watcher share these rules, so an ignored tree is neither indexed 
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +43,30 @@ BINARY_EXTENSIONS = frozenset(
 )
 
 IGNORE_FILES = (".gitignore", ".codenavignore")
+
+
+def _decide(spec: pathspec.GitIgnoreSpec, candidate: str, is_dir: bool) -> bool | None:
+    """What the last matching pattern says about ``candidate`` (True: ignore), git's way:
+    a pattern that only matched an ancestor directory does not count, because ancestors are
+    checked on their own (so ``*`` then ``!*/`` then ``!*.py`` keeps the .py files)."""
+    result = None
+    for pattern in spec.patterns:
+        regex = getattr(pattern, "regex", None)
+        if pattern.include is None or regex is None:
+            continue
+        if any(_counts(m, candidate, is_dir) for m in regex.finditer(candidate)):
+            result = bool(pattern.include)
+    return result
+
+
+def _counts(match: re.Match[str], candidate: str, is_dir: bool) -> bool:
+    """A match counts unless it only matched an ancestor directory (the ``ps_d`` group of
+    pathspec's regexes marks a directory separator)."""
+    try:
+        at = match.start("ps_d")
+    except IndexError:
+        return True
+    return at == -1 or (is_dir and at == len(candidate) - 1)
 
 
 def _matches_any(name: str, patterns: tuple[str, ...]) -> bool:
@@ -114,7 +139,7 @@ class IgnoreRules:
                 sub = candidate[len(base) + 1:]
             else:
                 sub = candidate
-            result = spec.check_file(sub).include
+            result = _decide(spec, sub, is_dir)
             if result is not None:
                 ignored = result
         return ignored

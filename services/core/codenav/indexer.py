@@ -224,6 +224,10 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root:
         gone = {p for p in known if p not in on_disk}
     else:
         entries, skips, gone = _scan_paths(root, rules, paths, settings.max_file_bytes, known)
+        # A directory and files inside it may both be asked for: each file once.
+        entries = list({e.path: e for e in entries}.values())
+        skips = list({s.path: s for s in skips}.values())
+        gone -= {e.path for e in entries}
     todo = []
     for entry in entries:
         k = known.get(entry.path)

@@ -15,6 +15,7 @@ import asyncio
 import errno
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from codenav.ignore import IgnoreRules
 
 log = logging.getLogger("codenav.watcher")
 MAX_WATCHED_DIRS = 50_000
+REPLAN_CATCH_UP_S = 1.0
 GIT_FILES = frozenset({"HEAD", "index", "ORIG_HEAD", "FETCH_HEAD", "packed-refs",
                        "MERGE_HEAD"})
 
@@ -122,8 +124,15 @@ class RepoWatch:
 
     async def run(self) -> None:
         self.last_head = head_commit(self.root)
+        replanned = False
         while not self.stop.is_set():
+            planning = time.monotonic()
             dirs = await asyncio.to_thread(watched_dirs, self.root)
+            if replanned:
+                # Changes made while the watch was re-planned raised no event: once the new
+                # watch is surely up, a full reconcile (the scan is the truth) catches them.
+                delay = max(REPLAN_CATCH_UP_S, 2 * (time.monotonic() - planning))
+                asyncio.get_running_loop().call_later(delay, self.on_changes, self.repo_id, {})
             git = self.root / ".git"
             targets = dirs + ([git] if git.is_dir() else [])
             self.watched = len(targets)
@@ -147,6 +156,7 @@ class RepoWatch:
                 continue
             if not replan:
                 return
+            replanned = True
 
     def _to_polling(self) -> None:
         self.force_polling = True
