@@ -24,7 +24,6 @@ import psycopg
 
 from codenav import repos
 from codenav.auth import create_token
-from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
 from codenav.embedded import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
@@ -130,13 +129,11 @@ def main() -> int:
             started = time.monotonic()
             git(root, "checkout", "-q", "feature")
             feature_head = head_commit(root)
-            runs_before = conn.execute("SELECT count(*) FROM index_runs").fetchone()[0]  # type: ignore[index]
+            runs_before = conn.execute(q.BENCH_RUN_COUNT).fetchone()[0]  # type: ignore[index]
             while True:
                 row = conn.execute(q.REPO_BY_ID, (repo.id,)).fetchone()
-                changed = conn.execute(
-                    "SELECT count(*) FROM files f JOIN contents c ON c.id = f.content_id "
-                    "WHERE f.repo_id = %s AND c.body LIKE '%%value + 1 +%%'",
-                    (repo.id,)).fetchone()[0]  # type: ignore[index]
+                changed = conn.execute(q.BENCH_FILES_CONTAINING,
+                                       (repo.id, "value + 1 +")).fetchone()[0]  # type: ignore[index]
                 if row and row[5] == feature_head and changed == args.switch:
                     break
                 if time.monotonic() - started > 120:
@@ -146,7 +143,7 @@ def main() -> int:
                                        f"{logs}")
                 time.sleep(0.05)
             switch_s = time.monotonic() - started
-            jobs = conn.execute("SELECT count(*) FROM index_runs").fetchone()[0] - runs_before  # type: ignore[index]
+            jobs = conn.execute(q.BENCH_RUN_COUNT).fetchone()[0] - runs_before  # type: ignore[index]
         finally:
             for proc in services:
                 os.killpg(proc.pid, signal.SIGTERM)

@@ -398,33 +398,30 @@ SELECT DISTINCT src_path FROM graph_edges
 WHERE repo_id = %s AND dst_path = ANY(%s) AND kind IN ('extends', 'implements')"""
 GRAPH_KNOWN = "SELECT path FROM graph_files WHERE repo_id = %s AND path = ANY(%s)"
 GRAPH_PAIRS = """
-SELECT DISTINCT src_path, dst_path FROM graph_imports
-WHERE repo_id = %s AND src_path = ANY(%s) AND dst_path IS NOT NULL
-UNION
-SELECT DISTINCT src_path, dst_path FROM graph_edges
-WHERE repo_id = %s AND src_path = ANY(%s) AND verified AND kind <> 'import'"""
+SELECT src_path, dst_path, imports, refs FROM graph_links WHERE repo_id = %s AND src_path = ANY(%s)"""
 GRAPH_IMPORTS_CLEAR = "DELETE FROM graph_imports WHERE repo_id = %s"
 GRAPH_IMPORTS_DELETE = "DELETE FROM graph_imports WHERE repo_id = %s AND src_path = ANY(%s)"
 GRAPH_EDGES_CLEAR = "DELETE FROM graph_edges WHERE repo_id = %s"
 GRAPH_EDGES_DELETE = "DELETE FROM graph_edges WHERE repo_id = %s AND src_path = ANY(%s)"
-GRAPH_IMPORTS_COPY = "COPY graph_imports (repo_id, src_path, ord, spec, line, dst_path) FROM STDIN"
+GRAPH_LINKS_CLEAR = "DELETE FROM graph_links WHERE repo_id = %s"
+GRAPH_LINKS_DELETE = "DELETE FROM graph_links WHERE repo_id = %s AND src_path = ANY(%s)"
+GRAPH_LINKS_COPY = """
+COPY graph_links (repo_id, src_path, dst_path, imports, refs) FROM STDIN (FORMAT BINARY)"""
+GRAPH_LINKS_TYPES = ["int4", "text", "text", "int4", "int4"]
+GRAPH_IMPORTS_COPY = """
+COPY graph_imports (repo_id, src_path, ord, spec, line, dst_path) FROM STDIN (FORMAT BINARY)"""
+GRAPH_IMPORTS_TYPES = ["int4", "text", "int4", "text", "int4", "text"]
 GRAPH_EDGES_COPY = """
 COPY graph_edges (repo_id, src_path, ord, line, src_scope, kind, dst_path, dst_qual, verified,
-                  how) FROM STDIN"""
+                  how) FROM STDIN (FORMAT BINARY)"""
+GRAPH_EDGES_TYPES = ["int4", "text", "int4", "int4", "text", "text", "text", "text", "bool",
+                     "text"]
 # Links between files for PageRank: imports and verified references, counted.
-GRAPH_LINKS = """
-SELECT src_path, dst_path, count(*) FROM (
-    SELECT src_path, dst_path FROM graph_imports WHERE repo_id = %(repo)s AND dst_path IS NOT NULL
-    UNION ALL
-    SELECT src_path, dst_path FROM graph_edges
-    WHERE repo_id = %(repo)s AND verified AND kind NOT IN ('import', 'reexport')
-) l
-WHERE src_path <> dst_path
-GROUP BY 1, 2"""
-GRAPH_PATHS = "SELECT path FROM files WHERE repo_id = %s"
+GRAPH_LINKS = "SELECT src_path, dst_path, imports, refs FROM graph_links WHERE repo_id = %s"
+GRAPH_PATHS = "SELECT path, language FROM files WHERE repo_id = %s"
 GRAPH_RANK_CLEAR = "DELETE FROM graph_files WHERE repo_id = %s"
-GRAPH_RANK_COPY = "COPY graph_files (repo_id, path, rank, prior) FROM STDIN"
-GRAPH_ANALYZE = "ANALYZE refs, graph_imports, graph_edges, graph_files"
+GRAPH_RANK_COPY = "COPY graph_files (repo_id, path, rank, prior, imported_by) FROM STDIN"
+GRAPH_ANALYZE = "ANALYZE refs, graph_imports, graph_edges, graph_links, graph_files"
 
 # --- file-level ranking for long queries (codenav.filerank) ---------------------------------
 FILE_GROUP_PATHS = """
@@ -437,8 +434,9 @@ REPO_FILE_STATS = "SELECT count(*), coalesce(avg(size), 1) FROM files WHERE repo
 # `Svc.Get` finds `Acme.Services.Svc.Get`).
 GRAPH_LOCATE = """
 SELECT f.path, s.name, s.qualname, s.kind, s.parent, s.start_line, s.end_line, s.signature,
-       s.doc, s.exported, s.bases, f.language
+       s.doc, s.exported, s.bases, f.language, coalesce(pkg.name, '')
 FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+LEFT JOIN refs pkg ON pkg.content_id = f.content_id AND pkg.ord = 0 AND pkg.kind = 'package'
 WHERE lower(s.name) = %(name)s
   AND (%(qual)s::text IS NULL OR lower(s.qualname) = %(qual)s OR lower(s.qualname) LIKE %(suffix)s)
   AND (%(path)s::text IS NULL OR f.path = %(path)s)
@@ -475,6 +473,14 @@ WHERE r.name = %(name)s AND r.kind IN ('call', 'type', 'extends', 'implements')
                   AND e.src_path = f.path AND e.ord = r.ord)
 ORDER BY f.path, r.line
 LIMIT %(k)s"""
+# How many references of a name resolved to nothing, counted up to a cap (impact's note).
+GRAPH_UNRESOLVED_COUNT = """
+SELECT count(*) FROM (
+    SELECT 1 FROM refs r JOIN files f ON f.content_id = r.content_id AND f.repo_id = %(repo)s
+    WHERE r.name = %(name)s AND r.kind IN ('call', 'type', 'extends', 'implements')
+      AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.repo_id = f.repo_id
+                      AND e.src_path = f.path AND e.ord = r.ord)
+    LIMIT %(cap)s) x"""
 # The type references of a declaration that resolved, with the declarations they name.
 GRAPH_TYPES_OF = """
 SELECT r.name, e.dst_path, e.dst_qual, s.kind, s.start_line, s.end_line, s.signature, s.doc
@@ -518,36 +524,31 @@ GRAPH_GO_METHODS = """
 SELECT f.path, s.qualname, s.name
 FROM files f JOIN symbols s ON s.content_id = f.content_id
 WHERE f.repo_id = %(repo)s AND f.language = 'go' AND s.kind = 'method' AND s.name = ANY(%(names)s)"""
-GRAPH_IMPORTS_OF = """
-SELECT DISTINCT src_path, dst_path, spec FROM graph_imports
-WHERE repo_id = %s AND src_path = ANY(%s) AND dst_path IS NOT NULL"""
-GRAPH_IMPORTERS_OF = """
-SELECT DISTINCT src_path, dst_path, spec FROM graph_imports
-WHERE repo_id = %s AND dst_path = ANY(%s)"""
-GRAPH_USES_OF = """
-SELECT DISTINCT src_path, dst_path FROM graph_edges
-WHERE repo_id = %s AND src_path = ANY(%s) AND verified AND dst_path <> src_path
-  AND kind NOT IN ('import', 'reexport')"""
-GRAPH_USERS_OF = """
-SELECT DISTINCT src_path, dst_path FROM graph_edges
-WHERE repo_id = %s AND dst_path = ANY(%s) AND verified AND dst_path <> src_path
-  AND kind NOT IN ('import', 'reexport')"""
+# File-level links out of (imports, references) and into (importers, users) some files.
+GRAPH_LINKS_FROM = """
+SELECT src_path, dst_path, imports, refs FROM graph_links
+WHERE repo_id = %s AND src_path = ANY(%s) ORDER BY dst_path, src_path"""
+GRAPH_LINKS_TO = """
+SELECT src_path, dst_path, imports, refs FROM graph_links
+WHERE repo_id = %s AND dst_path = ANY(%s) ORDER BY src_path, dst_path"""
+GRAPH_IMPORT_SPECS = """
+SELECT dst_path, min(spec) FROM graph_imports
+WHERE repo_id = %s AND src_path = %s AND dst_path IS NOT NULL GROUP BY dst_path"""
 GRAPH_EXTERNAL_OF = """
 SELECT DISTINCT spec FROM graph_imports WHERE repo_id = %s AND src_path = %s AND dst_path IS NULL
 ORDER BY spec"""
-# Per file: language, its first exported top-level names, and how many files import it.
+# Per file: language and how many files import it (from the last graph build).
 GRAPH_FILE_META = """
-SELECT f.path, f.language,
-       coalesce((SELECT array_agg(x.name ORDER BY x.start_line) FROM (
-           SELECT s.name, s.start_line FROM symbols s
-           WHERE s.content_id = f.content_id AND s.exported
-             AND s.kind NOT IN ('method', 'constructor', 'property')
-             AND NOT EXISTS (SELECT 1 FROM symbols p WHERE p.content_id = s.content_id
-                             AND p.name = s.parent AND p.kind IN ('class', 'interface', 'enum'))
-           ORDER BY s.start_line LIMIT %(exports)s) x), '{}'),
-       (SELECT count(DISTINCT gi.src_path) FROM graph_imports gi
-        WHERE gi.repo_id = f.repo_id AND gi.dst_path = f.path)
-FROM files f WHERE f.repo_id = %(repo)s AND f.path = ANY(%(paths)s)"""
+SELECT f.path, f.language, coalesce(g.imported_by, 0)
+FROM files f LEFT JOIN graph_files g ON g.repo_id = f.repo_id AND g.path = f.path
+WHERE f.repo_id = %s AND f.path = ANY(%s)"""
+# Exported declarations (not members) of some files, for their first exports.
+GRAPH_EXPORTS = """
+SELECT f.path, s.name, s.kind, s.depth, s.start_line
+FROM files f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = %s AND f.path = ANY(%s) AND s.exported
+  AND s.kind NOT IN ('method', 'constructor', 'property')
+ORDER BY f.path, s.start_line"""
 # Skeleton: exported declarations of the files under a directory.
 GRAPH_SKELETON = """
 SELECT f.path, f.language, s.name, s.qualname, s.kind, s.start_line, s.parent
@@ -593,3 +594,48 @@ FILE_TERM_POSTINGS = """
 SELECT t.term, f.path, t.tf, f.size
 FROM file_terms t JOIN files f ON f.content_id = t.content_id AND f.repo_id = %(repo)s
 WHERE t.term = ANY(%(terms)s)"""
+# Every potential edge of a repository: ambiguous resolutions, and references that resolved
+# to nothing matched by name to declarations of a fitting kind (tests and graph_eval).
+GRAPH_POTENTIAL_ALL = """
+SELECT e.src_path, e.line, e.kind, split_part(e.dst_qual, '.', -1), e.dst_path, e.dst_qual
+FROM graph_edges e WHERE e.repo_id = %(repo)s AND NOT e.verified
+UNION
+SELECT f.path, r.line, r.kind, r.name, df.path, s.qualname
+FROM refs r
+JOIN files f ON f.content_id = r.content_id AND f.repo_id = %(repo)s
+JOIN symbols s ON s.name = r.name
+JOIN files df ON df.content_id = s.content_id AND df.repo_id = %(repo)s
+WHERE r.kind IN ('call', 'type', 'extends', 'implements')
+  AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.repo_id = f.repo_id
+                  AND e.src_path = f.path AND e.ord = r.ord)
+  AND CASE r.kind WHEN 'call' THEN s.kind IN ('function', 'method', 'constructor', 'class',
+                                              'macro', 'type', 'enum')
+                  ELSE s.kind IN ('class', 'interface', 'enum', 'type', 'module') END
+ORDER BY 1, 2, 5, 6"""
+
+# --- benchmarks: the code graph (bench/graph_bench.py) -------------------------------------
+BENCH_GRAPH_IMPORTS = """
+SELECT f.language, count(DISTINCT (g.src_path, g.ord)),
+       count(DISTINCT (g.src_path, g.ord)) FILTER (WHERE g.dst_path IS NOT NULL)
+FROM graph_imports g JOIN files f ON f.repo_id = g.repo_id AND f.path = g.src_path
+WHERE g.repo_id = %s GROUP BY 1 ORDER BY 1"""
+BENCH_GRAPH_EDGES = """
+SELECT kind, verified, count(*) FROM graph_edges WHERE repo_id = %s GROUP BY 1, 2 ORDER BY 1, 2"""
+BENCH_GRAPH_STATE = "SELECT seconds, files_resolved FROM graph_state WHERE repo_id = %s"
+BENCH_GRAPH_TARGETS = """
+SELECT dst_qual, dst_path FROM graph_edges
+WHERE repo_id = %s AND verified AND kind = 'call' AND dst_qual LIKE '%%.%%'
+GROUP BY 1, 2 HAVING count(*) >= 2 ORDER BY 1, 2"""
+BENCH_GRAPH_FILES = """
+SELECT DISTINCT dst_path FROM graph_imports WHERE repo_id = %s AND dst_path IS NOT NULL
+ORDER BY 1"""
+# The code graph's share of a cold index, and its imports resolved to files of the repo.
+BENCH_GRAPH_SHARE = """
+SELECT (SELECT seconds FROM graph_state WHERE repo_id = %s),
+       count(DISTINCT (src_path, ord)),
+       count(DISTINCT (src_path, ord)) FILTER (WHERE dst_path IS NOT NULL)
+FROM graph_imports WHERE repo_id = %s"""
+BENCH_RUN_COUNT = "SELECT count(*) FROM index_runs"
+BENCH_FILES_CONTAINING = """
+SELECT count(*) FROM files f JOIN contents c ON c.id = f.content_id
+WHERE f.repo_id = %s AND strpos(c.body, %s) > 0"""
