@@ -32,6 +32,9 @@ TOOL_ROUTES = {
     "search": ("POST", "/v1/search"), "find_files": ("POST", "/v1/find_files"),
     "outline": ("POST", "/v1/outline"), "read": ("POST", "/v1/read"),
     "status": ("POST", "/v1/status"), "reindex": ("POST", "/v1/reindex"),
+    "definition": ("POST", "/v1/definition"), "references": ("POST", "/v1/references"),
+    "dependencies": ("POST", "/v1/dependencies"), "impact": ("POST", "/v1/impact"),
+    "implementations": ("POST", "/v1/implementations"), "skeleton": ("POST", "/v1/skeleton"),
 }
 
 

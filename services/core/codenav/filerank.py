@@ -40,8 +40,45 @@ def usable_groups(groups: list[Group], n_chunks: int = 0) -> list[Group]:
     return sorted(groups, key=lambda g: -g.idf)[:MAX_GROUPS]
 
 
+DECLARES_BOOST = 0.25
+"""Per name the query spells out (``KMeans``, ``parse_header``) that the file declares."""
+MODULE_BOOST = 0.5
+"""When the query names the file's module path (``_pytest.capture.EncodedFile``)."""
+
+
+def mention_boosts(conn: psycopg.Connection, repo: Repo,
+                   identifiers: list[str]) -> dict[str, float]:
+    """Multipliers for files that declare, or are the module of, identifiers the query
+    spells out: issue texts name the code they are about."""
+    names: set[str] = set()
+    modules: set[str] = set()
+    for ident in identifiers:
+        parts = [p for p in ident.replace("::", ".").replace("/", ".").split(".") if p]
+        if not parts:
+            continue
+        names.add(parts[-1].lower())
+        for end in range(len(parts), 0, -1):  # a.b.C -> a/b/C.py, a/b.py, ...
+            if end >= 2 or len(parts) == 1:
+                modules.add("/".join(parts[:end]))
+    boosts: dict[str, float] = {}
+    if names:
+        for path, count in conn.execute(q.DECLARING_FILES, (repo.id, sorted(names))):
+            boosts[path] = 1.0 + DECLARES_BOOST * min(int(count), 4)
+    return boosts | {p: b for p, b in _module_paths(modules).items()}
+
+
+def _module_paths(modules: set[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for module in modules:
+        if "/" not in module:
+            continue
+        for path in (f"{module}.py", f"{module}/__init__.py"):
+            out[path] = 1.0 + MODULE_BOOST
+    return out
+
+
 def rank_files(conn: psycopg.Connection, repo: Repo, groups: list[Group],
-               limit: int = 100) -> list[RankedFile]:
+               limit: int = 100, boosts: dict[str, float] | None = None) -> list[RankedFile]:
     """Files ranked by BM25 for ``groups`` (each group's ``count`` is its query frequency;
     a group's alternatives, such as plural forms, add up)."""
     if not groups:
@@ -77,6 +114,18 @@ def rank_files(conn: psycopg.Connection, repo: Repo, groups: list[Group],
         norm = K1 * (1 - B + B * sizes.get(path, avg_size) / avg_size)
         score = sum(weight[i] * idf[i] * tf * (K1 + 1) / (tf + norm)
                     for i, tf in per_file.items())
+        if boosts:
+            score *= _boost_for(path, boosts)
         ranked.append(RankedFile(path, score, per_file, path_hits.get(path, set())))
     ranked.sort(key=lambda r: (-r.score, r.path))
     return ranked[:limit]
+
+
+def _boost_for(path: str, boosts: dict[str, float]) -> float:
+    """The file's own boost times a module-path boost matched on its path's tail."""
+    factor = boosts.get(path, 1.0)
+    for key, value in boosts.items():
+        if key != path and "/" in key and key.endswith(".py") and path.endswith("/" + key):
+            factor *= value
+            break
+    return factor

@@ -18,6 +18,7 @@ from codenav import embeddings, filerank, rank
 from codenav.answers import empty_reason, stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
+from codenav.graph.common import file_priors
 from codenav.query import parse_query, tsquery_for
 from codenav.repos import Repo
 from codenav.search import Filters, weigh
@@ -72,7 +73,8 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
     long_query = len(groups) >= filerank.LONG_QUERY_GROUPS
     if groups and use_lexical and long_query:
         groups = filerank.usable_groups(groups, w.n_chunks)  # indices below refer to these
-        for ranked_file in filerank.rank_files(conn, repo, groups, LONG_DEPTH):
+        boosts = filerank.mention_boosts(conn, repo, query.identifiers)
+        for ranked_file in filerank.rank_files(conn, repo, groups, LONG_DEPTH, boosts):
             fs = files.setdefault(ranked_file.path, _FileScore(ranked_file.path))
             fs.bm25 = ranked_file.score
             fs.groups.update(ranked_file.counts)
@@ -114,11 +116,13 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
     for path in near:
         files.setdefault(path, _FileScore(path))
     ranked = []
+    central = file_priors(conn, repo.id, sorted(files))
     for fs in files.values():
         if not include_tests and rank.is_test_path(fs.path) and not query.wants_tests:
             continue
         if long_query:
             prior = rank.path_prior(fs.path, query.wants_tests or include_tests, about_docs)
+            prior *= rank.centrality_prior(central.get(fs.path, 0.0))
             ranked.append((0, fs.bm25 * prior, fs))
             continue
         score = 0.0
@@ -132,7 +136,8 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
                 weight *= 1.6
             score += weight
         score += 0.5 * fs.content_score
-        score *= rank.path_prior(fs.path, query.wants_tests or include_tests, about_docs)
+        score *= rank.path_prior(fs.path, query.wants_tests or include_tests, about_docs) * \
+            rank.centrality_prior(central.get(fs.path, 0.0))
         coverage = len(fs.groups)
         ranked.append((coverage if len(groups) <= 6 else 0, score, fs))
     ranked.sort(key=lambda r: (-r[0], -r[1], r[2].path))

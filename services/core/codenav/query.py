@@ -16,6 +16,7 @@ from codenav.tokens import STOPWORDS, identifier_terms, singular_variants, words
 
 MAX_QUERY_CHARS = 8000
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
                          "mock", "mocks", "pytest", "junit", "unittest"})
 _DEF_INTENT = re.compile(r"\b(where|which)\b.*\b(defined|declared|implemented|definition)\b|"
@@ -66,7 +67,7 @@ def parse_query(text: str) -> ParsedQuery:
         raise InvalidRequest("query is empty", hint="describe what you are looking for")
     if len(text) > MAX_QUERY_CHARS:
         text = text[:MAX_QUERY_CHARS]
-    text = text.replace("\0", " ")
+    text = _HTML_COMMENT.sub(" ", text.replace("\0", " "))  # issue-template boilerplate
     parsed = ParsedQuery(raw=text)
     seen: dict[str, Group] = {}
 

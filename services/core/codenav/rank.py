@@ -22,9 +22,10 @@ _TEST_PATH = re.compile(
     r"[^/]*[._-](test|spec)s?)\.[a-z0-9]+$|(^|/)conftest\.py$"
 )
 _GENERATED_PATH = re.compile(
-    r"(^|/)(generated|gen|__generated__|autogen|third[-_]party|vendored|external|"
-    r"node_modules|migrations)(/|$)|[._-](pb|pb2|generated|gen|min)\.[a-z0-9]+$|"
-    r"_pb2(_grpc)?\.py$"
+    r"(^|/)(generated|gen|__generated__|autogen|third[-_]party|vendor|vendored|_vendor|"
+    r"external|externals|extern|node_modules|migrations)(/|$)|"
+    r"[._-](pb|pb2|generated|gen|min)\.[a-z0-9]+$|_pb2(_grpc)?\.py$|(^|/|_)parsetab\.py$|"
+    r"(^|/)lextab\.py$"
 )
 _DOC_PATH = re.compile(r"(^|/)(docs?|documentation|examples?|samples?)(/|$)|\.(md|rst|txt)$")
 
@@ -91,6 +92,16 @@ KIND_PRIOR = {
     "method": 1.05, "constructor": 1.0, "module": 1.0, "macro": 1.0, "property": 1.0,
     "section": 0.85, "block": 0.8, "text": 0.75,
 }
+
+
+CENTRALITY_WEIGHT = 0.1
+"""At most +10% for the most central file of a repository (PageRank over imports and
+references, normalised to [0, 1] by ``codenav.graph.rank.priors``)."""
+
+
+def centrality_prior(prior: float) -> float:
+    """Multiplier for a result's file centrality: small, so it orders near-ties only."""
+    return 1.0 + CENTRALITY_WEIGHT * min(max(prior, 0.0), 1.0)
 
 
 def kind_prior(kind: str, definition_intent: bool) -> float:

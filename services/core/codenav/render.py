@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from codenav.graph import render as graph_render
+
 
 def _empty(data: dict[str, Any]) -> str:
     empty = data.get("empty")
@@ -90,10 +92,10 @@ def _reindex(data: dict[str, Any]) -> str:
 
 
 _RENDERERS = {"search": _search, "find_files": _find, "outline": _outline, "read": _read,
-              "status": _status, "reindex": _reindex}
+              "status": _status, "reindex": _reindex, **graph_render.RENDERERS}
 
 
 def render(tool: str, data: dict[str, Any]) -> str:
     text = _RENDERERS.get(tool, lambda d: "")(data).rstrip()
-    parts = [p for p in (text, _empty(data), _saving(data)) if p]
+    parts = [p for p in (text, graph_render.unseen(data), _empty(data), _saving(data)) if p]
     return "\n".join(parts) or "(no content)"

@@ -139,8 +139,9 @@ def lexical_in_files(conn: psycopg.Connection, repo: Repo, w: Weighted, filters:
                      k: int) -> list[tuple[int, str, float]]:
     """Chunks for a long query: the best files by BM25, then the best chunks in them,
     each chunk's score scaled by its file's."""
+    boosts = filerank.mention_boosts(conn, repo, w.query.identifiers)
     files = filerank.rank_files(conn, repo, filerank.usable_groups(w.groups, w.n_chunks),
-                                TOP_FILES)
+                                TOP_FILES, boosts)
     if not files:
         return []
     best = files[0].score or 1.0

@@ -22,8 +22,12 @@ INSTRUCTIONS = (
     "codenav is a shared code index. Prefer find_files to locate files for a task, search to "
     "get exact code (functions, classes) for identifiers or descriptions, outline to see a "
     "file's shape, and read for precise line ranges or a symbol's body, instead of grepping "
-    "or reading whole files. An empty answer says why it is empty; 'no match' is not proof "
-    "that code is absent if files are skipped or not indexed (see status)."
+    "or reading whole files. For structure, definition gives a symbol's declaration and "
+    "the types it uses, references who uses it, impact what a change breaks, dependencies "
+    "a file's imports and importers, implementations the classes behind an interface, and "
+    "skeleton a directory's exports. An empty answer says why it is empty; 'no match' is "
+    "not proof that code is absent if files are skipped or not indexed (see status and each "
+    "answer's 'unseen')."
 )
 
 DESCRIPTIONS = {
@@ -38,6 +42,21 @@ DESCRIPTIONS = {
             "(e.g. 'Class.method').",
     "status": "What is indexed: files, languages, skipped files with reasons, last run.",
     "reindex": "Ask the index to refresh: whole repo, or just the given paths.",
+    "definition": "A symbol's declaration(s): signature, doc, location, and the signatures "
+                  "of the types its signature mentions, resolved through the file's imports.",
+    "references": "Who uses a symbol: verified references (file, line, enclosing symbol, "
+                  "how it resolved) apart from potential name-only matches (with why), "
+                  "with counts.",
+    "dependencies": "A file's imports and importers to depth 1-3 (direction imports, "
+                    "importers or both), each file with language, exports and importer "
+                    "count; plus its external imports.",
+    "impact": "Everything that transitively depends on a symbol or a file (calls, type "
+              "uses, extends, implements, overrides, imports): chains, affected files, and "
+              "re-exports to update. The blast radius of a change or a rename.",
+    "implementations": "Classes that implement an interface or extend a class (directly or "
+                       "through others), with their methods.",
+    "skeleton": "Exported declarations grouped by file for a directory (depth limits the "
+                "subdirectories), to orient in a subsystem without opening files.",
 }
 
 
@@ -109,7 +128,40 @@ def register_tools(server: MCPServer, backend: Backend,
     async def reindex(paths: list[str] | None = None, repo: str | None = None) -> CallToolResult:
         return await run("reindex", {"paths": paths, "repo": repo})
 
+    @tool("definition")
+    async def definition(symbol: str, path: str | None = None,
+                         repo: str | None = None) -> CallToolResult:
+        return await run("definition", {"symbol": symbol, "path": path, "repo": repo})
+
+    @tool("references")
+    async def references(symbol: str, path: str | None = None, include_potential: bool = True,
+                         repo: str | None = None) -> CallToolResult:
+        return await run("references", {"symbol": symbol, "path": path,
+                                        "include_potential": include_potential, "repo": repo})
+
+    @tool("dependencies")
+    async def dependencies(path: str, direction: str = "both", depth: int = 1,
+                           repo: str | None = None) -> CallToolResult:
+        return await run("dependencies", {"path": path, "direction": direction,
+                                          "depth": depth, "repo": repo})
+
+    @tool("impact")
+    async def impact(symbol_or_path: str, depth: int = 3,
+                     repo: str | None = None) -> CallToolResult:
+        return await run("impact", {"symbol_or_path": symbol_or_path, "depth": depth,
+                                    "repo": repo})
+
+    @tool("implementations")
+    async def implementations(symbol: str, repo: str | None = None) -> CallToolResult:
+        return await run("implementations", {"symbol": symbol, "repo": repo})
+
+    @tool("skeleton")
+    async def skeleton(path: str | None = None, depth: int | None = None,
+                       repo: str | None = None) -> CallToolResult:
+        return await run("skeleton", {"path": path, "depth": depth, "repo": repo})
+
     del search, find_files, outline, read, status, reindex
+    del definition, references, dependencies, impact, implementations, skeleton
 
 
 TOOL_NAMES = tuple(DESCRIPTIONS)

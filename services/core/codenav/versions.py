@@ -8,6 +8,7 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
   2  embeddings: embed_models, embeddings (vector per model and text hash), chunk_texts.
   3  code graph: refs (per content), graph_imports, graph_edges, graph_files, graph_state.
   4  file_terms: whole-file term frequencies per content (file-level BM25).
+  5  graph_links (file-level links with import and reference counts), graph_files.imported_by.
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -15,11 +16,14 @@ CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
      signatures, nested scopes); bodiless members stay in their class's chunk; equal-sized
      overlapping splits and text windows.
   3  graph facts per content (``refs``: references, imports, typed variables, package).
+  4  declared return types and variables initialised by calls in ``refs``.
 
 GRAPH_VERSION (how references are resolved into a repository's graph; stored per repo)
   1  imports resolved per language, verified/potential edges, inheritance, PageRank.
+  2  graph_links and importer counts; variables typed by what the call initialising them
+     returns (declared return types).
 """
 
-SCHEMA_VERSION = 4
-CHUNKER_VERSION = 3
-GRAPH_VERSION = 1
+SCHEMA_VERSION = 5
+CHUNKER_VERSION = 4
+GRAPH_VERSION = 2

@@ -639,3 +639,9 @@ BENCH_RUN_COUNT = "SELECT count(*) FROM index_runs"
 BENCH_FILES_CONTAINING = """
 SELECT count(*) FROM files f JOIN contents c ON c.id = f.content_id
 WHERE f.repo_id = %s AND strpos(c.body, %s) > 0"""
+# Files that declare names a long query spells out (top-level or class members).
+DECLARING_FILES = """
+SELECT f.path, count(DISTINCT lower(s.name))
+FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %s
+WHERE lower(s.name) = ANY(%s) AND s.depth <= 1
+GROUP BY f.path"""

@@ -14,7 +14,7 @@ import logging
 import posixpath
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psycopg
 
@@ -43,6 +43,13 @@ class GraphSummary:
     imports: int = 0
     edges: int = 0
     seconds: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds per phase: load, resolve, write, rank."""
+
+    def lap(self, phase: str, started: float) -> float:
+        now = time.monotonic()
+        self.phases[phase] = round(self.phases.get(phase, 0.0) + now - started, 3)
+        return now
 
 
 class _DbLoader:
@@ -110,9 +117,9 @@ def _update(conn: psycopg.Connection, repo_id: int, changed: list[str], deleted:
     summary.seconds = time.monotonic() - started
     conn.execute(q.GRAPH_STATE_PUT, (repo_id, GRAPH_VERSION, full, len(build_set),
                                      summary.seconds))
-    log.info("repo %s graph: %s build of %d files, %d imports, %d edges in %.2fs", repo_id,
-             "full" if full else "incremental", len(build_set), summary.imports,
-             summary.edges, summary.seconds)
+    log.info("repo %s graph: %s build of %d files, %d imports, %d edges in %.2fs %s",
+             repo_id, "full" if full else "incremental", len(build_set), summary.imports,
+             summary.edges, summary.seconds, summary.phases)
     return summary
 
 
@@ -122,7 +129,7 @@ def _affected(conn: psycopg.Connection, repo_id: int, index: ModuleIndex, change
     touched = sorted(changed | deleted)
     out = set(changed)
     out |= _paths(conn, q.GRAPH_IMPORTERS, repo_id, touched)
-    out |= _paths(conn, q.GRAPH_REFERRERS, repo_id, touched)
+    out |= _paths(conn, q.GRAPH_REFERRERS, repo_id, touched)  # potential edges included
     frontier = sorted(out - deleted)
     for _ in range(MAX_SUBCLASS_DEPTH):  # subclasses of subclasses inherit members
         if not frontier:
@@ -161,6 +168,7 @@ def _batches(items: list[str], size: int) -> Iterator[list[str]]:
 
 def _build(conn: psycopg.Connection, repo_id: int, index: ModuleIndex, build_set: set[str],
            deleted: set[str], full: bool, summary: GraphSummary, new_files: bool) -> None:
+    lap = time.monotonic()
     ctx = Context(index, _DbLoader(conn, repo_id), build_set)
     scopes = ScopeBuilder(ctx)
     resolver = Resolver(ctx, scopes)
@@ -168,65 +176,100 @@ def _build(conn: psycopg.Connection, repo_id: int, index: ModuleIndex, build_set
         ctx.preload(sorted(index.files))
     else:
         ctx.preload(sorted(build_set))
+    lap = summary.lap("load", lap)
     ordered = sorted(build_set)
     replaced = sorted(build_set | deleted)
-    old_pairs: set[tuple[str, str]] = set()
+    old_links: set[tuple[str, str, int, int]] = set()
     if not full and replaced:
-        old_pairs = {(a, b) for a, b in conn.execute(q.GRAPH_PAIRS, (repo_id, replaced,
-                                                                     repo_id, replaced))}
-    new_pairs: set[tuple[str, str]] = set()
+        old_links = {tuple(r) for r in conn.execute(q.GRAPH_PAIRS, (repo_id, replaced))}
+    new_links: set[tuple[str, str, int, int]] = set()
     with conn.transaction():
         if full:
             conn.execute(q.GRAPH_IMPORTS_CLEAR, (repo_id,))
             conn.execute(q.GRAPH_EDGES_CLEAR, (repo_id,))
+            conn.execute(q.GRAPH_LINKS_CLEAR, (repo_id,))
         elif replaced:
             conn.execute(q.GRAPH_IMPORTS_DELETE, (repo_id, replaced))
             conn.execute(q.GRAPH_EDGES_DELETE, (repo_id, replaced))
+            conn.execute(q.GRAPH_LINKS_DELETE, (repo_id, replaced))
         for batch in _batches(ordered, BATCH):
             refs: dict[str, list[Fact]] = {p: [] for p in batch}
             for path, ord_, kind, name, qualifier, alias, line, scope in \
-                    conn.execute(q.GRAPH_FACTS, (repo_id, batch, ["call", "type"])):
+                    conn.execute(q.GRAPH_FACTS, (repo_id, batch, ["call", "type"])).fetchall():
                 refs[path].append(Fact(ord_, kind, name, qualifier, alias, line, scope))
+            lap = summary.lap("load", lap)
             imports: list[ImportRow] = []
             edges: list[EdgeRow] = []
             for path in batch:
                 imports += scopes.scope(path).imports
                 edges += resolver.edges(path, refs[path])
-            _write(conn, repo_id, imports, edges)
+            links = file_links(imports, edges)
+            lap = summary.lap("resolve", lap)
+            _write(conn, repo_id, imports, edges, links)
+            lap = summary.lap("write", lap)
             summary.imports += len(imports)
             summary.edges += len(edges)
             if not full:
-                new_pairs |= {(r[0], r[4]) for r in imports if r[4] is not None}
-                new_pairs |= {(e[0], e[5]) for e in edges
-                              if e[7] and e[4] not in ("import", "reexport")}
-    if full or old_pairs != new_pairs or deleted or new_files:
+                new_links.update(links)
+    lap = summary.lap("write", lap)
+    if full or old_links != new_links or deleted or new_files:
         update_ranks(conn, repo_id)
     if full:
         conn.execute(q.GRAPH_ANALYZE)
+    summary.lap("rank", lap)
+
+
+def file_links(imports: list[ImportRow],
+               edges: list[EdgeRow]) -> list[tuple[str, str, int, int]]:
+    """(src, dst, imports, references) for each pair of different files linked by an import
+    or a verified reference."""
+    statements: dict[tuple[str, str], set[int]] = {}
+    references: dict[tuple[str, str], int] = {}
+    for src, ord_, _spec, _line, dst in imports:
+        if dst is not None and dst != src:
+            statements.setdefault((src, dst), set()).add(ord_)
+    for src, _ord, _line, _scope, kind, dst, _qual, verified, _how in edges:
+        if verified and dst != src and kind not in ("import", "reexport"):
+            references[(src, dst)] = references.get((src, dst), 0) + 1
+    pairs = set(statements) | set(references)
+    return sorted((src, dst, len(statements.get((src, dst), ())),
+                   references.get((src, dst), 0)) for src, dst in pairs)
 
 
 def _write(conn: psycopg.Connection, repo_id: int, imports: list[ImportRow],
-           edges: list[EdgeRow]) -> None:
+           edges: list[EdgeRow], links: list[tuple[str, str, int, int]]) -> None:
     with conn.cursor() as cur:
         if imports:
             with cur.copy(q.GRAPH_IMPORTS_COPY) as copy:
+                copy.set_types(q.GRAPH_IMPORTS_TYPES)
                 for src, ord_, spec, line, dst in imports:
                     copy.write_row((repo_id, src, ord_, spec, line, dst))
         if edges:
             with cur.copy(q.GRAPH_EDGES_COPY) as copy:
+                copy.set_types(q.GRAPH_EDGES_TYPES)
                 for edge in edges:
                     copy.write_row((repo_id, *edge))
+        if links:
+            with cur.copy(q.GRAPH_LINKS_COPY) as copy:
+                copy.set_types(q.GRAPH_LINKS_TYPES)
+                for link in links:
+                    copy.write_row((repo_id, *link))
 
 
 def update_ranks(conn: psycopg.Connection, repo_id: int) -> None:
     """Recompute every file's PageRank and prior (a few hundred ms on a large repo)."""
-    nodes = [r[0] for r in conn.execute(q.GRAPH_PATHS, (repo_id,))]
-    links = [(src, dst, rank.link_weight(int(n)))
-             for src, dst, n in conn.execute(q.GRAPH_LINKS, {"repo": repo_id})]
+    nodes = [path for path, language in conn.execute(q.GRAPH_PATHS, (repo_id,))
+             if language in PATTERNS]
+    links = []
+    importers: dict[str, int] = {}
+    for src, dst, n_imports, n_refs in conn.execute(q.GRAPH_LINKS, (repo_id,)):
+        links.append((src, dst, rank.link_weight(int(n_imports) + int(n_refs))))
+        if n_imports:
+            importers[dst] = importers.get(dst, 0) + 1
     ranks = rank.pagerank(nodes, links)
     priors = rank.priors(ranks)
     with conn.transaction():
         conn.execute(q.GRAPH_RANK_CLEAR, (repo_id,))
         with conn.cursor().copy(q.GRAPH_RANK_COPY) as copy:
             for path, value in ranks.items():
-                copy.write_row((repo_id, path, value, priors[path]))
+                copy.write_row((repo_id, path, value, priors[path], importers.get(path, 0)))

@@ -95,11 +95,26 @@ def no_symbol(conn: psycopg.Connection, repo: Repo, symbol: str,
             "check the spelling, or use search to find it"}
 
 
+def full_name(path: str, language: str, package: str, qualname: str) -> str:
+    """The name a declaration has from anywhere: ``com.acme.model.Account``,
+    ``app.models.User``, ``App\\Models\\User``; the qualified name where the language
+    has no package line (C#, C++ and Ruby qualified names hold their namespaces)."""
+    if language == "python":
+        module = path.rsplit(".", 1)[0].replace("/", ".").removesuffix(".__init__")
+        return f"{module}.{qualname}"
+    if language == "php" and package:
+        return f"{package}\\{qualname.replace('.', chr(92))}"
+    if package and language in ("java", "kotlin", "go"):
+        return f"{package}.{qualname}"
+    return qualname
+
+
 def declaration(row: tuple) -> dict[str, Any]:
     """A GRAPH_LOCATE row as an answer item."""
     (path, name, qualname, kind, parent, start, end, signature, doc, exported, bases,
-     language) = row
+     language, package) = row
     item: dict[str, Any] = {"path": path, "name": name, "qualname": qualname, "kind": kind,
+                            "full_name": full_name(path, language, package, qualname),
                             "start_line": start, "end_line": end, "signature": signature,
                             "language": language}
     if parent:
@@ -111,3 +126,11 @@ def declaration(row: tuple) -> dict[str, Any]:
     if bases:
         item["bases"] = list(bases)
     return item
+
+
+def file_priors(conn: psycopg.Connection, repo_id: int, paths: list[str]) -> dict[str, float]:
+    """Each file's centrality prior in [0, 1] (absent: the graph has not ranked it)."""
+    if not paths:
+        return {}
+    return {path: float(prior) for path, prior in conn.execute(q.GRAPH_PRIORS,
+                                                              (repo_id, paths))}

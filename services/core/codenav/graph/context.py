@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from codenav.graph.modules import ModuleIndex
 
 
-@dataclass(frozen=True, slots=True)
-class Sym:
+class Sym(NamedTuple):
     name: str
     qual: str
     kind: str
@@ -26,8 +25,7 @@ class Sym:
     line: int
 
 
-@dataclass(frozen=True, slots=True)
-class Fact:
+class Fact(NamedTuple):
     """One row of ``refs``: a reference, import, typed variable or package line."""
 
     ord: int
@@ -39,8 +37,7 @@ class Fact:
     scope: str
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
+class Target(NamedTuple):
     """What a name denotes: a declaration (``qual``) or a whole file (``qual == ''``)."""
 
     path: str
@@ -68,7 +65,8 @@ TYPE_KINDS = frozenset({"class", "interface", "enum", "type", "module"})
 CALL_KINDS = frozenset({"function", "method", "constructor", "class", "enum", "type",
                         "macro", "property"})
 HERITAGE_KINDS = frozenset({"class", "interface", "type", "module", "enum"})
-FACT_KINDS = ("import", "reexport", "var", "extends", "implements", "decl", "package")
+FACT_KINDS = ("import", "reexport", "var", "extends", "implements", "decl", "package",
+              "returns")
 
 
 class SymbolTable:
@@ -104,6 +102,8 @@ class FileFacts:
     variables: dict[tuple[str, str], list[Fact]] = field(default_factory=dict)
     heritage: dict[str, list[Fact]] = field(default_factory=dict)
     decls: set[str] = field(default_factory=set)
+    returns: dict[str, str] = field(default_factory=dict)
+    """Function qualname -> the type it declares it returns."""
 
 
 class Context:
@@ -162,6 +162,8 @@ class Context:
                 facts.heritage.setdefault(scope, []).append(fact)
             elif kind == "decl":
                 facts.decls.add(f"{scope}.{name}" if scope else name)
+            elif kind == "returns":
+                facts.returns.setdefault(scope, qualifier)
         self._facts.update(grouped)
 
     def facts(self, path: str) -> FileFacts:

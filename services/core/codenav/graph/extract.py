@@ -6,8 +6,9 @@ chunks, so an unchanged file is never looked at again. Kinds:
 
     call, type, extends, implements   references that become graph edges
     var                               a typed variable, parameter or field: ``name`` has
-                                      type ``qualifier`` (alias ``call``: only if that
-                                      callee is a class); used to resolve ``x.method()``
+                                      type ``qualifier`` (alias ``call``: the class or the
+                                      return type of that callee); resolves ``x.method()``
+    returns                           the declared return type of function ``scope``
     import, reexport                  ``qualifier`` is the module as written, ``name`` the
                                       imported member ('' the module, '*' everything),
                                       ``alias`` the local name when renamed
@@ -55,13 +56,13 @@ _DECLARING = frozenset({
     "alias_declaration", "record_declaration", "struct_declaration", "delegate_declaration",
     "concept_definition", "type_parameter"})
 _PRIORITY = {"extends": 0, "implements": 0, "new": 1, "call": 2, "super": 2, "decl": 2,
-             "type": 3}
+             "bare": 3, "type": 3}
 _WS = re.compile(r"\s+")
 _IDENT = re.compile(r"^[A-Za-z_$][\w$]*$")
 _TYPE_PATH = re.compile(r"[A-Za-z_$\\][\w$]*(?:(?:\.|::|\\)[A-Za-z_$][\w$]*)*")
 _TYPE_PREFIX = re.compile(
     r"^(?:(?:const|mut|final|readonly|volatile|struct|class|enum|union|typename|dyn|impl|"
-    r"ref|out|in|params|unsigned|signed|'\w+)\s+|[&*?^]\s*|\[\]\s*|\.\.\.\s*)+")
+    r"ref|out|in|params|unsigned|signed|'\w+)\s+|[&*?^]\s*|\.\.\.\s*)+")
 _WRAPPERS = frozenset({"Optional", "Box", "Rc", "Arc", "RefCell", "Cell", "unique_ptr",
                        "shared_ptr", "weak_ptr", "Ref", "RefMut", "Weak", "Nullable",
                        "Lazy", "Provider", "Supplier", "ClassVar", "Final", "Annotated",
@@ -90,8 +91,8 @@ _BUILTIN_TYPES = {
 _BUILTIN_TYPES["cpp"] = _BUILTIN_TYPES["c"]
 
 
-_ROLE_ORDER = ("import", "var.name", "field.name", "tparam", "extends", "implements", "new",
-               "call", "decl", "super", "type")
+_ROLE_ORDER = ("import", "var.name", "field.name", "ret.name", "tparam", "local", "extends",
+               "implements", "new", "call", "decl", "super", "bare", "type")
 
 
 @cache
@@ -160,10 +161,51 @@ def _strip_generics(text: str) -> str:
     return "".join(out)
 
 
+def _collapse_calls(text: str) -> str | None:
+    """``a.find(x, f(y)).b`` -> ``a.find().b``: call arguments dropped, so a chain of calls
+    stays a path the resolver can follow through return types. None for an index
+    expression or unbalanced text."""
+    out = []
+    depth = 0
+    quote = ""
+    for ch in text:
+        if quote:
+            if ch == quote:
+                quote = ""
+            continue
+        if depth and ch in "\"'`":
+            quote = ch
+            continue
+        if ch == "(":
+            if depth == 0:
+                out.append("()")
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0:
+            if ch in "[]{}":
+                return None
+            out.append(ch)
+    return "".join(out) if depth == 0 else None
+
+
 @lru_cache(maxsize=65536)
 def normalize_qualifier(raw: str, language: str) -> str:
-    """``self.repo.`` -> ``this.repo``; ``a::b::`` -> ``a.b`` (Rust keeps ``a::b``)."""
-    text = _WS.sub("", raw)
+    """``self.repo.`` -> ``this.repo``; ``a::b::`` -> ``a.b`` (Rust keeps ``a::b``);
+    ``new Foo(x).bar(y).`` -> ``Foo().bar()`` (calls stay, their arguments go)."""
+    text = raw.strip()
+    if text.startswith("new ") and language not in ("python", "ruby", "go", "rust"):
+        text = text[4:]
+    if "(" in text:
+        if language == "python" and _WS.sub("", text).rstrip(".") == "super()":
+            return "super"
+        collapsed = _collapse_calls(text)
+        if collapsed is None:
+            return "<expr>"
+        text = collapsed
+    text = _WS.sub("", text)
     if not text:
         return ""
     if "<" in text:
@@ -177,12 +219,15 @@ def normalize_qualifier(raw: str, language: str) -> str:
     if language == "python" and text == "super()":
         return "super"
     if rust_path:
+        text = text.replace(")?.", ").").replace(".", "::")  # Foo::new().bar: one path
         parts = [p for p in text.split("::") if p]
         if parts and parts[0] == "Self":
             parts[0] = "this"
-        if parts and all(_IDENT.match(p) for p in parts):
+        if parts and all(_IDENT.match(p) or (p.endswith("()") and _IDENT.match(p[:-2]))
+                         for p in parts):
             return "::".join(parts)
         return "<expr>"
+    text = text.replace(")?.", ").").replace(")!.", ").")  # Rust `?`, TS non-null
     for sep in ("?.", "->", "::", "\\", "!!."):
         text = text.replace(sep, ".")
     text = text.lstrip(".")
@@ -201,7 +246,7 @@ def normalize_qualifier(raw: str, language: str) -> str:
             out.append("this")
         elif i == 0 and part in _SUPER:
             out.append("super")
-        elif _IDENT.match(part):
+        elif _IDENT.match(part) or (part.endswith("()") and _IDENT.match(part[:-2])):
             out.append(part)
         else:
             return "<expr>"
@@ -238,6 +283,8 @@ def base_type(text: str, language: str) -> str:
                     break
             text = inner[:cut]
             continue
+        if rest.startswith("[") and language != "python":
+            return ""  # an array: its elements' type is not the variable's
         if language == "python" and "|" in rest:
             alternatives = [a.strip() for a in text.split("|")]
             named = [a for a in alternatives if a and a != "None"]
@@ -255,15 +302,31 @@ def base_type(text: str, language: str) -> str:
     return name
 
 
-def _var_call_type(text: str, language: str) -> str:
-    """The class a call like ``Foo(...)``, ``mod.Foo(...)`` or ``Foo::new(...)`` makes."""
-    text = _WS.sub("", text)
-    if language == "rust":
+def _callee(src: bytes, node: Node, language: str) -> str:
+    """The callee of a call that initialises a variable, as a dotted path (``st.NewStore``,
+    ``this.repo.find``; Rust ``Foo::new`` -> ``Foo``): its class, or what it returns, is the
+    variable's type. '' when the callee is not a plain path."""
+    args = node.child_by_field_name("arguments")
+    end = args.start_byte if args is not None and args.start_byte > node.start_byte else \
+        node.end_byte
+    text = _WS.sub("", src[node.start_byte:end].decode("utf-8", "replace"))
+    if language == "rust" and "::" in text:
         parts = text.split("::")
         if len(parts) >= 2 and parts[-2][:1].isupper():
-            return "::".join(parts[:-1])
-        return ""
-    return text if _TYPE_PATH.fullmatch(text) else ""
+            return "::".join(parts[:-1])  # Foo::new(), Foo::with_capacity(): a Foo
+        return text if all(_IDENT.match(p) for p in parts) else ""
+    path = normalize_qualifier(text, language)
+    return "" if path == "<expr>" else path
+
+
+def _return_type(text: str, language: str) -> str:
+    """A declared return type's class; Go's ``(*Item, error)`` -> ``Item``."""
+    text = text.strip()
+    if text.startswith("(") and language == "go":
+        text = text[1:].split(",", 1)[0].strip().rstrip(")")
+        parts = text.split()
+        text = parts[-1] if parts else ""
+    return base_type(text, language)
 
 
 def _declares(node: Node) -> bool:
@@ -311,7 +374,15 @@ def _references(language: str, root: Node, src: bytes, enclosing: _Enclosing) ->
     candidates: dict[int, tuple[int, str, str, Node]] = {}
     variables: list[tuple[str, str, str, int, bool]] = []
     tparams: set[str] = set()
+    locals_: set[tuple[str, str]] = set()
+    returns: list[tuple[str, str, int]] = []
     rows: list[Row] = []
+    by_line = enclosing.by_line
+
+    def by_scope(node: Node) -> str:
+        line = node.start_point[0] + 1
+        return by_line[line] if line < len(by_line) else ""
+
     for index, caps in QueryCursor(query).matches(root):
         role = roles[index]
         if role == "import":
@@ -328,8 +399,7 @@ def _references(language: str, root: Node, src: bytes, enclosing: _Enclosing) ->
             if found:
                 typ, alias = base_type(_text(src, found[0]), language), ""
             elif prefix + ".call" in caps:
-                typ = _var_call_type(_text(src, caps[prefix + ".call"][0]), language)
-                alias = "call"
+                typ, alias = _callee(src, caps[prefix + ".call"][0], language), "call"
             elif prefix + ".from" in caps:  # self.x = x: the parameter's type, if typed
                 typ, alias = "=" + _text(src, caps[prefix + ".from"][0]), "param"
             else:
@@ -339,6 +409,16 @@ def _references(language: str, root: Node, src: bytes, enclosing: _Enclosing) ->
             continue
         if role == "tparam":
             tparams.add(_text(src, caps["tparam"][0]))
+            continue
+        if role == "ret.name":
+            typ = _return_type(_text(src, caps["ret.type"][0]), language)
+            if typ:
+                node = caps["ret.name"][0]
+                returns.append((_text(src, node), typ, node.start_point[0] + 1))
+            continue
+        if role == "local":
+            node = caps["local"][0]
+            locals_.add((by_scope(node), _text(src, node)))
             continue
         if not role:
             continue
@@ -355,7 +435,6 @@ def _references(language: str, root: Node, src: bytes, enclosing: _Enclosing) ->
                 qualifier = normalize_qualifier(
                     src[start:node.start_byte].decode("utf-8", "replace"), language)
         candidates[node.start_byte] = (prio, role, qualifier, node)
-    by_line = enclosing.by_line
     not_calls = _NOT_CALLS.get(language, frozenset())
     builtins = _BUILTIN_TYPES.get(language, frozenset())
     for _prio, cap, qualifier, node in candidates.values():
@@ -367,6 +446,10 @@ def _references(language: str, root: Node, src: bytes, enclosing: _Enclosing) ->
                 rows.append(("call", method, "super", "", line, scope))
             continue
         name = _text(src, node)
+        if cap == "bare":  # Ruby: `total` calls a method unless `total` is a local here
+            if (scope, name) in locals_ or name in not_calls:
+                continue
+            cap = "call"
         if cap == "call":
             if name in not_calls and not qualifier:
                 continue
@@ -404,6 +487,10 @@ def _references(language: str, root: Node, src: bytes, enclosing: _Enclosing) ->
         if typ in tparams or typ.split(".")[-1] in tparams or typ in builtins:
             continue
         rows.append(("var", name, typ, alias, line, scope))
+    for name, typ, line in returns:
+        scope = enclosing.at(line)
+        if scope.rpartition(".")[2] == name and typ not in tparams and typ not in builtins:
+            rows.append(("returns", name, typ, "", line, scope))
     return rows
 
 
@@ -453,6 +540,6 @@ def extract(text: str, language: str, symbols: Sequence[Symbol]) -> list[Row]:
 
 def _dedupe(rows: Iterable[Row]) -> list[Row]:
     order = {"package": 0, "import": 1, "reexport": 1, "extends": 2, "implements": 2,
-             "var": 3, "decl": 3, "call": 4, "type": 4}
+             "var": 3, "decl": 3, "returns": 3, "call": 4, "type": 4}
     unique = dict.fromkeys(rows)
     return sorted(unique, key=lambda r: (order.get(r[0], 9), r[4], r[0], r[1], r[2], r[3]))

@@ -23,6 +23,7 @@ MAX_EXPORTS = 10
 MAX_DEPENDENTS = 300
 MAX_CHAINS = 20
 IMPACT_DEPTH = 10
+POTENTIAL_CAP = 500
 _DIRECTIONS = ("imports", "importers", "both")
 _BARRELS = ("__init__.py", "__init__.pyi", "mod.rs", "lib.rs")
 _RELATION = {"call": "calls", "type": "uses type", "extends": "extends",
@@ -30,35 +31,47 @@ _RELATION = {"call": "calls", "type": "uses type", "extends": "extends",
 
 
 def _meta(conn: psycopg.Connection, repo: Repo, paths: list[str]) -> dict[str, dict[str, Any]]:
+    """Language, first exported top-level names, and importer count of some files."""
     if not paths:
         return {}
-    out = {}
-    for path, language, exports, imported_by in conn.execute(
-            q.GRAPH_FILE_META, {"repo": repo.id, "paths": paths, "exports": MAX_EXPORTS}):
-        out[path] = {"language": language, "exports": list(exports or []),
-                     "imported_by": int(imported_by)}
+    out: dict[str, dict[str, Any]] = {}
+    for path, language, imported_by in conn.execute(q.GRAPH_FILE_META, (repo.id, paths)):
+        out[path] = {"language": language, "exports": [], "imported_by": int(imported_by)}
+    exports: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+    for path, name, kind, depth, _line in conn.execute(q.GRAPH_EXPORTS, (repo.id, paths)):
+        exports[path].append((depth, kind, name))
+    for path, names in exports.items():
+        # top-level: the shallowest declarations that are not namespaces (C#, C++, Ruby
+        # nest types in them); namespaces only when a file declares nothing else
+        depths = [d for d, k, _n in names if k != "module"] or [d for d, _k, _n in names]
+        top = min(depths)
+        if path in out:
+            out[path]["exports"] = [n for d, k, n in names
+                                    if d == top and (k != "module" or top == 0)][:MAX_EXPORTS]
     return out
 
 
 def _walk_files(conn: psycopg.Connection, repo: Repo, start: str, depth: int,
                 forward: bool) -> tuple[dict[str, dict[str, Any]], int]:
-    """Files reached from ``start`` through imports (forward) or importers, breadth first,
-    with references that need no import (same package) as ``via: reference``."""
+    """Files reached from ``start`` through imports (forward) or importers, breadth first;
+    a link made only of references (a same-package use needs no import) is
+    ``via: reference``; the start file's own imports name their spec."""
     found: dict[str, dict[str, Any]] = {}
     frontier = [start]
     seen = {start}
+    specs: dict[str, str] = {}
+    if forward:
+        specs = {dst: spec for dst, spec in conn.execute(q.GRAPH_IMPORT_SPECS, (repo.id, start))}
     for level in range(1, depth + 1):
         if not frontier:
             break
+        sql = q.GRAPH_LINKS_FROM if forward else q.GRAPH_LINKS_TO
         links: dict[str, tuple[str, str]] = {}
-        sql = q.GRAPH_IMPORTS_OF if forward else q.GRAPH_IMPORTERS_OF
-        for src, dst, spec in conn.execute(sql, (repo.id, frontier)):
+        for src, dst, n_imports, _refs in conn.execute(sql, (repo.id, frontier)):
             other, parent = (dst, src) if forward else (src, dst)
-            links.setdefault(other, (parent, spec))
-        sql = q.GRAPH_USES_OF if forward else q.GRAPH_USERS_OF
-        for src, dst in conn.execute(sql, (repo.id, frontier)):
-            other, parent = (dst, src) if forward else (src, dst)
-            links.setdefault(other, (parent, "reference"))
+            via = "reference" if not n_imports else \
+                (specs.get(other, "import") if level == 1 else "import")
+            links.setdefault(other, (parent, via))
         nxt = []
         for other, (parent, via) in sorted(links.items()):
             if other in seen:
@@ -171,7 +184,7 @@ def _symbol_impact(conn: psycopg.Connection, repo: Repo, symbol: str,
             "repo": repo.id, "paths": [p for p, _q in frontier],
             "quals": [qq for _p, qq in frontier], "verified": True, "kinds": None,
             "k": 20000}).fetchall()
-        found += _overrides(conn, repo, frontier, kinds)
+        found = _overrides(conn, repo, frontier, kinds) + found  # the stronger relation
         nxt: list[Node] = []
         for src, line, scope, kind, _how, dst_path, dst_qual, _ok, _n in found:
             node = (src, scope)
@@ -210,7 +223,8 @@ def _symbol_impact(conn: psycopg.Connection, repo: Repo, symbol: str,
         truncated["declarations"] = total_targets
     extra: dict[str, Any] = {"truncated": truncated}
     if potential:
-        extra["potential_only"] = (f"{potential} reference(s) to {rows[0][1]!r} match the "
+        counted = f"{potential}+" if potential >= POTENTIAL_CAP else str(potential)
+        extra["potential_only"] = (f"{counted} reference(s) to {rows[0][1]!r} match the "
                                    "name only and are not followed (see references)")
     blind = unseen(conn, repo, **extra)
     if blind:
@@ -258,7 +272,8 @@ def _overrides(conn: psycopg.Connection, repo: Repo, frontier: list[Node],
 
 def _chains(parent: dict[Node, tuple[Node, str, int]], level: dict[Node, int]) -> list[str]:
     """The longest dependency chains, written ``a <-calls- b <-extends- c``."""
-    leaves = [n for n in parent if not any(p[0] == n for p in parent.values())]
+    parents = {up for up, _relation, _line in parent.values()}
+    leaves = [n for n in parent if n not in parents]
     leaves.sort(key=lambda n: (-level[n], n))
     out = []
     for leaf in leaves[:MAX_CHAINS]:
@@ -289,12 +304,12 @@ def _files(dependents: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _potential_count(conn: psycopg.Connection, repo: Repo, rows: list[tuple]) -> int:
+    """Name-only references (counted up to POTENTIAL_CAP: ``references`` lists them)."""
     if not rows:
         return 0
-    found = conn.execute(q.GRAPH_UNRESOLVED, {"repo": repo.id, "name": rows[0][1],
-                                              "kinds": ["call", "type", "extends",
-                                                        "implements"], "k": 1}).fetchone()
-    return int(found[5]) if found else 0
+    found = conn.execute(q.GRAPH_UNRESOLVED_COUNT, {"repo": repo.id, "name": rows[0][1],
+                                                    "cap": POTENTIAL_CAP}).fetchone()
+    return int(found[0]) if found else 0
 
 
 def _file_impact(conn: psycopg.Connection, repo: Repo, path: str, depth: int) -> dict[str, Any]:

@@ -75,12 +75,15 @@ class ModuleIndex:
         self.dirs: dict[str, list[str]] = defaultdict(list)
         self.packages: dict[tuple[str, str], list[str]] = defaultdict(list)
         self.stems: dict[str, list[str]] = defaultdict(list)
+        self._types: dict[tuple[str, str, str], list[str]] = defaultdict(list)
         for path, (language, package) in sorted(self.files.items()):
             self.dirs[_dir(path)].append(path)
             family = "jvm" if language in JVM else language
+            stem = posixpath.basename(path).split(".", 1)[0]
             if package:
                 self.packages[(family, package)].append(path)
-            self.stems[posixpath.basename(path).split(".", 1)[0]].append(path)
+                self._types[(family, package, stem)].append(path)
+            self.stems[stem].append(path)
         self._py: dict[str, list[str]] | None = None
         self._go = self._go_modules()
         self._ts = self._ts_configs()
@@ -313,8 +316,8 @@ class ModuleIndex:
     # --- Java / Kotlin / C# / PHP: packages and namespaces --------------------------------
     def type_files(self, language: str, package: str, name: str) -> list[str]:
         """Files of ``package`` named after type ``name`` (``Foo.java`` for ``Foo``)."""
-        return [p for p in self.package_files(language, package)
-                if posixpath.basename(p).split(".", 1)[0] == name]
+        family = "jvm" if language in JVM else language
+        return self._types.get((family, package, name), [])
 
     def by_path_suffix(self, parts: list[str], exts: Iterable[str]) -> list[str]:
         """Files whose path ends with ``a/b/C.<ext>`` (files without a package line)."""

@@ -12,8 +12,12 @@ Capture names say what a node is; ``extract`` turns matches into reference rows:
                  @var.call (a call that initialises it: ``x = Foo()``, a class if Foo is one)
     @field.name  the same, for an attribute of the enclosing class (``self.x = ...``)
     @tparam      a type parameter (``<T>``): type uses of that name are not references
+    @ret.name    a function or method, with @ret.type its declared return type (what a
+                 variable initialised by a call to it holds)
     @decl        a C/C++ prototype (a declaration without a body)
     @super       a bare ``super`` call (Ruby): the same method of the base class
+    @bare        a bare identifier (Ruby): a method call unless a local of that name exists
+    @local       a Ruby local variable or parameter (so a bare identifier is not a call)
 
 ``.expr`` captures, when present, give the qualifier: the callee text before the name.
 Queries run in C; Python only visits the captured nodes.
@@ -48,6 +52,9 @@ _JAVA = r"""
 (formal_parameter type: (_) @var.type name: (identifier) @var.name)
 (enhanced_for_statement type: (_) @var.type name: (identifier) @var.name)
 (resource type: (_) @var.type name: (identifier) @var.name)
+(local_variable_declaration type: (type_identifier) @_var (#eq? @_var "var")
+  declarator: (variable_declarator name: (identifier) @var.name value: (method_invocation) @var.call))
+(method_declaration type: (_) @ret.type name: (identifier) @ret.name)
 """
 
 _KOTLIN = r"""
@@ -60,6 +67,8 @@ _KOTLIN = r"""
 (type_parameter (type_identifier) @tparam)
 (property_declaration (variable_declaration (simple_identifier) @var.name (user_type) @var.type))
 (property_declaration (variable_declaration (simple_identifier) @var.name .) (call_expression . (simple_identifier) @var.call))
+(property_declaration (variable_declaration (simple_identifier) @var.name .) (call_expression . (navigation_expression) @var.call))
+(function_declaration (simple_identifier) @ret.name (function_value_parameters) . (user_type) @ret.type)
 (parameter (simple_identifier) @var.name (user_type) @var.type)
 (class_parameter (simple_identifier) @var.name (user_type) @var.type)
 """
@@ -81,6 +90,7 @@ _PYTHON = r"""
 (assignment left: (identifier) @var.name type: (type) @var.type)
 (assignment left: (identifier) @var.name right: (call function: (identifier) @var.call))
 (assignment left: (identifier) @var.name right: (call function: (attribute) @var.call))
+(function_definition name: (identifier) @ret.name return_type: (type) @ret.type)
 (assignment left: (attribute object: (identifier) @_self attribute: (identifier) @field.name)
   type: (type) @field.type (#eq? @_self "self"))
 (assignment left: (attribute object: (identifier) @_self attribute: (identifier) @field.name)
@@ -129,6 +139,12 @@ _TS = _JS_COMMON + r"""
 (required_parameter (accessibility_modifier) pattern: (identifier) @field.name type: (type_annotation (_) @field.type))
 (public_field_definition name: (property_identifier) @var.name type: (type_annotation (_) @var.type))
 (public_field_definition name: (property_identifier) @var.name value: (new_expression constructor: (identifier) @var.type))
+(variable_declarator name: (identifier) @var.name value: (call_expression function: (_) @var.call))
+(variable_declarator name: (identifier) @var.name value: (await_expression (call_expression function: (_) @var.call)))
+(function_declaration name: (identifier) @ret.name return_type: (type_annotation (_) @ret.type))
+(method_definition name: (property_identifier) @ret.name return_type: (type_annotation (_) @ret.type))
+(method_signature name: (property_identifier) @ret.name return_type: (type_annotation (_) @ret.type))
+(variable_declarator name: (identifier) @ret.name value: (arrow_function return_type: (type_annotation (_) @ret.type)))
 """
 
 _GO = r"""
@@ -150,6 +166,10 @@ _GO = r"""
   right: (expression_list . (composite_literal type: (_) @var.type)))
 (short_var_declaration left: (expression_list . (identifier) @var.name)
   right: (expression_list . (unary_expression operand: (composite_literal type: (_) @var.type))))
+(short_var_declaration left: (expression_list . (identifier) @var.name)
+  right: (expression_list . (call_expression function: (_) @var.call)))
+(function_declaration name: (identifier) @ret.name result: (_) @ret.type)
+(method_declaration name: (field_identifier) @ret.name result: (_) @ret.type)
 """
 
 _RUST = r"""
@@ -170,6 +190,9 @@ _RUST = r"""
 (type_parameter name: (type_identifier) @tparam)
 (let_declaration pattern: (identifier) @var.name type: (_) @var.type)
 (let_declaration pattern: (identifier) @var.name value: (call_expression function: (scoped_identifier) @var.call))
+(let_declaration pattern: (identifier) @var.name value: (call_expression function: (identifier) @var.call))
+(let_declaration pattern: (identifier) @var.name value: (call_expression function: (field_expression) @var.call))
+(function_item name: (identifier) @ret.name return_type: (_) @ret.type)
 (let_declaration pattern: (identifier) @var.name value: (struct_expression name: (_) @var.type))
 (parameter pattern: (identifier) @var.name type: (_) @var.type)
 (field_declaration name: (field_identifier) @var.name type: (_) @var.type)
@@ -233,10 +256,31 @@ _CSHARP = r"""
   (object_creation_expression type: (_) @var.type)))
 (parameter type: (_) @var.type name: (identifier) @var.name)
 (property_declaration type: (_) @field.type name: (identifier) @field.name)
+(variable_declaration type: (implicit_type) (variable_declarator name: (identifier) @var.name
+  (invocation_expression function: (_) @var.call)))
+(method_declaration returns: (_) @ret.type name: (identifier) @ret.name)
 """
 
 _RUBY = r"""
 (call method: (identifier) @call) @call.expr
+(body_statement (identifier) @bare)
+(binary left: (identifier) @bare)
+(binary right: (identifier) @bare)
+(interpolation (identifier) @bare)
+(argument_list (identifier) @bare)
+(array (identifier) @bare)
+(parenthesized_statements (identifier) @bare)
+(assignment right: (identifier) @bare)
+(if condition: (identifier) @bare)
+(unless condition: (identifier) @bare)
+(assignment left: (identifier) @local)
+(operator_assignment left: (identifier) @local)
+(method_parameters (identifier) @local)
+(lambda_parameters (identifier) @local)
+(block_parameters (identifier) @local)
+(optional_parameter name: (identifier) @local)
+(keyword_parameter name: (identifier) @local)
+(splat_parameter name: (identifier) @local)
 (super) @super
 (superclass (constant) @extends)
 (superclass (scope_resolution name: (constant) @extends) @extends.expr)
@@ -279,6 +323,11 @@ _PHP = r"""
   right: (object_creation_expression (qualified_name) @var.type))
 (assignment_expression left: (member_access_expression object: (variable_name (name) @_this) name: (name) @field.name)
   right: (object_creation_expression (name) @field.type) (#eq? @_this "this"))
+(assignment_expression left: (variable_name (name) @var.name)
+  right: [(function_call_expression function: (_) @var.call) (member_call_expression) @var.call
+          (scoped_call_expression) @var.call])
+(method_declaration name: (name) @ret.name return_type: (_) @ret.type)
+(function_definition name: (name) @ret.name return_type: (_) @ret.type)
 """
 
 PATTERNS: dict[str, str] = {

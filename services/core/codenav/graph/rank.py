@@ -8,12 +8,13 @@ it, and a linear scale would leave every other file at ~0).
 from __future__ import annotations
 
 import math
+import operator
 from collections import defaultdict
 from collections.abc import Iterable
 
 DAMPING = 0.85
-ITERATIONS = 60
-TOLERANCE = 1e-9
+ITERATIONS = 50
+TOLERANCE = 1e-8
 
 
 def pagerank(nodes: Iterable[str], links: Iterable[tuple[str, str, float]],
@@ -26,21 +27,27 @@ def pagerank(nodes: Iterable[str], links: Iterable[tuple[str, str, float]],
     position = {name: i for i, name in enumerate(names)}
     n = len(names)
     out_weight = [0.0] * n
-    incoming: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    edges: list[tuple[int, int, float]] = []
     for src, dst, weight in links:
         i, j = position.get(src), position.get(dst)
         if i is None or j is None or i == j or weight <= 0:
             continue
-        incoming[j].append((i, weight))
+        edges.append((i, j, weight))
         out_weight[i] += weight
+    incoming: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for i, j, weight in edges:  # each link's share of its source's rank
+        incoming[j].append((i, damping * weight / out_weight[i]))
+    columns = [(j, [i for i, _w in pairs], [w for _i, w in pairs])
+               for j, pairs in incoming.items()]
+    dangling_nodes = [i for i in range(n) if out_weight[i] == 0.0]
     rank = [1.0 / n] * n
     for _ in range(ITERATIONS):
-        dangling = sum(rank[i] for i in range(n) if out_weight[i] == 0.0)
+        dangling = sum(rank[i] for i in dangling_nodes)
         base = (1.0 - damping) / n + damping * dangling / n
         new = [base] * n
-        for j, sources in incoming.items():
-            new[j] += damping * sum(rank[i] * w / out_weight[i] for i, w in sources)
-        delta = sum(abs(a - b) for a, b in zip(new, rank, strict=True))
+        for j, sources, shares in columns:
+            new[j] += sum(map(operator.mul, map(rank.__getitem__, sources), shares))
+        delta = sum(map(abs, map(operator.sub, new, rank)))
         rank = new
         if delta < TOLERANCE:
             break

@@ -19,6 +19,7 @@ time with its reason.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from codenav.graph.context import (
     CALL_KINDS,
@@ -27,6 +28,7 @@ from codenav.graph.context import (
     TYPE_KINDS,
     Context,
     Fact,
+    Sym,
     SymbolTable,
     Target,
 )
@@ -46,10 +48,14 @@ def _parent(qual: str) -> str:
     return qual.rpartition(".")[0]
 
 
-def _chain(scope: str) -> Iterable[str]:
+@lru_cache(maxsize=65536)
+def _chain(scope: str) -> tuple[str, ...]:
+    """``a.b.c`` -> (``a.b.c``, ``a.b``, ``a``)."""
+    out = []
     while scope:
-        yield scope
+        out.append(scope)
         scope = _parent(scope)
+    return tuple(out)
 
 
 def _unique(targets: Iterable[Target]) -> list[Target]:
@@ -57,6 +63,36 @@ def _unique(targets: Iterable[Target]) -> list[Target]:
     for t in targets:
         seen.setdefault((t.path, t.qual), t)
     return list(seen.values())
+
+
+class _Group:
+    """Names declared by a group of files: directly under each member's prefix, and (for
+    namespace lookups, built on first use) by qualified name."""
+
+    def __init__(self, ctx: Context, members: tuple[tuple[str, str], ...]) -> None:
+        self.ctx = ctx
+        self.members = members
+        self.names: dict[str, list[tuple[str, Sym]]] = {}
+        self._quals: dict[str, list[tuple[str, Sym]]] | None = None
+        for path, prefix in members:
+            table = ctx.symbols(path)
+            start = len(prefix) + 1 if prefix else 0
+            for qual, syms in table.by_qual.items():
+                if prefix:
+                    if not qual.startswith(prefix) or len(qual) <= start or \
+                            qual[start - 1] != "." or "." in qual[start:]:
+                        continue
+                elif "." in qual:
+                    continue
+                self.names.setdefault(qual[start:], []).append((path, syms[0]))
+
+    def quals(self) -> dict[str, list[tuple[str, Sym]]]:
+        if self._quals is None:
+            self._quals = {}
+            for path, _prefix in self.members:
+                for qual, syms in self.ctx.symbols(path).by_qual.items():
+                    self._quals.setdefault(qual, []).append((path, syms[0]))
+        return self._quals
 
 
 class Resolver:
@@ -67,20 +103,29 @@ class Resolver:
         self._bases: dict[tuple[str, str], list[Target]] = {}
         self._in_bases: set[tuple[str, str]] = set()
         self._depth = 0
+        self._groups: dict[tuple[str, ...], _Group] = {}
+        self._var_types: dict[tuple[str, str, str], list[Target]] = {}
+        self._members: dict[tuple[str, str, str, frozenset[str]], list[tuple[str, str, str]]] = {}
 
     # --- edges of one file -------------------------------------------------------------------
     def edges(self, path: str, refs: list[Fact]) -> list[EdgeRow]:
         """Edges for the heritage facts and the call/type references of one file."""
         sc = self.scopes.scope(path)
         table = self.ctx.symbols(path)
+        self._var_types.clear()  # keyed by this file's scopes: no use for the next file
         out: list[EdgeRow] = list(sc.import_edges)
         for cls, facts in self.ctx.facts(path).heritage.items():
             for fact in facts:
                 out += self._edge_rows(path, fact, self._heritage(sc, table, cls, fact), table)
+        memo: dict[tuple[str, str, str, str], list[Target]] = {}
         for fact in refs:
             if fact.kind not in ("call", "type"):
                 continue
-            out += self._edge_rows(path, fact, self.resolve(sc, table, fact), table)
+            key = (fact.kind, fact.name, fact.qualifier, fact.scope)
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = self.resolve(sc, table, fact)
+            out += self._edge_rows(path, fact, found, table)
         return out
 
     def _edge_rows(self, path: str, fact: Fact, found: list[Target],
@@ -100,11 +145,12 @@ class Resolver:
                 for t in found[:MAX_CANDIDATES]]
 
     def _heritage_kind(self, fact: Fact, target: Target, table: SymbolTable) -> str:
+        """Where the syntax does not say (C# base lists, Kotlin supertypes), the base's kind
+        does: an interface is implemented (or extended, by an interface)."""
         base_kind = self.ctx.symbols(target.path).kind(target.qual)
-        own_kind = table.kind(fact.scope)
         if base_kind == "interface":
-            return "extends" if own_kind == "interface" else "implements"
-        if base_kind in ("class", "enum"):
+            return "extends" if table.kind(fact.scope) == "interface" else "implements"
+        if fact.kind == "implements" and base_kind == "class" and table.language == "kotlin":
             return "extends"
         return fact.kind
 
@@ -210,29 +256,35 @@ class Resolver:
         out = [p for p in _chain(scope) if table.kind(p) == "module"]
         return out + sc.namespaces
 
+    def _group(self, key: tuple[str, ...], members: tuple[tuple[str, str], ...]) -> _Group:
+        """The names a group of files (a package, a wildcard import) declares, indexed once
+        and shared by every file that sees the group."""
+        found = self._groups.get(key)
+        if found is None:
+            self.ctx.ensure_symbols(p for p, _prefix in members)
+            found = _Group(self.ctx, members)
+            self._groups[key] = found
+        return found
+
     def _wild(self, sc: FileScope, table: SymbolTable, name: str, scope: str,
               kinds: frozenset[str]) -> list[Target]:
-        if not sc.wild and not sc.namespaces:
+        if not sc.groups and not sc.namespaces:
             return []
         namespaces = self._namespaces(sc, table, scope)
         for ns in sc.namespaces:  # using namespace X: X's names in this file too
             hits = table.get(f"{ns}.{name}", kinds)
             if hits:
                 return [Target(sc.path, hits[0].qual, "wildcard")]
-        self.ctx.ensure_symbols(w.path for w in sc.wild)
         out: list[Target] = []
-        for w in sc.wild:
-            other = self.ctx.symbols(w.path)
-            keys = [f"{w.qual}.{name}" if w.qual else name] + \
-                [f"{ns}.{name}" for ns in namespaces]
-            for key in keys:
-                hits = other.get(key, kinds)
-                if hits:
-                    out.append(Target(w.path, hits[0].qual, w.how))
-                    break
-            else:
-                if w.qual and other.kind(w.qual) in CLASS_LIKE and w.how == "wildcard":
-                    out += self.member(Target(w.path, w.qual, "wildcard"), name, kinds)
+        for key, how, members in sc.groups:
+            group = self._group(key, members)
+            for path, sym in group.names.get(name, ()):
+                if path != sc.path and sym.kind in kinds:
+                    out.append(Target(path, sym.qual, how))
+            for ns in namespaces:
+                for path, sym in group.quals().get(f"{ns}.{name}", ()):
+                    if path != sc.path and sym.kind in kinds:
+                        out.append(Target(path, sym.qual, how))
         return _unique(out)
 
     def _linkage(self, sc: FileScope, qual: str) -> list[Target]:
@@ -267,13 +319,11 @@ class Resolver:
         for target in sc.names.get(name, []):
             if target.qual and self.ctx.symbols(target.path).get(target.qual, TYPE_KINDS):
                 return target
-        self.ctx.ensure_symbols(w.path for w in sc.wild)
-        for w in sc.wild:
-            other = self.ctx.symbols(w.path)
-            for key in (qual, f"{w.qual}.{name}" if w.qual else name):
-                hits = other.get(key, TYPE_KINDS)
-                if hits:
-                    return Target(w.path, hits[0].qual, w.how)
+        for key, how, members in sc.groups:
+            group = self._group(key, members)
+            for path, sym in list(group.quals().get(qual, ())) + list(group.names.get(name, ())):
+                if sym.kind in TYPE_KINDS:
+                    return Target(path, sym.qual, how)
         return None
 
     def qualifier(self, sc: FileScope, table: SymbolTable, q: str, scope: str,
@@ -297,7 +347,9 @@ class Resolver:
         first = segs[0]
         owners: list[Target] = []
         rest = segs[1:]
-        if first == "this":
+        if first.endswith("()"):  # foo().bar, Foo().bar: what the call returns
+            owners = self._call_type(sc, table, first[:-2], scope)
+        elif first == "this":
             cls = self.enclosing_class(sc, table, scope)
             owners = [cls] if cls is not None else []
         elif first == "super":
@@ -368,6 +420,14 @@ class Resolver:
     def variable_type(self, sc: FileScope, table: SymbolTable, name: str,
                       scope: str) -> list[Target]:
         """The class of a typed local, parameter or (implicit-this) field."""
+        key = (sc.path, name, scope)
+        found = self._var_types.get(key)
+        if found is None:
+            found = self._var_types[key] = self._variable_type(sc, table, name, scope)
+        return found
+
+    def _variable_type(self, sc: FileScope, table: SymbolTable, name: str,
+                       scope: str) -> list[Target]:
         facts = self.ctx.facts(sc.path)
         implicit = sc.language in IMPLICIT_THIS
         for prefix in [*_chain(scope), ""]:
@@ -390,6 +450,8 @@ class Resolver:
         typ = var.qualifier
         if not typ:
             return []
+        if var.alias == "call":
+            return self._call_type(sc, table, typ, var.scope)
         if sc.language == "rust" and "::" in typ:
             owner, _sep, last = typ.rpartition("::")
             owners = self._rust_qualifier(sc, table, owner, var.scope)
@@ -399,13 +461,46 @@ class Resolver:
             owners = self.qualifier(sc, table, owner, var.scope, typing=True)
             hits = [t for o in owners for t in self.lookup(o, last, TYPE_KINDS, "receiver")]
         else:
-            kinds = CALL_KINDS if var.alias == "call" else TYPE_KINDS
-            hits = self.bare(sc, table, typ, var.scope, kinds)
+            hits = self.bare(sc, table, typ, var.scope, TYPE_KINDS)
         out = []
         for t in _unique(hits):
             if self.ctx.symbols(t.path).kind(t.qual) in TYPE_KINDS:
                 out.append(Target(t.path, t.qual, "receiver"))
         return out
+
+    def _call_type(self, sc: FileScope, table: SymbolTable, callee: str,
+                   scope: str) -> list[Target]:
+        """What a call returns: an instance of the class it constructs, or the type its
+        function declares it returns (resolved in that function's own file)."""
+        if sc.language == "rust" and "::" in callee:
+            qualifier, _sep, name = callee.rpartition("::")
+        else:
+            qualifier, _dot, name = callee.rpartition(".")
+        hits = self.resolve(sc, table, Fact(0, "call", name, qualifier, "", 0, scope))
+        if len(hits) != 1:
+            return []
+        return self._returned(hits[0])
+
+    def _returned(self, target: Target) -> list[Target]:
+        """What calling ``target`` gives: an instance of it (a class), or the type its
+        declaration says it returns, resolved in its own file."""
+        other = self.ctx.symbols(target.path)
+        if other.kind(target.qual) in TYPE_KINDS:
+            return [Target(target.path, target.qual, "receiver")]
+        returned = self.ctx.facts(target.path).returns.get(target.qual)
+        if not returned:
+            return []
+        if returned in ("Self", "self", "static", "this"):
+            owner = _parent(target.qual)
+            return [Target(target.path, owner, "receiver")] if owner else []
+        where = self.scopes.scope(target.path)
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING:
+                return []
+            return self.type_of(where, other, Fact(0, "var", "", returned, "", 0, target.qual))
+        finally:
+            self._depth -= 1
 
     def field_type(self, cls: Target, name: str, inherited_only: bool = False,
                    depth: int = 0) -> list[Target]:
@@ -430,8 +525,14 @@ class Resolver:
 
     def step(self, owners: list[Target], seg: str) -> list[Target]:
         """From ``owner`` to ``owner.seg``: a nested class, a module's class or submodule,
-        or a field's type."""
+        a field's type, or (``seg()``) what a method returns."""
         out: list[Target] = []
+        if seg.endswith("()"):
+            for o in owners:
+                called = self.lookup(o, seg[:-2], CALL_KINDS, o.how)
+                if len(called) == 1:
+                    out += self._returned(called[0])
+            return _unique(out)
         for o in owners:
             table = self.ctx.symbols(o.path)
             if not o.qual:
@@ -460,7 +561,9 @@ class Resolver:
                         scope: str) -> list[Target]:
         segs = q.split("::")
         first = segs[0]
-        if first == "this":
+        if first.endswith("()"):
+            owners, rest = self._call_type(sc, table, first[:-2], scope), segs[1:]
+        elif first == "this":
             cls = self.enclosing_class(sc, table, scope)
             owners = [cls] if cls is not None else []
             rest = segs[1:]
@@ -512,32 +615,35 @@ class Resolver:
                                    if p != owner.path and p.endswith(".rs")]
         return [owner.path]
 
-    def member(self, owner: Target, name: str, kinds: frozenset[str],
-               depth: int = 0, seen: set[tuple[str, str]] | None = None) -> list[Target]:
+    def member(self, owner: Target, name: str, kinds: frozenset[str]) -> list[Target]:
         """Member ``name`` of class ``owner``, or inherited from one of its bases."""
-        seen = seen if seen is not None else set()
-        if depth > MAX_BASES or (owner.path, owner.qual) in seen:
+        key = (owner.path, owner.qual, name, kinds)
+        found = self._members.get(key)
+        if found is None:
+            found = self._members[key] = self._member(owner.path, owner.qual, name, kinds, 0,
+                                                      set())
+        return [Target(p, qq, owner.how if how == "own" else how) for p, qq, how in found]
+
+    def _member(self, path: str, cls: str, name: str, kinds: frozenset[str], depth: int,
+                seen: set[tuple[str, str]]) -> list[tuple[str, str, str]]:
+        if depth > MAX_BASES or (path, cls) in seen:
             return []
-        seen.add((owner.path, owner.qual))
-        qual = f"{owner.qual}.{name}"
-        files = self._member_files(owner)
+        seen.add((path, cls))
+        qual = f"{cls}.{name}"
+        files = self._member_files(Target(path, cls, ""))
         if len(files) > 1:
             self.ctx.ensure_symbols(files)
-        for path in files:
-            hits = self.ctx.symbols(path).get(qual, kinds)
+        for where in files:
+            hits = self.ctx.symbols(where).get(qual, kinds)
             if hits:
-                how = owner.how if depth == 0 else "inherited"
-                return [Target(path, hits[0].qual, how)]
-        if self.index.language(owner.path) in C_FAMILY and \
-                qual in self.ctx.facts(owner.path).decls:
-            defs = [Target(p, s.qual, "linkage") for p, s in self.ctx.definitions(qual)
+                return [(where, hits[0].qual, "own" if depth == 0 else "inherited")]
+        if self.index.language(path) in C_FAMILY and qual in self.ctx.facts(path).decls:
+            defs = [(p, s.qual, "linkage") for p, s in self.ctx.definitions(qual)
                     if s.kind in ("function", "method", "constructor")]
             if defs:
-                return _unique(defs)
-        for base in self.bases(owner.path, owner.qual):
-            found = self.member(Target(base.path, base.qual, owner.how), name, kinds,
-                                depth + 1, seen)
+                return list(dict.fromkeys(defs))
+        for base in self.bases(path, cls):
+            found = self._member(base.path, base.qual, name, kinds, depth + 1, seen)
             if found:
-                return [Target(t.path, t.qual, "inherited" if t.how != "linkage" else t.how)
-                        for t in found]
+                return [(p, qq, "inherited" if how != "linkage" else how) for p, qq, how in found]
         return []

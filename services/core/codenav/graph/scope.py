@@ -40,10 +40,22 @@ class FileScope:
     names: dict[str, list[Target]] = field(default_factory=dict)
     dotted: dict[str, list[Target]] = field(default_factory=dict)
     wild: list[Target] = field(default_factory=list)
+    groups: list[tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]] = \
+        field(default_factory=list)
+    """``wild`` as shareable groups (key, how, (path, prefix) members): the files of one
+    package are one group, indexed once for every file of the package."""
     namespaces: list[str] = field(default_factory=list)
     """C++ ``using namespace`` prefixes looked up in this file and its includes."""
     imports: list[ImportRow] = field(default_factory=list)
     import_edges: list[EdgeRow] = field(default_factory=list)
+
+    def add_wild(self, key: tuple[str, ...], how: str, members: list[tuple[str, str]]) -> None:
+        """Make the top-level names of ``members`` (or the names directly under a prefix:
+        a namespace, a class for static imports) visible unqualified."""
+        if not members:
+            return
+        self.groups.append((key, how, tuple(members)))
+        self.wild += [Target(p, prefix, how) for p, prefix in members if p != self.path]
 
     def bind(self, name: str, targets: list[Target]) -> None:
         if name and targets:
@@ -51,7 +63,7 @@ class FileScope:
             self.names[name] += [t for t in targets if t not in self.names[name]]
 
 
-def local_name(language: str, fact: Fact, index_package: str = "") -> str:
+def local_name(language: str, fact: Fact) -> str:
     """The identifier an import fact binds in its file ('' for none)."""
     if language == "python" and not fact.name:
         return fact.alias or fact.qualifier.split(".")[0]
@@ -115,22 +127,23 @@ class ScopeBuilder:
         """Names visible without an import: the file's own package or namespace."""
         lang = sc.language
         if lang in JVM and sc.package:
-            sc.wild += [Target(p, "", "package")
-                        for p in self.index.package_files(lang, sc.package) if p != sc.path]
+            files = self.index.package_files(lang, sc.package)
+            sc.add_wild(("package", "jvm", sc.package), "package", [(p, "") for p in files])
         elif lang == "go":
             directory = posixpath.dirname(sc.path)
-            sc.wild += [Target(p, "", "package") for p in self.index.dirs.get(directory, [])
-                        if p != sc.path and p.endswith(".go") and
-                        self.index.package(p) == sc.package]
+            files = [p for p in self.index.dirs.get(directory, [])
+                     if p.endswith(".go") and self.index.package(p) == sc.package]
+            sc.add_wild(("package", "go", directory, sc.package), "package",
+                        [(p, "") for p in files])
         elif lang == "csharp" and sc.package:
             parts = sc.package.split(".")
             for i in range(len(parts), 0, -1):
                 ns = ".".join(parts[:i])
-                sc.wild += [Target(p, ns, "package")
-                            for p in self.index.package_files("csharp", ns) if p != sc.path]
+                files = self.index.package_files("csharp", ns)
+                sc.add_wild(("package", "csharp", ns), "package", [(p, ns) for p in files])
         elif lang == "php" and sc.package:
-            sc.wild += [Target(p, "", "package")
-                        for p in self.index.package_files("php", sc.package) if p != sc.path]
+            files = self.index.package_files("php", sc.package)
+            sc.add_wild(("package", "php", sc.package), "package", [(p, "") for p in files])
 
     # --- following a name to its declaration -----------------------------------------------
     def export_target(self, path: str, name: str, depth: int = 0) -> Target | None:
@@ -248,7 +261,7 @@ class ScopeBuilder:
             found = index.resolve_python(sc.path, fact.qualifier)
             self._row(sc, fact, [found] if found else None)
             if found:
-                sc.wild.append(Target(found, "", "wildcard"))
+                sc.add_wild(("file", found, ""), "wildcard", [(found, "")])
             return
         spec = fact.qualifier
         sub = spec + fact.name if spec.endswith(".") else f"{spec}.{fact.name}"
@@ -294,7 +307,7 @@ class ScopeBuilder:
         if not files or fact.alias == "_":
             return
         if fact.alias == ".":
-            sc.wild += [Target(p, "", "wildcard") for p in files]
+            sc.add_wild(("go", fact.qualifier), "wildcard", [(p, "") for p in files])
             return
         name = fact.alias or self.index.go_package_name(files, fact.qualifier)
         sc.bind(name, [Target(p, "", "module") for p in files])
@@ -318,9 +331,9 @@ class ScopeBuilder:
             found = self._jvm_in(others, head, rest)
             if found is not None:
                 return found
-            return None, ""
-        exts = (".java", ".kt", ".kts")
-        for k in range(len(parts), 0, -1):  # files without a package line: by path
+            break
+        exts = (".java", ".kt", ".kts", ".scala")
+        for k in range(len(parts), min(3, len(parts)) - 1, -1):  # by path (no package line)
             found_paths = self.index.by_path_suffix(parts[:k], exts)
             if found_paths:
                 located = self._jvm_in(found_paths, parts[k - 1], parts[k:])
@@ -349,12 +362,13 @@ class ScopeBuilder:
             files = self.index.package_files(lang, fact.qualifier)
             if files:
                 self._row(sc, fact, files)
-                sc.wild += [Target(p, "", "wildcard") for p in files if p != sc.path]
+                sc.add_wild(("package", "jvm", fact.qualifier), "wildcard",
+                            [(p, "") for p in files])
                 return
             path, qual = self.jvm_class(lang, fact.qualifier)
             self._row(sc, fact, [path] if path else None)
             if path and qual:
-                sc.wild.append(Target(path, qual, "wildcard"))
+                sc.add_wild(("file", path, qual), "wildcard", [(path, qual)])
             return
         path, qual = self.jvm_class(lang, fact.qualifier)
         self._row(sc, fact, [path] if path else None)
@@ -378,13 +392,14 @@ class ScopeBuilder:
             files = self.index.package_files("csharp", fact.qualifier)
             if files:
                 self._row(sc, fact, files)
-                sc.wild += [Target(p, fact.qualifier, "wildcard") for p in files
-                            if p != sc.path]
+                sc.add_wild(("package", "csharp", fact.qualifier), "wildcard",
+                            [(p, fact.qualifier) for p in files])
                 return
             target = self.csharp_class(fact.qualifier)  # using static A.B.C
             self._row(sc, fact, [target.path] if target else None)
             if target is not None:
-                sc.wild.append(Target(target.path, target.qual, "wildcard"))
+                sc.add_wild(("file", target.path, target.qual), "wildcard",
+                            [(target.path, target.qual)])
             return
         target = self.csharp_class(fact.qualifier)
         self._row(sc, fact, [target.path] if target else None)
@@ -398,7 +413,7 @@ class ScopeBuilder:
             found = self.index.resolve_php_file(sc.path, spec)
             self._row(sc, fact, [found] if found else None)
             if found:
-                sc.wild.append(Target(found, "", "include"))
+                sc.add_wild(("file", found, ""), "include", [(found, "")])
             return
         files = self.index.resolve_php_class(spec)
         for path in files:
@@ -426,8 +441,13 @@ class ScopeBuilder:
     def bind_ruby(self, sc: FileScope, fact: Fact) -> None:
         found = self.index.resolve_ruby(sc.path, fact.qualifier)
         self._row(sc, fact, [found] if found else None)
-        if found:
-            sc.wild.append(Target(found, "", "require"))
+        if not found:
+            return
+        sc.add_wild(("file", found, ""), "require", [(found, "")])
+        for inner in self.ctx.facts(found).imports:  # what the required file requires
+            nested = self.index.resolve_ruby(found, inner.qualifier)
+            if nested and nested != sc.path and all(w.path != nested for w in sc.wild):
+                sc.add_wild(("file", nested, ""), "require", [(nested, "")])
 
     def bind_c(self, sc: FileScope, fact: Fact) -> None:
         if fact.qualifier.startswith("ns:"):
@@ -437,13 +457,13 @@ class ScopeBuilder:
         self._row(sc, fact, [found] if found else None)
         if not found:
             return
-        sc.wild.append(Target(found, "", "include"))
+        sc.add_wild(("file", found, ""), "include", [(found, "")])
         for inner in self.ctx.facts(found).imports:  # what the header includes, one level
             if inner.qualifier.startswith("ns:"):
                 continue
             nested = self.index.resolve_include(found, inner.qualifier)
             if nested and nested != sc.path and all(w.path != nested for w in sc.wild):
-                sc.wild.append(Target(nested, "", "include"))
+                sc.add_wild(("file", nested, ""), "include", [(nested, "")])
 
     def rust_path(self, src: str, segs: list[str]) -> tuple[str, list[str]] | None:
         """(module file, remaining segments) of a Rust path used from ``src``."""
@@ -506,7 +526,8 @@ class ScopeBuilder:
             self._row(sc, fact, [resolved[0]] if resolved else None)
             if resolved is not None:
                 path, rest = resolved
-                sc.wild.append(Target(path, ".".join(rest), "wildcard"))
+                sc.add_wild(("file", path, ".".join(rest)), "wildcard",
+                            [(path, ".".join(rest))])
             return
         resolved = self.rust_path(sc.path, fact.qualifier.split("::"))
         self._row(sc, fact, [resolved[0]] if resolved else None)
