@@ -204,6 +204,8 @@ class Ranker:
     (else no argument); ``semantic``/``hybrid`` need that mode and a configured embedder."""
     entry: Callable[..., Any] | None = None
     """The codenav function called."""
+    view: bool = False
+    """Derived from an earlier ranker's output (no latency of its own)."""
 
 
 def _takes_mode(entry: Callable[..., Any], mode: str) -> bool:
@@ -270,8 +272,8 @@ RANKERS: list[Ranker] = [
     Ranker("search hybrid", _search("hybrid"), "hybrid", search.search),
     Ranker("bm25", _bm25("split")),
     Ranker("bm25 unsplit", _bm25("unsplit")),
-    Ranker("search -tests", _without_tests("search")),
-    Ranker("bm25 -tests", _without_tests("bm25")),
+    Ranker("search -tests", _without_tests("search"), view=True),
+    Ranker("bm25 -tests", _without_tests("bm25"), view=True),
 ]
 """Every ranker, in the order they run and are reported. Views (``-tests``: the same
 ranking with test files removed, as find_files does) come after their source."""
@@ -306,7 +308,7 @@ class Runner:
     def __init__(self, rankers: list[Ranker], skipped: dict[str, str]) -> None:
         self.rankers = rankers
         self.skipped = skipped
-        self.latency: dict[str, list[float]] = {r.name: [] for r in rankers}
+        self.latency: dict[str, list[float]] = {r.name: [] for r in rankers if not r.view}
 
     def run(self, ctx: Context, text: str) -> dict[str, Ranking]:
         ctx.outputs = {}
@@ -322,7 +324,8 @@ class Runner:
                 self.skipped[ranker.name] = f"{type(exc).__name__}: {exc}"
                 log.warning("ranker %s switched off: %s", ranker.name, exc)
                 continue
-            self.latency[ranker.name].append((time.perf_counter() - started) * 1000)
+            if not ranker.view:
+                self.latency[ranker.name].append((time.perf_counter() - started) * 1000)
         return ctx.outputs
 
 

@@ -187,6 +187,7 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
                 time.sleep(0.01)
             warm_s = time.perf_counter() - started
             chunks = conn.execute(q.CHUNK_COUNT).fetchone()[0]  # type: ignore[index]
+            graph = conn.execute(q.BENCH_GRAPH_SHARE, (repo.id, repo.id)).fetchone()
             queries = make_queries(conn, repo.id, n_queries)
             db_mb = conn.execute(q.DATABASE_SIZE).fetchone()[0] / 1e6  # type: ignore[index]
         with PeakRss(api.pid) as api_rss:
@@ -206,6 +207,9 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
         "cold_index_s": round(index_s, 2), "files_per_s": round(n_files / index_s, 1),
         "bare_parse_s": round(parse_s, 2), "index_over_parse": round(index_s / parse_s, 2),
         "warm_reindex_s": round(warm_s, 2),
+        "graph_build_s": round(float(graph[0] or 0), 2) if graph else None,
+        "imports": int(graph[1]) if graph else 0,
+        "imports_internal": int(graph[2]) if graph else 0,
         "worker_peak_rss_mb": round(worker_rss.peak / 2**20),
         "api_peak_rss_mb": round(api_rss.peak / 2**20),
         "search_p50_ms": round(statistics.median(search_ms), 1),

@@ -179,6 +179,13 @@ def test_a_body_that_is_not_json_gets_400(client: TestClient) -> None:
 
 
 # --- batching and determinism ---------------------------------------------------------------
+# The default backend (onnx-int8) quantises activations per forward batch, so a text's vector
+# moves slightly (cosine > 0.98; 0.993 on average) with the texts that share its batch; with
+# CODENAV_EMBED_BATCH_SIZE=1 (or the fp32 backends) it depends on the text alone.
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1)  # type: ignore[no-any-return]
+
 
 def test_concurrent_callers_are_batched_and_each_gets_its_own_vectors(
         client: TestClient, runtime: Runtime) -> None:
@@ -214,16 +221,28 @@ def test_concurrent_callers_are_batched_and_each_gets_its_own_vectors(
     flat_texts = [t for group in texts for t in group]
     direct = np.stack([runtime.encoder.encode([t])[0] for t in flat_texts])
     got = np.concatenate([results[i] for i in range(callers)])
-    np.testing.assert_allclose(got, direct, atol=1e-5)
+    assert _cosines(got, direct).min() > 0.98
     # each caller's vectors are nearest to their own texts, not a neighbour's
     assert (np.argmax(got @ direct.T, axis=1) == np.arange(len(flat_texts))).all()
 
 
-def test_the_same_text_gets_the_same_vector_in_any_request(client: TestClient) -> None:
-    text = "def parse_header(line):\n    key, _, value = line.partition(':')"
-    alone = _vectors(_embed(client, [text]))[0]
-    twice = _vectors(_embed(client, [text, text]))
-    among_others = _vectors(_embed(client, [*CODE, text, "x" * 500]))[3]
-    np.testing.assert_allclose(twice[0], alone, atol=1e-6)
-    np.testing.assert_allclose(twice[1], alone, atol=1e-6)
-    np.testing.assert_allclose(among_others, alone, atol=1e-5)
+TEXT = "def parse_header(line):\n    key, _, value = line.partition(':')"
+OTHERS = [*CODE, "x" * 500, "class Config:\n    debug = False\n" * 10]
+
+
+def test_the_same_text_gets_the_same_vector_alone_or_repeated(client: TestClient) -> None:
+    alone = _vectors(_embed(client, [TEXT]))[0]
+    np.testing.assert_array_equal(_vectors(_embed(client, TEXT))[0], alone)
+    twice = _vectors(_embed(client, [TEXT, TEXT]))
+    np.testing.assert_array_equal(twice[0], twice[1])
+    among_others = _vectors(_embed(client, [*OTHERS, TEXT]))[-1]
+    assert float(among_others @ alone) > 0.98
+
+
+def test_with_batch_size_one_the_vector_never_depends_on_the_other_inputs() -> None:
+    settings = EmbedderSettings(batch_size=1)
+    with TestClient(create_app(settings)) as c:
+        _wait_until_ready(c, c.app.state.runtime)  # type: ignore[attr-defined]
+        alone = _vectors(_embed(c, [TEXT]))[0]
+        among_others = _vectors(_embed(c, [*OTHERS, TEXT, *OTHERS]))
+        np.testing.assert_array_equal(among_others[len(OTHERS)], alone)

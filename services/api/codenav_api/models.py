@@ -50,6 +50,37 @@ class ReindexRequest(_Body):
     paths: list[str] | None = Field(default=None, max_length=10000)
 
 
+class DefinitionQuery(_Body):
+    symbol: str = Field(min_length=1, max_length=500, description="name or Class.member")
+    path: str | None = Field(default=None, max_length=1000, description="the declaring file")
+
+
+class ReferencesQuery(_Body):
+    symbol: str = Field(min_length=1, max_length=500, description="name or Class.member")
+    path: str | None = Field(default=None, max_length=1000, description="the declaring file")
+    include_potential: bool = True
+
+
+class DependenciesQuery(_Body):
+    path: str = Field(min_length=1, max_length=1000)
+    direction: Literal["imports", "importers", "both"] = "both"
+    depth: int = Field(default=1, ge=1, le=3)
+
+
+class ImpactQuery(_Body):
+    symbol_or_path: str = Field(min_length=1, max_length=1000)
+    depth: int = Field(default=3, ge=1, le=10)
+
+
+class ImplementationsQuery(_Body):
+    symbol: str = Field(min_length=1, max_length=500, description="an interface or class")
+
+
+class SkeletonQuery(_Body):
+    path: str | None = Field(default=None, max_length=1000, description="a directory")
+    depth: int | None = Field(default=None, ge=0, le=50, description="subdirectory levels")
+
+
 class RepoCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     root: str = Field(min_length=1, max_length=4096, description="absolute path on the workers")

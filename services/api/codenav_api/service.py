@@ -20,6 +20,8 @@ from codenav.db import queries as q
 from codenav.db.connect import dsn
 from codenav.embed_client import EmbedClient
 from codenav.errors import CodenavError, InvalidRequest, Unavailable
+from codenav.graph import tools as graph_tools
+from codenav.graph.tools import GRAPH_TOOLS
 from codenav.semantic import QueryEmbedder
 
 
@@ -141,6 +143,8 @@ class Services:
                                  args.get("end_line"), args.get("symbol") or None)
         if tool == "reindex":
             return self.reindex(repo, args.get("paths"))
+        if tool in GRAPH_TOOLS:
+            return graph_tools.run(conn, repo, tool, args)
         raise InvalidRequest(f"unknown tool {tool!r}")
 
     def reindex(self, repo: repos.Repo, paths: list[str] | None) -> dict[str, Any]:

@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     logging.basicConfig(level=log_level, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a bar per model load is noise in a service log
     if args.prepare:
         from codenav_embedder import encoder
 

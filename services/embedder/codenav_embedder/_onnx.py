@@ -35,8 +35,17 @@ EXPORT_VERSION = 1
 
 
 def cache_key(model_name: str) -> str:
-    """Directory name for one model's graphs: readable slug plus a hash of the full name."""
-    digest = hashlib.sha1(f"{EXPORT_VERSION}:{model_name}".encode()).hexdigest()[:12]
+    """Directory name for one model's graphs: a readable slug plus a hash of the recipe, the
+    name and, for a local directory, its weight files' sizes and times (new weights at the
+    same path get new graphs)."""
+    stamp = f"{EXPORT_VERSION}:{model_name}"
+    local = Path(model_name)
+    if local.is_dir():
+        for path in sorted(local.glob("*")):
+            if path.suffix in (".safetensors", ".bin", ".json"):
+                st = path.stat()
+                stamp += f":{path.name}:{st.st_size}:{st.st_mtime_ns}"
+    digest = hashlib.sha1(stamp.encode()).hexdigest()[:12]
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", model_name.rstrip("/").rsplit("/", 1)[-1])[:40]
     return f"{slug}-{digest}"
 

@@ -33,14 +33,15 @@ class EmbedderSettings:
     model: str = ""
     """A sentence-transformers id or a local directory; empty means the bundled MiniLM."""
     backend: str = "onnx-int8"
-    """``onnx-int8`` (default: ~2x torch on CPU, same ranking quality; see README), ``onnx``
-    or ``torch``."""
+    """``onnx-int8`` (default: ~1.7x torch on CPU, same retrieval quality; see the README),
+    ``onnx`` (fp32) or ``torch`` (fp32)."""
     threads: int = 0
     """CPU threads for the model; 0 means one per core."""
     max_tokens: int = 0
     """Inputs are cut to this many tokens; 0 means the model's own limit (256 for MiniLM)."""
     batch_size: int = 32
-    """Texts per forward pass (after sorting by length)."""
+    """Texts per forward pass (after sorting by length). 1 makes int8 vectors independent of
+    the other texts in a request (~30% slower)."""
     max_batch: int = 256
     """Texts drained from the queue into one encode call, across concurrent requests."""
     max_inputs: int = 512

@@ -8,11 +8,17 @@ from fastapi import APIRouter, Depends
 
 from codenav_api.deps import require_token, services
 from codenav_api.models import (
+    DefinitionQuery,
+    DependenciesQuery,
     FindFilesQuery,
+    ImpactQuery,
+    ImplementationsQuery,
     OutlineQuery,
     ReadQuery,
+    ReferencesQuery,
     ReindexRequest,
     SearchQuery,
+    SkeletonQuery,
     StatusQuery,
 )
 from codenav_api.service import Services
@@ -48,3 +54,34 @@ def status(body: StatusQuery, svc: Services = Depends(services)) -> dict[str, An
 @router.post("/reindex", summary="Queue a reindex of the repo or of some paths")
 def reindex(body: ReindexRequest, svc: Services = Depends(services)) -> dict[str, Any]:
     return svc.run("reindex", body.model_dump())
+
+
+@router.post("/definition", summary="A symbol's declaration and the types it mentions")
+def definition(body: DefinitionQuery, svc: Services = Depends(services)) -> dict[str, Any]:
+    return svc.run("definition", body.model_dump())
+
+
+@router.post("/references", summary="Verified references to a symbol, and potential ones")
+def references(body: ReferencesQuery, svc: Services = Depends(services)) -> dict[str, Any]:
+    return svc.run("references", body.model_dump())
+
+
+@router.post("/dependencies", summary="A file's imports and importers")
+def dependencies(body: DependenciesQuery, svc: Services = Depends(services)) -> dict[str, Any]:
+    return svc.run("dependencies", body.model_dump())
+
+
+@router.post("/impact", summary="What transitively depends on a symbol or file")
+def impact(body: ImpactQuery, svc: Services = Depends(services)) -> dict[str, Any]:
+    return svc.run("impact", body.model_dump())
+
+
+@router.post("/implementations", summary="Classes implementing or extending a type")
+def implementations(body: ImplementationsQuery,
+                    svc: Services = Depends(services)) -> dict[str, Any]:
+    return svc.run("implementations", body.model_dump())
+
+
+@router.post("/skeleton", summary="Exported declarations of a directory, by file")
+def skeleton(body: SkeletonQuery, svc: Services = Depends(services)) -> dict[str, Any]:
+    return svc.run("skeleton", body.model_dump())

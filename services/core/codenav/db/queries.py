@@ -362,20 +362,19 @@ ON CONFLICT (repo_id) DO UPDATE SET version = EXCLUDED.version, built_at = now()
     seconds = EXCLUDED.seconds"""
 # Every file with its language and package line (the package row sorts first in refs).
 GRAPH_FILES = """
-SELECT f.path, f.language, coalesce(r.name, '')
+SELECT f.path, f.language, coalesce(r.name, ''), f.content_id
 FROM files f LEFT JOIN refs r ON r.content_id = f.content_id AND r.ord = 0 AND r.kind = 'package'
 WHERE f.repo_id = %s"""
 GRAPH_CONFIGS = """
 SELECT f.path, c.body FROM files f JOIN contents c ON c.id = f.content_id
 WHERE f.repo_id = %s AND f.path ~ %s"""
+# By content id (the build knows each file's): index scans however the planner estimates.
 GRAPH_SYMBOLS = """
-SELECT f.path, s.name, s.qualname, s.kind, s.depth, s.exported, s.start_line
-FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %s AND f.path = ANY(%s)"""
+SELECT content_id, name, qualname, kind, depth, exported, start_line
+FROM symbols WHERE content_id = ANY(%s)"""
 GRAPH_FACTS = """
-SELECT f.path, r.ord, r.kind, r.name, r.qualifier, r.alias, r.line, r.scope
-FROM files f JOIN refs r ON r.content_id = f.content_id
-WHERE f.repo_id = %s AND f.path = ANY(%s) AND r.kind = ANY(%s)"""
+SELECT content_id, ord, kind, name, qualifier, alias, line, scope
+FROM refs WHERE content_id = ANY(%s) AND kind = ANY(%s)"""
 GRAPH_STORED_BASES = """
 SELECT src_path, src_scope, dst_path, dst_qual FROM graph_edges
 WHERE repo_id = %s AND src_path = ANY(%s) AND kind IN ('extends', 'implements') AND verified"""

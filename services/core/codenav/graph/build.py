@@ -53,15 +53,34 @@ class GraphSummary:
 
 
 class _DbLoader:
-    def __init__(self, conn: psycopg.Connection, repo_id: int) -> None:
+    """Reads per-content rows by content id and hands them out per path (identical files
+    share one content)."""
+
+    def __init__(self, conn: psycopg.Connection, repo_id: int,
+                 content_ids: dict[str, int]) -> None:
         self.conn = conn
         self.repo_id = repo_id
+        self.content_ids = content_ids
+
+    def _by_content(self, paths: list[str]) -> tuple[list[int], dict[int, list[str]]]:
+        owners: dict[int, list[str]] = {}
+        for path in paths:
+            cid = self.content_ids.get(path)
+            if cid is not None:
+                owners.setdefault(cid, []).append(path)
+        return list(owners), owners
 
     def symbols(self, paths: list[str]) -> Iterable[SymRow]:
-        return self.conn.execute(q.GRAPH_SYMBOLS, (self.repo_id, paths)).fetchall()
+        ids, owners = self._by_content(paths)
+        for cid, *rest in self.conn.execute(q.GRAPH_SYMBOLS, (ids,)).fetchall():
+            for path in owners[cid]:
+                yield (path, *rest)
 
     def facts(self, paths: list[str], kinds: tuple[str, ...]) -> Iterable[FactRow]:
-        return self.conn.execute(q.GRAPH_FACTS, (self.repo_id, paths, list(kinds))).fetchall()
+        ids, owners = self._by_content(paths)
+        for cid, *rest in self.conn.execute(q.GRAPH_FACTS, (ids, list(kinds))).fetchall():
+            for path in owners[cid]:
+                yield (path, *rest)
 
     def stored_bases(self, paths: list[str]) -> Iterable[BaseRow]:
         return self.conn.execute(q.GRAPH_STORED_BASES, (self.repo_id, paths)).fetchall()
@@ -71,12 +90,16 @@ class _DbLoader:
                                                        list(languages))).fetchall()
 
 
-def load_index(conn: psycopg.Connection, repo_id: int) -> ModuleIndex:
-    files = {path: (language, package) for path, language, package in
-             conn.execute(q.GRAPH_FILES, (repo_id,))}
+def load_index(conn: psycopg.Connection, repo_id: int) -> tuple[ModuleIndex, dict[str, int]]:
+    """The repository's module index, and each file's content id."""
+    files: dict[str, tuple[str, str]] = {}
+    content_ids: dict[str, int] = {}
+    for path, language, package, content_id in conn.execute(q.GRAPH_FILES, (repo_id,)):
+        files[path] = (language, package)
+        content_ids[path] = content_id
     configs: dict[str, str] = {path: body for path, body in
                                conn.execute(q.GRAPH_CONFIGS, (repo_id, CONFIG_RE))}
-    return ModuleIndex(files, configs)
+    return ModuleIndex(files, configs), content_ids
 
 
 def update(conn: psycopg.Connection, repo_id: int, changed: list[str], deleted: list[str],
@@ -100,7 +123,7 @@ def _update(conn: psycopg.Connection, repo_id: int, changed: list[str], deleted:
     stale = row is None or row[0] != GRAPH_VERSION
     if not (full or stale or changed or deleted):
         return None
-    index = load_index(conn, repo_id)
+    index, content_ids = load_index(conn, repo_id)
     structured = {p for p, (lang, _pkg) in index.files.items() if lang in PATTERNS}
     touched = set(changed) | set(deleted)
     if full or stale or any(is_config(p) for p in touched) or \
@@ -113,7 +136,8 @@ def _update(conn: psycopg.Connection, repo_id: int, changed: list[str], deleted:
             return None
     summary = GraphSummary(full=full, files=len(build_set))
     new_files = bool(set(changed) - _paths(conn, q.GRAPH_KNOWN, repo_id, sorted(changed)))
-    _build(conn, repo_id, index, build_set, set(deleted), full, summary, new_files)
+    _build(conn, repo_id, index, _DbLoader(conn, repo_id, content_ids), build_set,
+           set(deleted), full, summary, new_files)
     summary.seconds = time.monotonic() - started
     conn.execute(q.GRAPH_STATE_PUT, (repo_id, GRAPH_VERSION, full, len(build_set),
                                      summary.seconds))
@@ -166,10 +190,11 @@ def _batches(items: list[str], size: int) -> Iterator[list[str]]:
         yield items[i:i + size]
 
 
-def _build(conn: psycopg.Connection, repo_id: int, index: ModuleIndex, build_set: set[str],
-           deleted: set[str], full: bool, summary: GraphSummary, new_files: bool) -> None:
+def _build(conn: psycopg.Connection, repo_id: int, index: ModuleIndex, loader: _DbLoader,
+           build_set: set[str], deleted: set[str], full: bool, summary: GraphSummary,
+           new_files: bool) -> None:
     lap = time.monotonic()
-    ctx = Context(index, _DbLoader(conn, repo_id), build_set)
+    ctx = Context(index, loader, build_set)
     scopes = ScopeBuilder(ctx)
     resolver = Resolver(ctx, scopes)
     if full:
@@ -195,7 +220,7 @@ def _build(conn: psycopg.Connection, repo_id: int, index: ModuleIndex, build_set
         for batch in _batches(ordered, BATCH):
             refs: dict[str, list[Fact]] = {p: [] for p in batch}
             for path, ord_, kind, name, qualifier, alias, line, scope in \
-                    conn.execute(q.GRAPH_FACTS, (repo_id, batch, ["call", "type"])).fetchall():
+                    loader.facts(batch, ("call", "type")):
                 refs[path].append(Fact(ord_, kind, name, qualifier, alias, line, scope))
             lap = summary.lap("load", lap)
             imports: list[ImportRow] = []

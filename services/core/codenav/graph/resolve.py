@@ -59,6 +59,8 @@ def _chain(scope: str) -> tuple[str, ...]:
 
 
 def _unique(targets: Iterable[Target]) -> list[Target]:
+    if isinstance(targets, list) and len(targets) < 2:
+        return targets
     seen: dict[tuple[str, str], Target] = {}
     for t in targets:
         seen.setdefault((t.path, t.qual), t)
@@ -105,6 +107,7 @@ class Resolver:
         self._depth = 0
         self._groups: dict[tuple[str, ...], _Group] = {}
         self._var_types: dict[tuple[str, str, str], list[Target]] = {}
+        self._member_paths: dict[str, list[str]] = {}
         self._members: dict[tuple[str, str, str, frozenset[str]], list[tuple[str, str, str]]] = {}
 
     # --- edges of one file -------------------------------------------------------------------
@@ -602,6 +605,12 @@ class Resolver:
     def _member_files(self, owner: Target) -> list[str]:
         """Where members of a type can be declared: its file; for Go its package; for Rust
         the impl blocks in its directory."""
+        found = self._member_paths.get(owner.path)
+        if found is None:
+            found = self._member_paths[owner.path] = self._member_files_of(owner)
+        return found
+
+    def _member_files_of(self, owner: Target) -> list[str]:
         lang = self.index.language(owner.path)
         if lang == "go":
             directory = owner.path.rpartition("/")[0]

@@ -55,7 +55,8 @@ class FileScope:
         if not members:
             return
         self.groups.append((key, how, tuple(members)))
-        self.wild += [Target(p, prefix, how) for p, prefix in members if p != self.path]
+        if key[0] != "package":  # a package's files are only ever looked up as a group
+            self.wild += [Target(p, prefix, how) for p, prefix in members if p != self.path]
 
     def bind(self, name: str, targets: list[Target]) -> None:
         if name and targets:

@@ -1,0 +1,60 @@
+"""Each language family's fixture repository, indexed for real, has exactly the graph its
+hand-written ``expected.json`` describes: definitions, resolved imports, verified edges
+(with how each resolved), inheritance and potential edges. Verified edges are also scored
+(precision and recall per language), which must be perfect on the fixtures."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from codenav import indexer, repos
+from codenav.config import Settings
+from tests.graph.expected import differences, load, precision_recall, snapshot
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "graph"
+FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").is_file())
+
+
+def index_fixture(settings: Settings, conn: psycopg.Connection, family: str,
+                  dest: Path) -> repos.Repo:
+    root = dest / family
+    shutil.copytree(FIXTURES / family, root, ignore=shutil.ignore_patterns("expected.json"))
+    repo = repos.register(conn, str(root), family)
+    indexer.reconcile(settings, repo.id)
+    return repo
+
+
+def test_every_language_family_has_a_fixture() -> None:
+    assert FAMILIES == ["c", "csharp", "go", "java", "php", "python", "ruby", "rust", "ts"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_graph_of_a_fixture_is_exactly_the_expected_one(
+        family: str, settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    repo = index_fixture(settings, conn, family, tmp_path)
+    actual = snapshot(conn, repo.id)
+    expected = load(FIXTURES / family / "expected.json")
+    assert differences(expected, actual) == {}, json.dumps(differences(expected, actual),
+                                                           indent=1)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_verified_edges_have_perfect_precision_and_recall_per_language(
+        family: str, settings: Settings, conn: psycopg.Connection, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    repo = index_fixture(settings, conn, family, tmp_path)
+    scores = precision_recall(load(FIXTURES / family / "expected.json"),
+                              snapshot(conn, repo.id))
+    with capsys.disabled():
+        for language, s in scores.items():
+            print(f"\n  {family:>7} {language:<11} expected {s['expected']:>3} found "
+                  f"{s['found']:>3} precision {s['precision']:.3f} recall {s['recall']:.3f}",
+                  end="")
+    assert scores
+    for language, s in scores.items():
+        assert (s["precision"], s["recall"]) == (1.0, 1.0), (language, s)

@@ -1,0 +1,125 @@
+"""Edges are rebuilt incrementally in the index run that sees a change: the changed files
+and every file whose resolution depends on them are re-resolved, so the graph never points
+at a vanished declaration, and always equals what a full rebuild would give."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+
+from codenav import indexer, repos
+from codenav.config import Settings
+from codenav.graph import build
+from tests.graph.expected import snapshot
+from tests.graph.test_fixture_graphs import index_fixture
+
+
+def _edges_to(conn: psycopg.Connection, repo: repos.Repo, path: str) -> list[tuple]:
+    return conn.execute("SELECT src_path, line, dst_qual FROM graph_edges WHERE repo_id = %s "
+                        "AND dst_path = %s ORDER BY 1, 2", (repo.id, path)).fetchall()
+
+
+def _calls(conn: psycopg.Connection, repo: repos.Repo, src: str) -> set[tuple[int, str, str]]:
+    return set(conn.execute("SELECT line, dst_path, dst_qual FROM graph_edges WHERE repo_id = %s "
+                            "AND src_path = %s AND kind = 'call'", (repo.id, src)).fetchall())
+
+
+def _same_as_full_rebuild(conn: psycopg.Connection, repo: repos.Repo) -> None:
+    incremental = snapshot(conn, repo.id)
+    build.update(conn, repo.id, [], [], full=True)
+    assert snapshot(conn, repo.id) == incremental
+
+
+def test_editing_a_callees_file_re_resolves_the_edges_of_its_importers(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    repo = index_fixture(settings, conn, "python", tmp_path)
+    root = Path(repo.root)
+    assert (18, "app/util.py", "helper") in _calls(conn, repo, "app/models.py")
+    util = root / "app" / "util.py"
+    original = util.read_text()
+    util.write_text(original.replace("def helper(", "def tidy("))
+    indexer.reconcile(settings, repo.id, ["app/util.py"])
+    assert not any(q == "helper" for _s, _l, q in _edges_to(conn, repo, "app/util.py"))
+    assert not any(dst == "app/util.py" and q == "helper"
+                   for _l, dst, q in _calls(conn, repo, "app/models.py"))
+    _same_as_full_rebuild(conn, repo)
+    util.write_text(original)
+    indexer.reconcile(settings, repo.id, ["app/util.py"])
+    assert (18, "app/util.py", "helper") in _calls(conn, repo, "app/models.py")
+    _same_as_full_rebuild(conn, repo)
+
+
+def test_a_deleted_file_leaves_no_edge_pointing_at_it(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    repo = index_fixture(settings, conn, "python", tmp_path)
+    assert _edges_to(conn, repo, "app/repo.py")
+    (Path(repo.root) / "app" / "repo.py").unlink()
+    indexer.reconcile(settings, repo.id, ["app/repo.py"])
+    assert _edges_to(conn, repo, "app/repo.py") == []
+    imports = conn.execute("SELECT spec, dst_path FROM graph_imports WHERE repo_id = %s AND "
+                           "src_path = 'app/service.py' AND spec = '.repo'",
+                           (repo.id,)).fetchall()
+    assert imports == [(".repo", None)]  # now external: nothing indexed answers it
+    ranked = conn.execute("SELECT count(*) FROM graph_files WHERE repo_id = %s AND "
+                          "path = 'app/repo.py'", (repo.id,)).fetchone()
+    assert ranked == (0,)
+    _same_as_full_rebuild(conn, repo)
+
+
+def test_a_new_file_resolves_the_imports_that_were_waiting_for_it(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    repo = index_fixture(settings, conn, "python", tmp_path)
+    root = Path(repo.root)
+    (root / "app" / "audit.py").write_text(
+        "from .journal import Journal\n\n\ndef audit():\n    return Journal().write()\n")
+    indexer.reconcile(settings, repo.id, ["app/audit.py"])
+    assert _calls(conn, repo, "app/audit.py") == set()
+    (root / "app" / "journal.py").write_text(
+        "class Journal:\n    def write(self):\n        return 1\n")
+    indexer.reconcile(settings, repo.id, ["app/journal.py"])
+    assert _calls(conn, repo, "app/audit.py") == {(5, "app/journal.py", "Journal"),
+                                                  (5, "app/journal.py", "Journal.write")}
+    _same_as_full_rebuild(conn, repo)
+
+
+def test_a_class_added_to_a_java_package_is_seen_by_its_peers_without_an_import(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    repo = index_fixture(settings, conn, "java", tmp_path)
+    base = Path(repo.root) / "src/main/java/com/acme/model"
+    (base / "Teller.java").write_text(
+        "package com.acme.model;\n\npublic class Teller {\n"
+        "    public void serve(Account account) {\n        Receipt.print(account);\n    }\n}\n")
+    indexer.reconcile(settings, repo.id, ["src/main/java/com/acme/model/Teller.java"])
+    teller = "src/main/java/com/acme/model/Teller.java"
+    assert not any(q == "Receipt.print" for _l, _d, q in _calls(conn, repo, teller))
+    (base / "Receipt.java").write_text(
+        "package com.acme.model;\n\npublic class Receipt {\n"
+        "    public static void print(Entity entity) {\n    }\n}\n")
+    indexer.reconcile(settings, repo.id, ["src/main/java/com/acme/model/Receipt.java"])
+    assert (5, "src/main/java/com/acme/model/Receipt.java", "Receipt.print") in \
+        _calls(conn, repo, teller)
+    _same_as_full_rebuild(conn, repo)
+
+
+def test_changing_a_base_class_re_resolves_calls_inherited_through_a_subclass(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    repo = index_fixture(settings, conn, "python", tmp_path)
+    models = Path(repo.root) / "app" / "models.py"
+    service = "app/service.py"
+    assert (16, "app/models.py", "Base.save") in _calls(conn, repo, service)
+    models.write_text(models.read_text().replace("def save(self)", "def persist(self)"))
+    indexer.reconcile(settings, repo.id, ["app/models.py"])
+    assert not any(q == "Base.save" for _l, _d, q in _calls(conn, repo, service))
+    _same_as_full_rebuild(conn, repo)
+
+
+def test_a_run_that_changes_nothing_leaves_the_graph_alone(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    repo = index_fixture(settings, conn, "go", tmp_path)
+    before = conn.execute("SELECT built_at FROM graph_state WHERE repo_id = %s",
+                          (repo.id,)).fetchone()
+    indexer.reconcile(settings, repo.id)
+    after = conn.execute("SELECT built_at FROM graph_state WHERE repo_id = %s",
+                         (repo.id,)).fetchone()
+    assert before == after

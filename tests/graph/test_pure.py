@@ -1,0 +1,78 @@
+"""The graph's pure functions, pinned on fixed inputs: PageRank and the centrality prior,
+and how receivers and declared types are normalised before resolution."""
+
+from __future__ import annotations
+
+import pytest
+
+from codenav import rank
+from codenav.graph.extract import base_type, normalize_qualifier
+from codenav.graph.rank import pagerank, priors
+
+
+def test_pagerank_sums_to_one_and_favours_the_file_everyone_imports() -> None:
+    ranks = pagerank(["a", "b", "c", "util"],
+                     [("a", "util", 1.0), ("b", "util", 1.0), ("c", "util", 1.0),
+                      ("util", "a", 1.0)])
+    assert sum(ranks.values()) == pytest.approx(1.0)
+    assert max(ranks, key=lambda k: ranks[k]) == "util"
+    assert ranks["b"] == pytest.approx(ranks["c"])
+
+
+def test_a_file_without_links_keeps_the_baseline_rank() -> None:
+    ranks = pagerank(["alone", "x", "y"], [("x", "y", 1.0)])
+    assert ranks["alone"] > 0 and ranks["y"] > ranks["alone"]
+
+
+def test_priors_are_log_scaled_into_zero_to_one() -> None:
+    scaled = priors({"hub": 0.5, "mid": 0.05, "leaf": 0.001})
+    assert scaled["hub"] == 1.0
+    assert 0.0 < scaled["leaf"] < scaled["mid"] < 1.0
+    assert priors({}) == {}
+
+
+def test_the_centrality_prior_is_small() -> None:
+    assert rank.centrality_prior(0.0) == 1.0
+    assert rank.centrality_prior(1.0) == pytest.approx(1.1)
+    assert rank.centrality_prior(7.0) == pytest.approx(1.1)
+
+
+@pytest.mark.parametrize(("raw", "language", "expected"), [
+    ("self.repo.", "python", "this.repo"),
+    ("super().", "python", "super"),
+    ("this.f.", "java", "this.f"),
+    ("new Foo(x).", "java", "Foo()"),
+    ("book.open(owner).", "kotlin", "book.open()"),
+    ("a.b(c(d), \")\").e.", "typescript", "a.b().e"),
+    ("x[0].", "java", "<expr>"),
+    ("$this->repo->", "php", "this.repo"),
+    ("parent::", "php", "super"),
+    ("@total.", "ruby", "this.total"),
+    ("Billing::Util.", "ruby", "Billing.Util"),
+    ("crate::log::", "rust", "crate::log"),
+    ("Self::", "rust", "this"),
+    ("Store::new().", "rust", "Store::new()"),
+    ("this->", "cpp", "this"),
+    ("base.", "csharp", "super"),
+])
+def test_receivers_are_normalised_to_paths(raw: str, language: str, expected: str) -> None:
+    assert normalize_qualifier(raw, language) == expected
+
+
+@pytest.mark.parametrize(("text", "language", "expected"), [
+    ("Optional[Order]", "python", "Order"),
+    ("Foo | None", "python", "Foo"),
+    ('"models.User"', "python", "models.User"),
+    ("List<Foo>", "java", "List"),
+    ("Foo[]", "java", ""),
+    ("*st.Store", "go", "st.Store"),
+    ("[]Item", "go", ""),
+    ("&mut Arc<Cache>", "rust", "Cache"),
+    ("std::unique_ptr<Dense>", "cpp", "Dense"),
+    ("?User", "php", "User"),
+    ("\\App\\Models\\User", "php", "App.Models.User"),
+    ("var", "java", ""),
+])
+def test_declared_types_reduce_to_the_class_they_name(text: str, language: str,
+                                                     expected: str) -> None:
+    assert base_type(text, language) == expected
