@@ -123,8 +123,10 @@ class Ingester:
         for r in reads:
             text = decode(r.data).text
             parsed.append((r, text, parse_file(text, r.language, self.limits)))
-        facts = [[] if pf.error else graph_facts(text, r.language, pf.symbols)
+        facts = [[] if pf.error else graph_facts(text, r.language, pf.symbols, pf.tree, pf.src)
                  for r, text, pf in parsed]
+        for _r, _text, pf in parsed:
+            pf.tree, pf.src = None, b""  # done with the trees: free them before writing
         with self.conn.transaction():
             with self.conn.cursor() as cur:
                 with cur.copy(q.STAGE_COPY) as copy:

@@ -27,6 +27,7 @@ import logging
 import re
 from collections.abc import Iterable, Sequence
 from functools import cache, lru_cache
+from typing import Any
 
 from tree_sitter import Node, Query, QueryCursor
 
@@ -519,16 +520,19 @@ def _qualname_in(enclosing: _Enclosing, scope: str, name: str) -> str:
         prefix = prefix.rpartition(".")[0]
 
 
-def extract(text: str, language: str, symbols: Sequence[Symbol]) -> list[Row]:
+def extract(text: str, language: str, symbols: Sequence[Symbol], tree: Any = None,
+            src: bytes = b"") -> list[Row]:
     """Reference, import and package rows for one file (empty for unstructured languages,
-    and when the file cannot be parsed)."""
+    and when the file cannot be parsed). ``tree``/``src``: the chunker's parse, reused."""
     if language not in PATTERNS:
         return []
     try:
         from codenav.parse.chunker import parser_for
 
-        src = text.encode("utf-8")
-        root = parser_for(language).parse(src).root_node
+        if tree is None or not src:
+            src = text.encode("utf-8")
+            tree = parser_for(language).parse(src)
+        root = tree.root_node
         line_count = text.count("\n") + 1
         enclosing = _Enclosing(symbols, line_count)
         rows = _references(language, root, src, enclosing)

@@ -75,6 +75,7 @@ def _structured(text: str, lines: list[str], language: str, limits: ChunkLimits,
     spec = SPECS[language]
     src = text.encode("utf-8")
     tree = parser_for(language).parse(src)
+    result.tree, result.src = tree, src
     root = tree.root_node
     walker = Walker(spec, src)
     decls = walker.walk(root)

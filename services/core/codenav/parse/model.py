@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 # Kinds a chunk can have. Declarations first; "block" is module-level code between them.
 DECLARATION_KINDS = frozenset(
@@ -53,3 +54,6 @@ class ParsedFile:
     imports: list[str] = field(default_factory=list)
     error: str = ""
     """Non-empty when structure extraction failed and the file fell back to line windows."""
+    tree: Any = field(default=None, repr=False, compare=False)
+    """The tree-sitter tree (not stored): the graph extraction reuses it, never re-parses."""
+    src: bytes = field(default=b"", repr=False, compare=False)
