@@ -75,6 +75,9 @@ def main() -> int:
     parser.add_argument("--rankers", nargs="*", help="subset of: " +
                         ", ".join(r.name for r in evalkit.RANKERS))
     parser.add_argument("--processes", type=int, default=0, help="parser processes")
+    parser.add_argument("--exclude-tests", action="store_true",
+                        help="leave test files out of the index (gold never contains them); "
+                        "halves the embedding work of the semantic modes")
     parser.add_argument("--reuse-index", action="store_true",
                         help="keep each repository's store from a previous run")
     parser.add_argument("--out", type=Path, default=OUT / "eval_swebench")
@@ -101,7 +104,8 @@ def main() -> int:
     for repo, group in sorted(by_repo.items(), key=lambda kv: len(kv[1])):
         mirror = mirror_for(args.mirrors, repo)
         slug = repo.replace("/", "+")
-        checkout = Checkout.prepare(mirror, workdir / "repos" / slug, [".py"])
+        checkout = Checkout.prepare(mirror, workdir / "repos" / slug, [".py"],
+                                    exclude_tests=args.exclude_tests)
         steps = steps_for(mirror, group)
         evalkit.log.info("%s: %d instances at %d commits", repo, len(group), len(steps))
         got, timing[repo] = evalkit.evaluate_repository(

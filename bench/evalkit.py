@@ -67,6 +67,10 @@ def commit_time(repo: Path, sha: str) -> int:
     return int(git(repo, "show", "-s", "--format=%ct", sha).strip())
 
 
+TEST_EXCLUDES = ["test/", "tests/", "testing/", "test_*.py", "*_test.py", "tests.py",
+                 "conftest.py"]
+
+
 @dataclass
 class Checkout:
     """A working copy of a mirror (``git clone --shared``: no objects copied) holding only
@@ -78,7 +82,8 @@ class Checkout:
     root: Path
 
     @classmethod
-    def prepare(cls, mirror: Path, root: Path, extensions: Iterable[str]) -> Checkout:
+    def prepare(cls, mirror: Path, root: Path, extensions: Iterable[str],
+                exclude_tests: bool = False) -> Checkout:
         if not (mirror / "objects").is_dir() and not (mirror / ".git").is_dir():
             raise SystemExit(f"no git repository at {mirror}")
         if not (root / ".git").is_dir():
@@ -88,6 +93,8 @@ class Checkout:
         # codenav's ignore rules do not re-include directories with `!*/` after `*`, so
         # ignore every name with a dot and re-include the wanted extensions.
         lines = ["# written by bench/evalkit.py", "*.*", *(f"!*{e}" for e in sorted(extensions))]
+        if exclude_tests:  # gold files are never tests; every ranker sees the same corpus
+            lines += TEST_EXCLUDES
         exclude = root / ".git" / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
         exclude.write_text("\n".join(lines) + "\n", encoding="utf-8")

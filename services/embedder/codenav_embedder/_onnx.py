@@ -104,11 +104,11 @@ class _Wrapper(torch.nn.Module):
 
 
 def _export(model: SentenceTransformer, target: Path) -> None:
-    first = model[0]
+    first: Any = model[0]
     if list(first.modality_config) != ["text"] or first.modality_config["text"].get(
             "method_output_name") != "last_hidden_state":
         raise ValueError("ONNX export supports text models whose output is last_hidden_state")
-    hf_model = first.model
+    hf_model: Any = first.model
     names = _input_names(model)
     sample = model.preprocess(["def f(x):\n    return x + 1", "short", "a third one, longer"])
     args = tuple(sample[n] for n in names)
@@ -123,6 +123,8 @@ def _export(model: SentenceTransformer, target: Path) -> None:
                 _Wrapper(hf_model, names).eval(), args, dynamo=True, opset_version=18,
                 input_names=names, output_names=["token_embeddings"],
                 dynamic_shapes=(tuple({0: batch, 1: seq} for _ in names),), verbose=False)
+        if program is None:
+            raise RuntimeError("torch.onnx.export returned no program")
         program.save(str(target))
     finally:
         hf_model.set_attn_implementation(previous)

@@ -56,6 +56,8 @@ class Encoder:
         if not dimension:
             raise ValueError(f"model {name!r} does not declare its embedding dimension")
         self.dimension = int(dimension)
+        if not model.max_seq_length:
+            raise ValueError(f"model {name!r} does not declare its max sequence length")
         self.max_tokens = int(model.max_seq_length)
         self._counter = _CountingTokenizer(model)
 
