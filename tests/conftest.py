@@ -11,6 +11,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 import pytest
@@ -20,6 +21,9 @@ from psycopg import sql
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.embedded import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
+
+if TYPE_CHECKING:
+    from fastapi.testclient import TestClient
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TEMPLATE_DB = "codenav_template"
@@ -96,6 +100,20 @@ def service_env(settings: Settings) -> dict[str, str]:
                 "CODENAV_REDIS_URL": settings.redis_url, "CODENAV_HOME": settings.home,
                 "CODENAV_PARSE_PROCESSES": "2", "PYTHONUNBUFFERED": "1"})
     return env
+
+
+@pytest.fixture
+def client(settings: Settings, conn: psycopg.Connection) -> Iterator[TestClient]:
+    """The API in-process, with a valid token."""
+    from fastapi.testclient import TestClient
+
+    from codenav.auth import create_token
+    from codenav_api.app import create_app
+
+    token, _ = create_token(conn, "test")
+    with TestClient(create_app(settings)) as c:
+        c.headers["Authorization"] = f"Bearer {token}"
+        yield c
 
 
 def copy_fixture(name: str, dest: Path) -> Path:

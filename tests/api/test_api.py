@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -10,9 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from codenav import indexer, repos
-from codenav.auth import create_token
 from codenav.config import Settings
-from codenav_api.app import create_app
 from tests.polyglot import make_polyglot
 
 
@@ -22,14 +19,6 @@ def indexed(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> rep
     repo = repos.register(conn, str(root), "polyglot")
     indexer.reconcile(settings, repo.id)
     return repo
-
-
-@pytest.fixture
-def client(settings: Settings, conn: psycopg.Connection) -> Iterator[TestClient]:
-    token, _ = create_token(conn, "test")
-    with TestClient(create_app(settings)) as c:
-        c.headers["Authorization"] = f"Bearer {token}"
-        yield c
 
 
 def test_health_and_readiness(client: TestClient) -> None:

@@ -4,75 +4,33 @@ the watcher and worker turn into re-resolved edges."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
-from codenav.embedded import free_port
+from tests.e2e.stackkit import RunningStack, mcp_calls, running_stack
 
-CODENAV = str(Path(sys.executable).with_name("codenav"))
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "graph" / "python"
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
     base = tmp_path_factory.mktemp("graph-e2e")
     root = base / "shop"
     shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("expected.json"))
-    home = base / "home"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
-    env.update({"CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1"})
-    port = free_port()
-    log_path = base / "up.log"
-    log = log_path.open("wb")
-    proc = subprocess.Popen([CODENAV, "up", "--repo", str(root), "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    deadline = time.monotonic() + 180
-    ready = False
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (home / "stack.json").exists() and "Press Ctrl-C" in \
-                log_path.read_text(errors="replace"):
-            ready = True
-            break
-        time.sleep(0.1)
-    assert ready, log_path.read_text(errors="replace")[-3000:]
-    yield {"root": root, "home": home, "proc": proc}
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(60)
-    log.close()
+    with running_stack(root, base) as running:
+        yield running
 
 
-def _mcp(stack: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    params = StdioServerParameters(command=CODENAV, args=["mcp"],
-                                   env={"CODENAV_HOME": str(stack["home"]),
-                                        "PATH": os.environ.get("PATH", "")})
-    results: list[Any] = []
-
-    async def go() -> None:
-        async with Client(params) as client:
-            tools = await client.list_tools()
-            results.append({t.name for t in tools.tools})
-            for name, args in calls:
-                results.append(await client.call_tool(name, args))
-
-    anyio.run(go)
-    return results
+def _mcp(stack: RunningStack, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    return mcp_calls(stack.home, calls)
 
 
-def test_an_agent_navigates_the_graph_through_the_stdio_adapter(stack: dict[str, Any]) -> None:
+def test_an_agent_navigates_the_graph_through_the_stdio_adapter(stack: RunningStack) -> None:
     tools, definition, references, dependencies, impact, implementations, skeleton = _mcp(
         stack, [("definition", {"symbol": "Service.register"}),
                 ("references", {"symbol": "User.greet"}),
@@ -96,8 +54,8 @@ def test_an_agent_navigates_the_graph_through_the_stdio_adapter(stack: dict[str,
 
 
 def test_an_edit_on_disk_reaches_the_graph_through_watcher_and_worker(
-        stack: dict[str, Any]) -> None:
-    util = Path(stack["root"]) / "app" / "util.py"
+        stack: RunningStack) -> None:
+    util = Path(stack.root) / "app" / "util.py"
     util.write_text(util.read_text() + "\n\ndef shout(text):\n    return helper(text).upper()\n")
     deadline = time.monotonic() + 90
     callers: list[Any] = []

@@ -7,81 +7,39 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import anyio
 import psutil
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
-from codenav.embedded import free_port
 from codenav.tools import TOOL_NAMES
+from tests.e2e.stackkit import CODENAV, RunningStack, mcp_calls, running_stack
 from tests.polyglot import make_polyglot
-
-CODENAV = str(Path(sys.executable).with_name("codenav"))
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
     base = tmp_path_factory.mktemp("e2e")
-    root = make_polyglot(base)
-    home = base / "home"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
-    env.update({"CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1"})
-    port = free_port()
-    log = (base / "up.log").open("wb")
-    proc = subprocess.Popen([CODENAV, "up", "--repo", str(root), "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    stack_file = home / "stack.json"
-    deadline = time.monotonic() + 180
-    ready = False
-    while time.monotonic() < deadline and proc.poll() is None:
-        text = (base / "up.log").read_text(errors="replace")
-        if stack_file.exists() and "Press Ctrl-C" in text:
-            ready = True
-            break
-        time.sleep(0.1)
-    assert ready, (base / "up.log").read_text(errors="replace")[-3000:]
-    yield {"root": root, "home": home, "env": env, "port": port, "proc": proc,
-           "log": base / "up.log"}
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(60)
-    log.close()
+    with running_stack(make_polyglot(base), base) as running:
+        yield running
 
 
-def _mcp(stack: dict[str, object], calls: list[tuple[str, dict[str, object]]]) -> list:  # type: ignore[type-arg]
-    params = StdioServerParameters(command=CODENAV, args=["mcp"],
-                                   env={"CODENAV_HOME": str(stack["home"]),
-                                        "PATH": os.environ.get("PATH", "")})
-    results: list = []  # type: ignore[type-arg]
-
-    async def go() -> None:
-        async with Client(params) as client:
-            tools = await client.list_tools()
-            results.append({t.name for t in tools.tools})
-            for name, args in calls:
-                results.append(await client.call_tool(name, args))
-
-    anyio.run(go)
-    return results
+def _mcp(stack: RunningStack, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    return mcp_calls(stack.home, calls)
 
 
-def test_up_prints_the_address_token_and_client_configuration(stack: dict[str, object]) -> None:
-    text = Path(str(stack["log"])).read_text()
-    assert f"http://127.0.0.1:{stack['port']}" in text
+def test_up_prints_the_address_token_and_client_configuration(stack: RunningStack) -> None:
+    text = Path(str(stack.log)).read_text()
+    assert f"http://127.0.0.1:{stack.port}" in text
     assert "token: cnv_" in text
     assert "claude mcp add codenav" in text
     assert '"mcpServers"' in text
     assert "indexed polyglot" in text
 
 
-def test_an_agent_finds_code_through_the_stdio_adapter(stack: dict[str, object]) -> None:
+def test_an_agent_finds_code_through_the_stdio_adapter(stack: RunningStack) -> None:
     tools, search, find, outline, read, status = _mcp(stack, [
         ("search", {"query": "retry failed upload", "limit": 3}),
         ("find_files", {"query": "[invoice|billing] discount"}),
@@ -105,15 +63,15 @@ def test_an_agent_finds_code_through_the_stdio_adapter(stack: dict[str, object])
     assert repo["skipped"]["by_reason"]["binary"] == 2
 
 
-def test_tool_errors_reach_the_agent_as_tool_errors(stack: dict[str, object]) -> None:
+def test_tool_errors_reach_the_agent_as_tool_errors(stack: RunningStack) -> None:
     _tools, traversal, missing = _mcp(stack, [("read", {"path": "../../etc/passwd"}),
                                               ("outline", {"path": "no/such/file.py"})])
     assert traversal.is_error and "inside" in traversal.content[0].text
     assert missing.is_error and "not indexed" in missing.content[0].text
 
 
-def test_cli_json_prints_exactly_what_the_mcp_tool_returns(stack: dict[str, object]) -> None:
-    env = dict(stack["env"])  # type: ignore[call-overload]
+def test_cli_json_prints_exactly_what_the_mcp_tool_returns(stack: RunningStack) -> None:
+    env = dict(stack.env)
     cli = subprocess.run([CODENAV, "search", "token store verify", "--json"], env=env,
                          capture_output=True, text=True, timeout=60)
     assert cli.returncode == 0, cli.stderr
@@ -124,8 +82,8 @@ def test_cli_json_prints_exactly_what_the_mcp_tool_returns(stack: dict[str, obje
     assert from_cli == via_mcp.structured_content
 
 
-def test_cli_errors_are_one_line_with_a_hint(stack: dict[str, object]) -> None:
-    env = dict(stack["env"])  # type: ignore[call-overload]
+def test_cli_errors_are_one_line_with_a_hint(stack: RunningStack) -> None:
+    env = dict(stack.env)
     r = subprocess.run([CODENAV, "read", "../x"], env=env, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 1
@@ -136,9 +94,9 @@ def test_cli_errors_are_one_line_with_a_hint(stack: dict[str, object]) -> None:
     assert r.returncode == 1 and "hint:" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_index_registers_a_second_repository_and_waits(stack: dict[str, object],
+def test_index_registers_a_second_repository_and_waits(stack: RunningStack,
                                                        tmp_path: Path) -> None:
-    env = dict(stack["env"])  # type: ignore[call-overload]
+    env = dict(stack.env)
     other = tmp_path / "other"
     other.mkdir()
     (other / "solo.py").write_text("def only_in_the_other_repo():\n    return 7\n")
@@ -150,8 +108,8 @@ def test_index_registers_a_second_repository_and_waits(stack: dict[str, object],
     assert json.loads(found.stdout)["results"][0]["path"] == "solo.py"
 
 
-def test_ctrl_c_stops_every_process(stack: dict[str, object]) -> None:
-    proc = stack["proc"]
+def test_ctrl_c_stops_every_process(stack: RunningStack) -> None:
+    proc = stack.proc
     assert isinstance(proc, subprocess.Popen)
     children = psutil.Process(proc.pid).children(recursive=True)
     assert len(children) >= 5  # store, queue, api, worker, watcher (and their helpers)
@@ -159,4 +117,4 @@ def test_ctrl_c_stops_every_process(stack: dict[str, object]) -> None:
     proc.wait(90)
     gone, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, [p.pid for p in alive]
-    assert not (Path(str(stack["home"])) / "stack.json").exists()
+    assert not (Path(str(stack.home)) / "stack.json").exists()

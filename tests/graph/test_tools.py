@@ -3,7 +3,6 @@ fixture repositories: the answers an agent acts on, and what each says it could 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,23 +11,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from codenav import indexer, repos
-from codenav.auth import create_token
 from codenav.config import Settings
 from codenav.tools import TOOL_NAMES
-from codenav_api.app import create_app
 from tests.graph.test_fixture_graphs import index_fixture
 from tests.polyglot import make_polyglot
 
 GRAPH_TOOLS = ("definition", "references", "dependencies", "impact", "implementations",
                "skeleton")
-
-
-@pytest.fixture
-def client(settings: Settings, conn: psycopg.Connection) -> Iterator[TestClient]:
-    token, _ = create_token(conn, "test")
-    with TestClient(create_app(settings)) as c:
-        c.headers["Authorization"] = f"Bearer {token}"
-        yield c
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from codenav.graph.common import file_priors
 from codenav.query import parse_query, tsquery_for
 from codenav.repos import Repo
 from codenav.search import Filters, weigh
-from codenav.semantic import MODES, SemanticContext
+from codenav.semantic import MODES, SemanticContext, describe_semantic
 from codenav.tokens import identifier_terms, path_terms
 
 MAX_LIMIT = 50
@@ -162,12 +162,7 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
                         "reason": _reason(fs, groups, len(fs.groups))})
     answer: dict[str, Any] = {"repo": repo.name, "query": text, "mode": mode,
                               "results": results}
-    if mode != "lexical" and semantic is not None and semantic.note:
-        answer["note"] = semantic.note
-        if semantic.coverage is not None:
-            answer["semantic_coverage"] = semantic.coverage
-    elif mode != "lexical" and semantic is None:
-        answer["note"] = "semantic ranking not available here; lexical results only"
+    describe_semantic(answer, mode, semantic)
     if not results:
         answer["empty"] = empty_reason(conn, repo)
         if answer["empty"]["code"] == "no_match" and files and not include_tests:

@@ -23,7 +23,7 @@ from codenav.graph.common import file_priors
 from codenav.parse.model import CHUNK_KINDS
 from codenav.query import Group, ParsedQuery, parse_query, tsquery_for
 from codenav.repos import Repo
-from codenav.semantic import MODES, SemanticContext
+from codenav.semantic import MODES, SemanticContext, describe_semantic
 from codenav.tokens import identifier_terms
 
 MAX_LIMIT = 50
@@ -316,12 +316,7 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
     answer["match_confidence"] = rank.match_confidence(
         top_keys, [s for s, _, _ in scored[:2]], lists, owned,
         distances.get(top_keys[0]) if top_keys else None)
-    if mode != "lexical" and semantic is not None and semantic.note:
-        answer["note"] = semantic.note
-        if semantic.coverage is not None:
-            answer["semantic_coverage"] = semantic.coverage
-    elif mode != "lexical" and semantic is None:
-        answer["note"] = "semantic ranking not available here; lexical results only"
+    describe_semantic(answer, mode, semantic)
     if not results:
         answer["empty"] = empty_reason(conn, repo, filters.language, filters.path)
     answer["_stats"] = stats(answer, sizes, started)

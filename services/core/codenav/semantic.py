@@ -37,6 +37,19 @@ class SemanticContext:
         return self.model is not None and self.vector is not None
 
 
+def describe_semantic(answer: dict[str, Any], mode: str,
+                      semantic: SemanticContext | None) -> None:
+    """Say in the answer why semantic ranking was degraded, and how far coverage goes."""
+    if mode == "lexical":
+        return
+    if semantic is None:
+        answer["note"] = "semantic ranking not available here; lexical results only"
+    elif semantic.note:
+        answer["note"] = semantic.note
+        if semantic.coverage is not None:
+            answer["semantic_coverage"] = semantic.coverage
+
+
 @dataclass
 class QueryEmbedder:
     """The API's side of embeddings: query vectors (cached), a short circuit-breaker when
