@@ -203,11 +203,16 @@ def test_a_branch_switch_converges_with_few_jobs(live: Live) -> None:
     assert 1 <= jobs <= 305  # jobs never exceed changed files; coalescing makes it a few
     assert jobs <= 10, jobs
     assert not any(p.startswith("feature/") for p in index_state(live.conn, live.repo.id))
-    status = live.conn.execute("SELECT indexed_commit FROM repos WHERE id = %s",
-                               (live.repo.id,)).fetchone()
     head = subprocess.run(["git", "-C", str(live.root), "rev-parse", "HEAD"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    assert status == (head,)
+
+    def indexed_commit() -> str | None:
+        row = live.conn.execute("SELECT indexed_commit FROM repos WHERE id = %s",
+                                (live.repo.id,)).fetchone()
+        return row[0] if row else None
+
+    # the index also records the commit it now matches (the last job after the switch)
+    wait_until(lambda: indexed_commit() == head, what="the indexed commit to be HEAD")
 
 
 def test_a_killed_watcher_restarts_and_loses_nothing(live: Live) -> None:
