@@ -105,8 +105,9 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
         finally:
             conn.execute(q.WRITERS_SHARED_UNLOCK)
             conn.execute(q.REPO_UNLOCK, (repo_id,))
-        collected = collect_garbage(conn)
-        if collected or stats_are_stale(conn, summary.files_parsed, summary.files_total):
+        collect_garbage(conn)
+        # Term statistics move slowly: refresh them after big changes, not on every save.
+        if stats_are_stale(conn, summary.files_parsed, summary.files_total):
             conn.execute(q.RUN_PROGRESS, ("stats", summary.files_total, summary.files_total,
                                           summary.files_parsed, summary.files_deleted, run_id))
             refresh_stats(conn)
