@@ -121,6 +121,20 @@ class EmbeddingProgress:
         return self.done
 
 
+def wait_for_graph(settings: Settings, info: dict[str, Any], name: str, quiet: bool) -> None:
+    """A first index leaves the code graph to its own job: wait for it too."""
+    graph_job = (info.get("result") or {}).get("graph_job")
+    if not graph_job:
+        return
+    if not quiet:
+        sys.stderr.write(f"building the code graph of {name}...\n")
+    started = time.monotonic()
+    done = wait_for_job(settings, graph_job, name, quiet=True)
+    if not quiet:
+        state = "done" if done.get("state") == "finished" else done.get("state")
+        sys.stderr.write(f"code graph {state} in {time.monotonic() - started:.1f}s\n")
+
+
 def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     root = Path(args.path).expanduser().resolve()
     if not root.is_dir():
@@ -136,6 +150,7 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     if info.get("state") == "failed" or run.get("state") == "failed":
         raise CodenavError(f"indexing failed: {info.get('error') or run.get('error')}",
                            hint="see the worker log")
+    wait_for_graph(settings, info, repo["name"], args.quiet)
     print(f"indexed {repo['name']}: {run.get('files_total', 0)} files "
           f"({run.get('files_parsed', 0)} parsed) in {run.get('seconds', '?')}s")
     if args.embeddings:
@@ -268,6 +283,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
                 run = info.get("run") or {}
                 sys.stderr.write(f"indexed {data['repo']['name']}: {run.get('files_total', 0)} "
                                  f"files in {run.get('seconds', '?')}s\n")
+                wait_for_graph(client_settings, info, data["repo"]["name"], quiet=False)
         print(f"\ncodenav is running.\n  API:   {stack.url}  (docs: {stack.url}/docs)\n"
               f"  token: {stack.token}\n  state: {stack.home}\n")
         print(client_config(stack.url, stack.token, names[0] if len(names) == 1 else None))

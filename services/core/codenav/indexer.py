@@ -50,6 +50,8 @@ class RunSummary:
     commit: str | None = None
     changed_paths: list[str] = field(default_factory=list)
     deleted_paths: list[str] = field(default_factory=list)
+    graph_deferred: bool = False
+    """The graph of a first index is built by its own job, after the index is searchable."""
 
 
 @dataclass
@@ -80,8 +82,12 @@ def _progress_writer(conn: psycopg.Connection, run_id: int) -> Callable[..., Non
 
 
 def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
-              job_id: str | None = None) -> RunSummary:
-    """Bring the index of ``repo_id`` in line with disk, for ``paths`` or the whole tree."""
+              job_id: str | None = None, defer_graph: bool = False) -> RunSummary:
+    """Bring the index of ``repo_id`` in line with disk, for ``paths`` or the whole tree.
+
+    With ``defer_graph``, a first index leaves its graph build to the caller (a separate
+    job), so the repository is searchable sooner; later runs always update the graph in
+    the same run, so it never points at a vanished definition."""
     started = time.monotonic()
     conn = connect(settings, application_name="codenav-indexer")
     try:
@@ -96,7 +102,7 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
                                             job_id)).fetchone()[0]  # type: ignore[index]
         summary = RunSummary(run_id=run_id)
         try:
-            _reconcile(settings, conn, repo_id, root, paths, summary)
+            _reconcile(settings, conn, repo_id, root, paths, summary, defer_graph)
         except BaseException as exc:
             conn.execute(q.RUN_FINISH, ("failed", "error", f"{type(exc).__name__}: {exc}"[:500],
                                         summary.files_total, 0, summary.files_parsed,
@@ -206,7 +212,7 @@ def _like_prefix(path: str) -> str:
 
 
 def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root: Path,
-               paths: list[str] | None, summary: RunSummary) -> None:
+               paths: list[str] | None, summary: RunSummary, defer_graph: bool = False) -> None:
     if not root.is_dir():
         raise NotFound(f"repository root {root} is not a directory on this machine",
                        hint="mount the repository at the same path for the worker")
@@ -252,9 +258,12 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root:
         progress("parse", len(entries), done, summary.files_parsed, 0)
     progress("commit", len(entries), done, summary.files_parsed, len(gone), force=True)
     _apply(conn, repo_id, pending, sorted(gone), skips, paths, summary, known)
-    # Code graph: re-resolve the changed files and every file that depends on them.
-    progress("graph", len(entries), done, summary.files_parsed, len(gone), force=True)
-    graph.update(conn, repo_id, summary.changed_paths, summary.deleted_paths)
+    if defer_graph and initial:
+        graph.mark_stale(conn, repo_id)
+        summary.graph_deferred = True
+    else:  # re-resolve the changed files and every file that depends on them
+        progress("graph", len(entries), done, summary.files_parsed, len(gone), force=True)
+        graph.update(conn, repo_id, summary.changed_paths, summary.deleted_paths)
     commit = head_commit(root)
     summary.commit = commit
     conn.execute(q.REPO_MARK_INDEXED, (commit, gitignored, repo_id))

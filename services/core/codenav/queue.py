@@ -31,6 +31,7 @@ QUEUES = (INDEX_QUEUE, EMBED_QUEUE)
 JOB_FULL = "codenav_worker.jobs.reconcile_repo"
 JOB_PATHS = "codenav_worker.jobs.reconcile_pending"
 JOB_EMBED = "codenav_worker.jobs.embed_repo"
+JOB_GRAPH = "codenav_worker.jobs.build_graph"
 
 RETRY = Retry(max=3, interval=[5, 30, 120])
 _PENDING = "codenav:pending:{repo_id}"
@@ -100,6 +101,11 @@ def request_paths(conn: redis.Redis, settings: Settings, repo_id: int,
     return _enqueue_once(conn, settings, "paths", repo_id, JOB_PATHS)
 
 
+def request_graph(conn: redis.Redis, settings: Settings, repo_id: int) -> str | None:
+    """Ask for a full build of the repository's code graph."""
+    return _enqueue_once(conn, settings, "graph", repo_id, JOB_GRAPH)
+
+
 def request_embed(conn: redis.Redis, settings: Settings, repo_id: int) -> str | None:
     """Ask for the repository's missing embeddings (lower priority than indexing)."""
     if not settings.embed_url:
@@ -164,7 +170,7 @@ def done_paths(conn: redis.Redis, repo_id: int, changes: dict[str, str]) -> None
 def waiting(conn: redis.Redis, repo_id: int) -> dict[str, str]:
     """Job ids waiting in the queue for this repo, by kind (``full``, ``paths``)."""
     out = {}
-    for kind in ("full", "paths", "embed"):
+    for kind in ("full", "paths", "graph", "embed"):
         value = conn.get(_QUEUED.format(kind=kind, repo_id=repo_id))
         if value is not None:
             out[kind] = _text(value)
@@ -227,6 +233,9 @@ def job_info(conn: redis.Redis, job_id: str) -> dict[str, Any] | None:
         return None
     status = job.get_status(refresh=True)
     info: dict[str, Any] = {"job_id": job_id, "state": str(status.value if status else "unknown")}
+    result = job.return_value() if status is not None and status.value == "finished" else None
+    if isinstance(result, dict):
+        info["result"] = result
     if job.exc_info:
         info["error"] = job.exc_info.strip().splitlines()[-1][:300]
     return info

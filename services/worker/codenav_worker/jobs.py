@@ -10,6 +10,7 @@ from codenav.config import Settings
 from codenav.db.connect import connect
 from codenav.embed_client import EmbedClient
 from codenav.embeddings import embed_backlog
+from codenav.graph import build as graph
 from codenav.indexer import reconcile
 
 EMBED_BUDGET_S = 30.0
@@ -38,12 +39,23 @@ def reconcile_repo(repo_id: int) -> dict[str, Any]:
     conn = queue.connect_redis(s)
     queue.claim_started(conn, "full", repo_id)
     covered = queue.pending_changes(conn, repo_id)  # a full pass reconciles these too
-    summary = reconcile(s, repo_id, None, job_id=_job_id())
+    summary = reconcile(s, repo_id, None, job_id=_job_id(), defer_graph=True)
     queue.done_paths(conn, repo_id, covered)
+    graph_job = queue.request_graph(conn, s, repo_id) if summary.graph_deferred else None
     queue.request_embed(conn, s, repo_id)
     return {"run_id": summary.run_id, "files": summary.files_total,
             "parsed": summary.files_parsed, "deleted": summary.files_deleted,
-            "seconds": round(summary.seconds, 3)}
+            "seconds": round(summary.seconds, 3), "graph_job": graph_job}
+
+
+def build_graph(repo_id: int) -> dict[str, Any]:
+    """Build a repository's code graph in full (after its first index)."""
+    s = settings()
+    queue.claim_started(queue.connect_redis(s), "graph", repo_id)
+    with connect(s, application_name="codenav-graph") as db:
+        done = graph.update(db, repo_id, [], [], full=True)
+    return {"files": done.files if done else 0,
+            "seconds": round(done.seconds, 3) if done else 0.0}
 
 
 def reconcile_pending(repo_id: int) -> dict[str, Any]:

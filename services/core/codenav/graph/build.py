@@ -116,6 +116,11 @@ def update(conn: psycopg.Connection, repo_id: int, changed: list[str], deleted: 
         return None
 
 
+def mark_stale(conn: psycopg.Connection, repo_id: int) -> None:
+    """Record that the repository's graph must be (re)built in full by the next update."""
+    conn.execute(q.GRAPH_STATE_PUT, (repo_id, 0, False, 0, 0.0))
+
+
 def _update(conn: psycopg.Connection, repo_id: int, changed: list[str], deleted: list[str],
             full: bool) -> GraphSummary | None:
     started = time.monotonic()
