@@ -83,6 +83,19 @@ def _status(data: dict[str, Any]) -> str:
         if run:
             out.append(f"  last run: {run['state']} ({run['phase']}) {run['files_done']}/"
                        f"{run['files_total']} files")
+        fresh = r.get("freshness") or {}
+        if fresh:
+            watcher = fresh.get("watcher") or {}
+            mode = watcher.get("mode") if watcher.get("alive") else "no watcher"
+            out.append(f"  fresh: {'yes' if fresh.get('fresh') else 'no'} ({mode})" +
+                       ("; " + "; ".join(fresh.get("reasons", [])) if fresh.get("reasons")
+                        else ""))
+        emb = r.get("embeddings") or {}
+        if emb.get("total"):
+            out.append(f"  embeddings: {emb.get('embedded', 0)}/{emb['total']} chunks "
+                       f"({emb.get('model')})")
+        elif emb.get("note"):
+            out.append(f"  embeddings: {emb['note']}")
     return "\n".join(out)
 
 
