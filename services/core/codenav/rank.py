@@ -104,6 +104,16 @@ def centrality_prior(prior: float) -> float:
     return 1.0 + CENTRALITY_WEIGHT * min(max(prior, 0.0), 1.0)
 
 
+PATH_TERM_BOOST = 0.15
+"""Per query term found in a result's path (``auth token`` favours ``auth/``), capped."""
+
+
+def path_terms_prior(path_terms: Sequence[str], query_terms: set[str]) -> float:
+    """Path tokens count: a result whose path carries query words ranks a little higher."""
+    hits = len(set(path_terms) & query_terms)
+    return 1.0 + PATH_TERM_BOOST * min(hits, 3)
+
+
 def kind_prior(kind: str, definition_intent: bool) -> float:
     prior = KIND_PRIOR.get(kind, 0.9)
     if definition_intent and kind in ("block", "text", "section"):

@@ -25,6 +25,7 @@ from codenav.query import Group, ParsedQuery, parse_query, tsquery_for
 from codenav.repos import Repo
 from codenav.semantic import MODES, SemanticContext, describe_semantic
 from codenav.tokens import identifier_terms
+from codenav.tokens import path_terms as path_terms_of
 
 MAX_LIMIT = 50
 MAX_GROUPS = 24
@@ -276,6 +277,7 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
     details = {r[0]: r for r in conn.execute(q.CHUNK_DETAILS, (ids,)).fetchall()} if ids else {}
     about_docs = rank.asks_for_docs(text)
     central = file_priors(conn, repo.id, sorted({path for _id, path in keys}))
+    query_terms = {t for g in query.groups for t in g.terms}
     scored = []
     for key in keys:
         score = fused[key]
@@ -285,7 +287,8 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
             continue
         score *= rank.path_prior(path, query.wants_tests, about_docs) * \
             rank.kind_prior(row[1], query.definition_intent) * \
-            rank.centrality_prior(central.get(path, 0.0))
+            rank.centrality_prior(central.get(path, 0.0)) * \
+            rank.path_terms_prior(path_terms_of(path), query_terms)
         if key in owned:
             score *= rank.QUALIFIED_BOOST
         scored.append((score, path, row))
