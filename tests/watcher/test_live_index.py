@@ -302,3 +302,27 @@ def test_answers_flag_stale_results_and_status_is_never_fresh_with_work_pending(
         assert not any(r.get("stale") for r in again["results"])
     finally:
         svc.close()
+
+
+def test_polling_mode_keeps_the_index_current_and_says_so(
+        settings: Settings, service_env: dict[str, str], conn: psycopg.Connection,
+        tmp_path: Path) -> None:
+    """Where file events do not arrive (network filesystems, Docker Desktop, or when the
+    kernel refuses watches) the watcher polls; the index still follows the disk."""
+    root = tmp_path / "polled"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("def before():\n    pass\n")
+    env = {**service_env, "CODENAV_WATCH_MODE": "polling", "CODENAV_POLL_INTERVAL_S": "0.3",
+           "CODENAV_DEBOUNCE_MS": "100", "CODENAV_RECONCILE_INTERVAL_S": "3600"}
+    lv = Live(settings, env, conn, root)
+    lv.start("worker")
+    lv.start("watcher")
+    try:
+        lv.wait_converged()
+        (root / "src" / "a.py").write_text("def after_polling():\n    pass\n")
+        (root / "src" / "b.py").write_text("def added_while_polling():\n    pass\n")
+        lv.wait_converged()
+        state = queue.watcher_state(lv.redis, lv.repo.id)
+        assert state is not None and state["mode"] == "polling"
+    finally:
+        lv.stop()
