@@ -66,7 +66,7 @@ class Runtime:
             self.error = f"model failed to load: {type(exc).__name__}: {exc}"
             return
         batcher = Batcher(lambda texts: enc.encode(texts, batch_size=s.batch_size),
-                          max_batch=s.max_batch)
+                          max_batch=s.max_batch, slice_size=2 * s.batch_size)
         batcher.start()
         self.encoder, self.batcher = enc, batcher
         if self._closed.is_set():

@@ -1,11 +1,14 @@
 """Batching across concurrent callers: one model thread drains a queue of requests.
 
 Each request is a list of texts and a future. The worker takes the oldest request and then
-every request waiting behind it while the group stays within ``max_batch`` texts (a request
-is never split; one larger than ``max_batch`` goes alone), encodes the whole group in one
-call (the encoder sorts it by length), and hands each caller its own slice. Requests that
-arrive during an encode wait for the next group: under load, groups fill up by themselves,
-with no timer and no added latency when idle.
+every request waiting behind it while the group stays within ``max_batch`` texts, encodes
+the whole group in one call (the encoder sorts it by length), and hands each caller its own
+slice. Requests that arrive during an encode wait for the next group: under load, groups
+fill up by themselves, with no timer and no added latency when idle.
+
+Queries must not wait behind bulk work: a request of more than ``slice_size`` texts (an
+index worker's backlog) is cut into slices encoded one group at a time, and small requests
+(a search query) jump the queue, so a query waits for at most one slice.
 """
 
 from __future__ import annotations
@@ -33,11 +36,17 @@ class Stats:
     largest_batch: int = 0
 
 
+URGENT_TEXTS = 4
+"""Requests this small (search queries) are served before bulk slices."""
+
+
 class Batcher:
-    def __init__(self, encode: Encode, *, max_batch: int = 256) -> None:
+    def __init__(self, encode: Encode, *, max_batch: int = 256, slice_size: int = 64) -> None:
         self._encode = encode
         self._max_batch = max_batch
+        self._slice = max(1, min(slice_size, max_batch))
         self._pending: deque[tuple[list[str], Future[np.ndarray]]] = deque()
+        self._urgent: deque[tuple[list[str], Future[np.ndarray]]] = deque()
         self._cond = threading.Condition()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="codenav-embed-model", daemon=True)
@@ -57,23 +66,54 @@ class Batcher:
     def submit(self, texts: list[str]) -> Future[np.ndarray]:
         """Queue ``texts``; the future resolves to their vectors, one row per text."""
         future: Future[np.ndarray] = Future()
+        if len(texts) <= self._slice:
+            self._queue([(texts, future)], urgent=len(texts) <= URGENT_TEXTS)
+            return future
+        parts = [texts[i:i + self._slice] for i in range(0, len(texts), self._slice)]
+        results: list[np.ndarray | None] = [None] * len(parts)
+        left = [len(parts)]
+        lock = threading.Lock()
+
+        def gather(index: int, part: Future[np.ndarray]) -> None:
+            error = part.exception()
+            with lock:
+                if future.done():
+                    return
+                if error is not None:
+                    future.set_exception(error)
+                    return
+                results[index] = part.result()
+                left[0] -= 1
+                if left[0] == 0:
+                    future.set_result(np.vstack([r for r in results if r is not None]))
+
+        slices: list[tuple[list[str], Future[np.ndarray]]] = []
+        for i, part_texts in enumerate(parts):
+            part: Future[np.ndarray] = Future()
+            part.add_done_callback(lambda f, i=i: gather(i, f))  # type: ignore[misc]
+            slices.append((part_texts, part))
+        self._queue(slices, urgent=False)
+        return future
+
+    def _queue(self, items: list[tuple[list[str], Future[np.ndarray]]], urgent: bool) -> None:
         with self._cond:
             if self._stopping:
                 raise RuntimeError("the embedder is shutting down")
-            self._pending.append((texts, future))
+            (self._urgent if urgent else self._pending).extend(items)
             self._cond.notify()
-        return future
 
     def _take(self) -> list[tuple[list[str], Future[np.ndarray]]] | None:
         with self._cond:
-            while not self._pending and not self._stopping:
+            while not self._pending and not self._urgent and not self._stopping:
                 self._cond.wait()
-            if not self._pending:
+            queue = self._urgent if self._urgent else self._pending
+            if not queue:
                 return None
-            group = [self._pending.popleft()]
+            limit = self._max_batch if queue is self._urgent else self._slice
+            group = [queue.popleft()]
             size = len(group[0][0])
-            while self._pending and size + len(self._pending[0][0]) <= self._max_batch:
-                group.append(self._pending.popleft())
+            while queue and size + len(queue[0][0]) <= max(limit, len(group[0][0])):
+                group.append(queue.popleft())
                 size += len(group[-1][0])
             return group
 
