@@ -17,7 +17,7 @@ from codenav import embeddings, find, freshness, navigate, queue, repos, search,
 from codenav.auth import TokenVerifier
 from codenav.config import Settings
 from codenav.db import queries as q
-from codenav.db.connect import dsn
+from codenav.db.connect import PREPARE_THRESHOLD, dsn
 from codenav.embed_client import EmbedClient
 from codenav.errors import CodenavError, InvalidRequest, Unavailable
 from codenav.graph import tools as graph_tools
@@ -33,7 +33,8 @@ class Services:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.pool = ConnectionPool(dsn(settings), min_size=1, max_size=12, open=False,
-                                   kwargs={"autocommit": True, "application_name": "codenav-api"},
+                                   kwargs={"autocommit": True, "application_name": "codenav-api",
+                                           "prepare_threshold": PREPARE_THRESHOLD},
                                    configure=_configure, timeout=10)
         self.redis: redis.Redis = queue.connect_redis(settings)
         self.tokens = TokenVerifier()
