@@ -92,10 +92,14 @@ def chunk_tsvector(body: str, symbol: str | None, parent: str | None) -> tuple[s
 
 
 def file_term_counts(text: str) -> dict[str, int]:
-    """Term frequencies of a whole file (identifiers and their parts), for file-level BM25."""
+    """Term frequencies of a whole file (identifiers and their parts), for file-level BM25.
+    Single characters and one- or two-digit numbers are left out: they rank nothing and
+    were a fifth of all postings."""
     counts: dict[str, int] = {}
     for word, n in Counter(_WORD.findall(text)).items():
         for term in identifier_terms(word):
+            if len(term) < 2 or (len(term) < 3 and term.isdigit()):
+                continue
             counts[term] = counts.get(term, 0) + n
     return counts
 
