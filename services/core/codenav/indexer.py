@@ -341,10 +341,9 @@ def collect_garbage(conn: psycopg.Connection) -> bool:
 
 
 def refresh_stats(conn: psycopg.Connection) -> None:
-    """Recompute the term statistics behind IDF weighting (seconds on a large corpus;
-    readers keep using the previous statistics meanwhile)."""
+    """Refresh the planner's statistics and the corpus size used for length normalisation
+    (term document frequencies need nothing: they are read live from ``file_terms``)."""
     conn.execute(q.ANALYZE_TABLES)
-    conn.execute(q.STATS_REFRESH_TERMS)
     conn.execute(q.STATS_REFRESH_CORPUS)
 
 

@@ -84,19 +84,22 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 128,
     row = conn.execute(q.STATS_CORPUS).fetchone()
     n_chunks = int(row[0]) if row and row[0] else 0
     avg_terms = float(row[1]) if row and row[1] else 50.0
-    if not n_chunks:  # statistics not computed yet: count the live table instead
+    if not n_chunks:  # chunk statistics not computed yet: count the live table instead
         live = conn.execute(q.STATS_CHUNK_COUNT).fetchone()
         n_chunks = int(live[0]) if live else 0
+    docs = conn.execute(q.STATS_CONTENTS).fetchone()
+    n_docs = max(int(docs[0]) if docs else 0, 1)
+    per_doc = n_chunks / n_docs if n_chunks else 10.0
     dfs: dict[str, int] = dict(conn.execute(q.STATS_TERMS, (query.all_terms,)).fetchall())
-    stale_stats = not dfs and n_chunks > 0
     groups = []
     for g in query.groups:
-        present = tuple(t for t in g.terms if dfs.get(t, 0) > 0 or stale_stats)
+        present = tuple(t for t in g.terms if dfs.get(t, 0) > 0)
         if not present:
             continue
-        df = max(dfs.get(t, 1) for t in present)
-        groups.append(Group(terms=present, label=g.label, idf=rank.idf(df, n_chunks), df=df,
-                            count=g.count))
+        df = max(dfs[t] for t in present)  # files containing the term
+        # IDF over files; ``df`` kept in chunks (estimated) for the candidate budget
+        groups.append(Group(terms=present, label=g.label, idf=rank.idf(df, n_docs),
+                            df=max(1, round(df * per_doc)), count=g.count))
     keep = rank.top_groups(((i, g.idf) for i, g in enumerate(groups)), max_groups)
     groups = [groups[i] for i in keep]
     candidates: list[str] = []

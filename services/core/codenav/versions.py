@@ -9,6 +9,7 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
   3  code graph: refs (per content), graph_imports, graph_edges, graph_files, graph_state.
   4  file_terms: whole-file term frequencies per content (file-level BM25).
   5  graph_links (file-level links with import and reference counts), graph_files.imported_by.
+  6  term_stats view dropped: document frequencies read live from file_terms.
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -24,6 +25,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 CHUNKER_VERSION = 4
 GRAPH_VERSION = 2

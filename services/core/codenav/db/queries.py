@@ -111,10 +111,12 @@ ON CONFLICT (repo_id, path) DO UPDATE SET reason = EXCLUDED.reason, detail = EXC
 
 # --- term statistics (IDF) ---------------------------------------------------------------
 ANALYZE_TABLES = "ANALYZE chunks, files, contents, symbols"
-STATS_REFRESH_TERMS = "REFRESH MATERIALIZED VIEW CONCURRENTLY term_stats"
 STATS_REFRESH_CORPUS = "REFRESH MATERIALIZED VIEW CONCURRENTLY corpus_stats"
 STATS_CORPUS = "SELECT n_chunks, avg_terms FROM corpus_stats"
-STATS_TERMS = "SELECT term, df FROM term_stats WHERE term = ANY(%s)"
+# Document frequencies are read live from the whole-file postings (an index-only count per
+# query term): always current, nothing to refresh after an index run.
+STATS_TERMS = "SELECT term, count(*) FROM file_terms WHERE term = ANY(%s) GROUP BY term"
+STATS_CONTENTS = "SELECT count(*) FROM contents"
 STATS_CHUNK_COUNT = "SELECT count(*) FROM chunks"
 
 # --- garbage collection of unreferenced contents -------------------------------------------
