@@ -111,6 +111,9 @@ def main() -> int:
     parser.add_argument("--rankers", nargs="*", help="subset of: " +
                         ", ".join(r.name for r in evalkit.RANKERS))
     parser.add_argument("--processes", type=int, default=0, help="parser processes")
+    parser.add_argument("--exclude-tests", action="store_true",
+                        help="leave test files out of the index (gold never contains them); "
+                        "halves the embedding work of the semantic modes")
     parser.add_argument("--reuse-index", action="store_true",
                         help="keep each repository's store from a previous run")
     parser.add_argument("--out", type=Path, default=OUT / "eval_history")
@@ -129,7 +132,8 @@ def main() -> int:
     selection: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
     meta = {"repos": args.repos, "ref": args.ref, "commits_per_repo": args.commits,
-            "max_files": args.max_files, "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "max_files": args.max_files, "exclude_tests": args.exclude_tests,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
             **evalkit.code_version()}
     for repo in args.repos:
         slug = repo.replace("/", "+")
@@ -147,7 +151,9 @@ def main() -> int:
                            "to": time.strftime("%Y-%m-%d", time.gmtime(span[1]))}
         evalkit.log.info("%s: %d commits (%s), indexing %s", repo, len(commits), dropped,
                          " ".join(sorted(extensions)))
-        checkout = Checkout.prepare(mirror, workdir / "repos" / slug, extensions)
+        checkout = Checkout.prepare(mirror, workdir / "repos" / slug, extensions,
+                                    exclude_tests=args.exclude_tests,
+                                    test_excludes=evalkit.ALL_TEST_EXCLUDES)
         steps = [(c.parent, [Query(c.sha, _PR_SUFFIX.sub("", c.subject), {"files": c.gold},
                                    {"subject": c.subject, "touched": c.touched})])
                  for c in commits]

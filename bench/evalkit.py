@@ -69,6 +69,12 @@ def commit_time(repo: Path, sha: str) -> int:
 
 TEST_EXCLUDES = ["test/", "tests/", "testing/", "test_*.py", "*_test.py", "tests.py",
                  "conftest.py"]
+# the same files as codenav.rank.is_test_path, in every language (history evaluations)
+ALL_TEST_EXCLUDES = [*TEST_EXCLUDES, "__tests__/", "spec/", "specs/", "testdata/",
+                     "test_data/", "fixture/", "fixtures/", "e2e/", "integration-test/",
+                     "integration-tests/", "integration_test/", "integration_tests/",
+                     "test_*", "*_test.*", "*Test.*", "*Tests.*", "*Spec.*", "*[._-]test.*",
+                     "*[._-]tests.*", "*[._-]spec.*", "*[._-]specs.*"]
 
 
 @dataclass
@@ -83,7 +89,8 @@ class Checkout:
 
     @classmethod
     def prepare(cls, mirror: Path, root: Path, extensions: Iterable[str],
-                exclude_tests: bool = False) -> Checkout:
+                exclude_tests: bool = False, test_excludes: Iterable[str] = TEST_EXCLUDES,
+                ) -> Checkout:
         if not (mirror / "objects").is_dir() and not (mirror / ".git").is_dir():
             raise SystemExit(f"no git repository at {mirror}")
         if not (root / ".git").is_dir():
@@ -94,7 +101,7 @@ class Checkout:
         # ignore every name with a dot and re-include the wanted extensions.
         lines = ["# written by bench/evalkit.py", "*.*", *(f"!*{e}" for e in sorted(extensions))]
         if exclude_tests:  # gold files are never tests; every ranker sees the same corpus
-            lines += TEST_EXCLUDES
+            lines += test_excludes
         exclude = root / ".git" / "info" / "exclude"
         exclude.parent.mkdir(parents=True, exist_ok=True)
         exclude.write_text("\n".join(lines) + "\n", encoding="utf-8")
