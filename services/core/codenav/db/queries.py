@@ -640,6 +640,17 @@ BENCH_RUN_COUNT = "SELECT count(*) FROM index_runs"
 BENCH_FILES_CONTAINING = """
 SELECT count(*) FROM files f JOIN contents c ON c.id = f.content_id
 WHERE f.repo_id = %s AND strpos(c.body, %s) > 0"""
+# A repo's chunk texts and how many have an embedding (any model; benchmarks use one).
+BENCH_EMBED_COVERAGE = """
+SELECT count(*), count(e.text_hash)
+FROM chunk_texts ct LEFT JOIN embeddings e ON e.text_hash = ct.text_hash
+WHERE ct.repo_id = %s"""
+# Chunks declaring a symbol in a repo, and how many of them have an embedding.
+BENCH_SYMBOL_EMBEDDED = """
+SELECT count(*), count(e.text_hash)
+FROM chunk_texts ct JOIN chunks c ON c.id = ct.chunk_id
+LEFT JOIN embeddings e ON e.text_hash = ct.text_hash
+WHERE ct.repo_id = %s AND c.symbol = %s"""
 # Files that declare names a long query spells out (top-level or class members).
 DECLARING_FILES = """
 SELECT f.path, count(DISTINCT lower(s.name))
