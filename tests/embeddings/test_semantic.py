@@ -200,7 +200,15 @@ def test_a_filtered_knn_on_a_small_repo_in_a_large_index_returns_k_results(
     qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
     ctx = qe.context(conn, small.id, "multiply a value", "semantic")
     assert ctx is not None and ctx.vector is not None
-    hits = embeddings.knn(conn, model, ctx.vector, small.id,
-                          search.Filters(language="python").params(), 5)
+    params = search.Filters(language="python").params()
+    # Make the planner take the HNSW index even on this small table, as it does at scale:
+    # the small repo's chunks are then rare among the index's first ef_search candidates.
+    conn.execute("SET enable_seqscan = off")
+    conn.execute("SET enable_sort = off")
+    plan = "\n".join(r[0] for r in conn.execute(
+        b"EXPLAIN " + q.semantic_search(model.id, model.dim).as_bytes(conn),
+        {"q": embeddings.vector_literal(ctx.vector), "repo": small.id, "k": 5, **params}))
+    assert q.hnsw_index_name(model.id) in plan
+    hits = embeddings.knn(conn, model, ctx.vector, small.id, params, 5)
     assert len(hits) == 5
     assert all(path.endswith(".py") for _, path, _ in hits)

@@ -128,7 +128,12 @@ def coverage(conn: psycopg.Connection, model: Model | None, repo_id: int) -> dic
 
 def knn(conn: psycopg.Connection, model: Model, vector: list[float], repo_id: int,
         params: dict[str, Any], k: int) -> list[tuple[int, str, float]]:
-    """(chunk id, path, cosine distance) of the k nearest chunks in the repository."""
+    """(chunk id, path, cosine distance) of the k nearest chunks in the repository.
+
+    Iterative HNSW scans: without them the index yields at most ``hnsw.ef_search`` (40)
+    candidates before the repo/language/path filters, so a small repo in a big index, or
+    any k above 40, came back short. Relaxed order, re-sorted here by distance."""
+    conn.execute(q.SESSION_VECTOR_SETUP)
     rows = conn.execute(q.semantic_search(model.id, model.dim),
                         {"q": vector_literal(vector), "repo": repo_id, "k": k,
                          **params}).fetchall()

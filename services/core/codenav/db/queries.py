@@ -316,6 +316,9 @@ EMBED_GC = """
 DELETE FROM embeddings e
 WHERE e.created_at < now() - make_interval(days => %s)
   AND NOT EXISTS (SELECT 1 FROM chunk_texts ct WHERE ct.text_hash = e.text_hash)"""
+# Per session, before every k-NN (codenav.embeddings.knn): keep scanning the HNSW graph
+# until k rows pass the filters (up to hnsw.max_scan_tuples), instead of stopping at
+# hnsw.ef_search candidates.
 SESSION_VECTOR_SETUP = "SET hnsw.iterative_scan = relaxed_order"
 
 
