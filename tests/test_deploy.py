@@ -41,7 +41,7 @@ DOCKERIGNORE = ROOT / ".dockerignore"
 DOCKERFILES = sorted(ROOT.glob("services/*/Dockerfile"))
 MCP_EXAMPLES = sorted((ROOT / "deploy").glob("mcp-client*.example.json"))
 
-SERVICES = {"store", "queue", "migrate", "api", "worker", "watcher"}
+SERVICES = {"store", "queue", "embedder", "migrate", "api", "worker", "watcher"}
 ONE_SHOT = {"migrate"}
 SECRET_WORDS = ("PASSWORD", "SECRET", "TOKEN", "AUTH", "KEY")
 PYTHONS = ("python", "python3")
@@ -76,9 +76,28 @@ def _secret(name: str) -> bool:
     return any(word in name.upper() for word in SECRET_WORDS)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys without a word; docker compose refuses the
+    file. This loader refuses it too."""
+
+
+def _no_duplicate_keys(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)  # resolve `<<:` merges first: they may repeat keys
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        assert key not in seen, f"duplicate key {key!r} at line {key_node.start_mark.line + 1}"
+        seen.add(key)
+    return dict(loader.construct_pairs(node, deep=True))
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                              _no_duplicate_keys)
+
+
 @cache
 def _compose(path: Path = COMPOSE) -> dict[str, Any]:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506
     assert isinstance(data, dict), f"{path.name} is not a mapping"
     return data
 
@@ -398,6 +417,27 @@ def test_compose_defines_the_team_services() -> None:
     assert set(_compose()["services"]) >= SERVICES
 
 
+def test_the_strict_parse_refuses_a_repeated_key_as_compose_does() -> None:
+    text = "services:\n  store: {image: a}\nservices:\n  queue: {image: b}\n"
+    with pytest.raises(AssertionError, match="duplicate key 'services' at line 3"):
+        yaml.load(text, Loader=_StrictLoader)  # noqa: S506
+
+
+def test_every_dependency_is_a_defined_service() -> None:
+    services = _compose()["services"]
+    for name, service in services.items():
+        assert set(service.get("depends_on") or {}) <= set(services), name
+
+
+def test_api_and_worker_reach_the_embedder_service_by_default() -> None:
+    embedder = _service("embedder")
+    assert _argv(embedder["command"])[-2:] == ["--port", "8766"]
+    for name in ("api", "worker"):
+        url = _interpolate(_environment(_service(name))["CODENAV_EMBED_URL"])
+        assert url == "http://embedder:8766", name
+    assert _dockerfile_of("embedder").service == "embedder"
+
+
 def test_every_service_but_the_one_shot_migration_has_a_healthcheck() -> None:
     for name, service in _compose()["services"].items():
         if name in ONE_SHOT:
@@ -565,7 +605,9 @@ def test_healthcheck_code_imports_only_what_the_image_installs() -> None:
 
 def test_containers_built_here_get_valid_settings_from_the_env_example() -> None:
     for name in _compose()["services"]:
-        if _built_here(name):
+        if name == "embedder":  # talks to neither store nor queue, so it holds no secrets
+            assert not [k for k in _environment(_service(name)) if _secret(k)]
+        elif _built_here(name):
             env = {k: _interpolate(v) for k, v in _environment(_service(name)).items()}
             settings = Settings.load(env=env, dotenv=ROOT / "deploy" / "no.env")
             assert settings.database_url.startswith("postgresql://codenav:CHANGE-ME"), name
@@ -587,7 +629,10 @@ def test_compose_refuses_to_start_without_each_required_variable() -> None:
 
 
 def test_codenav_variables_given_to_containers_are_settings_or_read_by_the_healthcheck() -> None:
+    from codenav_embedder.settings import PREFIX, EmbedderSettings
+
     known = {"CODENAV_" + f.name.upper() for f in fields(Settings)}
+    known |= {PREFIX + f.name.upper() for f in fields(EmbedderSettings)}
     for name, service in _compose()["services"].items():
         health = " ".join(_healthcheck_argv(service)) if "healthcheck" in service else ""
         for key in _environment(service):
@@ -778,5 +823,8 @@ def test_mcp_client_example_runs_the_adapter_with_settings_it_reads(example: Pat
         assert passed == set(server["env"])
     else:
         assert server["command"] in _scripts(ROOT / "services/adapter")
+    from codenav_embedder.settings import PREFIX, EmbedderSettings
+
     known = {"CODENAV_" + f.name.upper() for f in fields(Settings)}
+    known |= {PREFIX + f.name.upper() for f in fields(EmbedderSettings)}
     assert {"CODENAV_URL", "CODENAV_TOKEN"} <= set(server["env"]) <= known
