@@ -97,7 +97,7 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 @cache
 def _compose(path: Path = COMPOSE) -> dict[str, Any]:
-    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)  # noqa: S506
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)
     assert isinstance(data, dict), f"{path.name} is not a mapping"
     return data
 
@@ -420,7 +420,7 @@ def test_compose_defines_the_team_services() -> None:
 def test_the_strict_parse_refuses_a_repeated_key_as_compose_does() -> None:
     text = "services:\n  store: {image: a}\nservices:\n  queue: {image: b}\n"
     with pytest.raises(AssertionError, match="duplicate key 'services' at line 3"):
-        yaml.load(text, Loader=_StrictLoader)  # noqa: S506
+        yaml.load(text, Loader=_StrictLoader)
 
 
 def test_every_dependency_is_a_defined_service() -> None:
