@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -143,3 +144,54 @@ def test_tools_work_in_memory_with_the_sdk_client() -> None:
     anyio.run(go)
     assert backend.calls[0] == ("search", {"query": "f", "limit": 3, "repo": "team-repo",
                                            "mode": "hybrid"})
+
+
+def test_the_adapter_follows_the_local_stack_across_a_restart_that_rotates_the_token(
+        service_env: dict[str, str], conn: object, tmp_path: Path) -> None:
+    """One MCP session, configured with nothing but CODENAV_HOME: the stack restarts on
+    another port with a new token (the old one revoked), and the next call still works."""
+    import httpx
+    from mcp.client.stdio import StdioServerParameters
+
+    from codenav.auth import create_token, revoke_token
+    from codenav.embedded import stop_process
+
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def start_api() -> tuple[subprocess.Popen[bytes], str, int]:
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "codenav_api", "--no-migrate",
+                                 "--port", str(port)], env=service_env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        token, token_id = create_token(conn, "stack")  # type: ignore[arg-type]
+        (home / "stack.json").write_text(json.dumps({"url": url, "token": token,
+                                                     "token_id": token_id}))
+        return proc, url, token_id
+
+    first, _, first_token = start_api()
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codenav_adapter"],
+                                   env=_adapter_env(CODENAV_HOME=str(home)))
+    answers = []
+    try:
+        async def session() -> None:
+            nonlocal first
+            async with Client(params) as client:
+                answers.append(await client.call_tool("status", {}))
+                stop_process(first)
+                revoke_token(conn, first_token)  # type: ignore[arg-type]
+                first, _, _ = start_api()
+                answers.append(await client.call_tool("status", {}))
+
+        anyio.run(session)
+    finally:
+        stop_process(first)
+    assert [a.is_error for a in answers] == [False, False], answers

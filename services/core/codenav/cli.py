@@ -247,18 +247,28 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
     return adapter_main([])
 
 
-def client_config(url: str, token: str, repo: str | None = None) -> str:
-    env = {"CODENAV_URL": url, "CODENAV_TOKEN": token}
+def client_config(url: str, home: Path, repo: str | None = None) -> str:
+    """The MCP client set-up for this machine. It names no URL or token: ``codenav mcp``
+    finds the local stack through ``stack.json``, so the pasted configuration keeps working
+    after a restart (which rotates the token). Another machine gets the URL and a token."""
+    env: dict[str, str] = {}
+    if home.resolve() != (Path.home() / ".codenav").resolve():
+        env["CODENAV_HOME"] = str(home)
     if repo:
         env["CODENAV_REPO"] = repo
     exe = Path(sys.executable).with_name("codenav")
     command = str(exe) if exe.exists() else "codenav"
-    env_flags = " ".join(f"-e {k}={shlex.quote(v)}" for k, v in env.items())
-    claude = f"claude mcp add codenav {env_flags} -- {shlex.quote(command)} mcp"
-    config = {"mcpServers": {"codenav": {"command": command, "args": ["mcp"], "env": env}}}
-    return (f"Claude Code:\n  {claude}\n\nOther MCP clients (JSON):\n"
-            f"{json.dumps(config, indent=2)}\n\nMCP over HTTP: {url}/mcp "
-            f"(header Authorization: Bearer <token>)")
+    env_flags = "".join(f"-e {k}={shlex.quote(v)} " for k, v in env.items())
+    claude = f"claude mcp add codenav {env_flags}-- {shlex.quote(command)} mcp"
+    server: dict[str, Any] = {"command": command, "args": ["mcp"]}
+    if env:
+        server["env"] = env
+    config = {"mcpServers": {"codenav": server}}
+    return (f"Claude Code (this machine; survives restarts):\n  {claude}\n\n"
+            f"Other MCP clients (JSON):\n{json.dumps(config, indent=2)}\n\n"
+            f"From another machine: set CODENAV_URL={url} and CODENAV_TOKEN (this run's token "
+            f"above lasts until the next start; `codenav token create` makes a lasting one).\n"
+            f"MCP over HTTP: {url}/mcp (header Authorization: Bearer <token>)")
 
 
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
@@ -286,7 +296,8 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
                 wait_for_graph(client_settings, info, data["repo"]["name"], quiet=False)
         print(f"\ncodenav is running.\n  API:   {stack.url}  (docs: {stack.url}/docs)\n"
               f"  token: {stack.token}\n  state: {stack.home}\n")
-        print(client_config(stack.url, stack.token, names[0] if len(names) == 1 else None))
+        print(client_config(stack.url, stack.home,
+                            names[0] if len(names) == 1 else None))
         print("\nPress Ctrl-C to stop every codenav process.", flush=True)
         embedding = [EmbeddingProgress(client_settings, n) for n in names]
 

@@ -75,6 +75,7 @@ def error_from(response: httpx.Response) -> CodenavError:
 class ApiClient:
     def __init__(self, base_url: str, token: str, timeout: float = 60.0) -> None:
         self.base_url = base_url
+        self.token = token
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._client = httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout)
 
