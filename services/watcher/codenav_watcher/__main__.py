@@ -63,6 +63,12 @@ class Sidecar:
         """Renew leases, start and stop watches, report state, run periodic reconciles."""
         current = await asyncio.to_thread(self._repos)
         here = {r.id: r for r in current if Path(r.root).is_dir()}
+        for repo_id, (_watch, task) in list(self.watches.items()):
+            if task.done():  # a watch that died is restarted below, after a reconcile
+                error = None if task.cancelled() else task.exception()
+                log.warning("watch of repository %s ended%s; restarting it", repo_id,
+                            f": {error!r}" if error else "")
+                del self.watches[repo_id]
         for repo_id in list(self.watches):
             if repo_id not in here or not queue.claim_leadership(self.redis, repo_id, self.me):
                 self._stop_watch(repo_id)

@@ -35,6 +35,15 @@ Changes = dict[str, str]
 """path -> what happened on disk: ``changed``, ``unindexed`` (new) or ``deleted``."""
 
 
+def watches_refused(exc: OSError) -> bool:
+    """The kernel refused more watches: ENOSPC or EMFILE, or watchfiles' own report of
+    them, an ``OSError("OS file watch limit reached...")`` that carries no errno."""
+    if exc.errno in (errno.ENOSPC, errno.EMFILE):
+        return True
+    text = str(exc).lower()
+    return "watch limit" in text or "too many open files" in text
+
+
 def watched_dirs(root: Path, limit: int = MAX_WATCHED_DIRS) -> list[Path]:
     """Directories to watch: the root and every directory the walker would enter."""
     rules = IgnoreRules.for_root(root)
@@ -139,10 +148,11 @@ class RepoWatch:
             try:
                 replan = await self._watch(targets)
             except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.EMFILE) and not self.force_polling:
-                    log.warning("%s: kernel refused file watches (%s); polling instead",
-                                self.root, os.strerror(exc.errno or 0))
+                if watches_refused(exc) and not self.force_polling:
+                    log.warning("%s: the kernel refused file watches (%s); polling instead",
+                                self.root, exc)
                     self._to_polling()
+                    self.on_changes(self.repo_id, {})  # events may be lost: reconcile all
                     continue
                 raise
             except RuntimeError as exc:  # watchfiles' internal errors (e.g. undecodable names)
