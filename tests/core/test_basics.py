@@ -128,3 +128,23 @@ def test_ignore_negations_follow_git(tmp_path: Path) -> None:
     assert rules.check_path("gen-out", True) == "gitignored"
     assert rules.check_path("x/gen-out/a.py", False) == "gitignored"
     assert rules.check_path("x/gen-out.py", False) is None
+
+
+def test_freshness_flags_stale_paths_anywhere_in_an_answer() -> None:
+    from codenav import freshness
+
+    answer = {
+        "results": [{"path": "a.py", "content": "path a.py"}, {"path": "b.py"}],
+        "verified": [{"path": "c.py", "line": 3}],
+        "chains": [[{"path": "a.py", "symbol": "f"}, {"path": "d.py", "symbol": "g"}]],
+        "files": ["d.py", "e.py"],
+    }
+    paths = freshness.answer_paths(answer)
+    assert set(paths) == {"a.py", "b.py", "c.py", "d.py", "e.py"}
+    stale = {"a.py": "changed", "c.py": "changed", "e.py": "deleted"}
+    freshness.annotate(answer, stale, 3, 0, None)
+    assert [r.get("stale") for r in answer["results"]] == [True, None]
+    assert answer["verified"][0]["stale"] is True
+    assert answer["chains"][0][0]["stale"] is True and "stale" not in answer["chains"][0][1]
+    assert answer["stale_paths"] == ["e.py"]
+    assert answer["pending_changes"] == 3

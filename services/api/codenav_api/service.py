@@ -70,9 +70,7 @@ class Services:
     def _annotate(self, conn: psycopg.Connection, repo: repos.Repo,
                   answer: dict[str, Any]) -> None:
         """Freshness signals on every answer: stale results, runs in progress."""
-        paths = [r["path"] for r in answer.get("results", []) if "path" in r]
-        if answer.get("path"):
-            paths.append(answer["path"])
+        paths = freshness.answer_paths(answer)
         run = status.run_info(conn.execute(q.RUN_LATEST, (repo.id,)).fetchone())
         try:
             stale = queue.pending_kinds(self.redis, repo.id, paths)

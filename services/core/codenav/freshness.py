@@ -18,11 +18,10 @@ def annotate(answer: dict[str, Any], stale: dict[str, str], pending_total: int,
     """Flag results from files changed on disk since indexing (``stale: true``), say when
     the index is being updated (served from the last complete state), and how many files
     on disk are not indexed yet."""
-    for result in answer.get("results", []):
-        if result.get("path") in stale:
-            result["stale"] = True
-    if answer.get("path") in stale:
-        answer["stale"] = True
+    listed: set[str] = set()
+    _flag_stale(answer, stale, listed)
+    if listed:
+        answer["stale_paths"] = sorted(listed)[:SHOWN]
     if run is not None and run.get("state") == "running":
         answer["index_status"] = "updating" if run.get("scope") == "paths" or \
             run.get("files_done") else "indexing"
@@ -34,6 +33,46 @@ def annotate(answer: dict[str, Any], stale: dict[str, str], pending_total: int,
     if unindexed:
         answer["unindexed_files"] = unindexed
     return answer
+
+
+def answer_paths(node: Any, limit: int = 1000) -> list[str]:
+    """The paths an answer mentions (``path`` fields, and strings in lists), to look up in
+    the pending changes; at most ``limit``."""
+    found: dict[str, None] = {}
+    todo = [node]
+    while todo and len(found) < limit:
+        item = todo.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("path"), str):
+                found[item["path"]] = None
+            todo += [v for k, v in item.items() if k != "content" and isinstance(v, dict | list)]
+        elif isinstance(item, list):
+            for child in item:
+                if isinstance(child, str):
+                    found[child] = None
+                elif isinstance(child, dict | list):
+                    todo.append(child)
+    return list(found)[:limit]
+
+
+def _flag_stale(node: Any, stale: dict[str, str], listed: set[str]) -> None:
+    """Every object in the answer (search results, references, impact chains, outline...)
+    whose ``path`` changed on disk since indexing gets ``stale: true``; stale paths that
+    appear only as plain strings (a list of files) are collected into ``listed``."""
+    if isinstance(node, dict):
+        path = node.get("path")
+        if isinstance(path, str) and path in stale:
+            node["stale"] = True
+        for key, value in node.items():
+            if key != "content" and isinstance(value, dict | list):
+                _flag_stale(value, stale, listed)
+    elif isinstance(node, list):
+        for item in node:
+            if isinstance(item, str):
+                if item in stale:
+                    listed.add(item)
+            elif isinstance(item, dict | list):
+                _flag_stale(item, stale, listed)
 
 
 def repo_freshness(pending: dict[str, str], waiting: dict[str, str],
