@@ -91,6 +91,16 @@ def test_find_files_matches_plurals(client: TestClient, indexed: repos.Repo) -> 
     assert body["results"][0]["path"] == "src/billing/invoice.ts"
 
 
+def test_find_files_says_how_much_to_trust_its_first_file(client: TestClient,
+                                                          indexed: repos.Repo) -> None:
+    named = client.post("/v1/find_files", json={"query": "TokenStore"}).json()
+    assert named["results"][0]["path"] == "src/auth/tokens.py"
+    assert named["match_confidence"]["level"] == "high"
+    assert "declares" in named["match_confidence"]["reason"]
+    nothing = client.post("/v1/find_files", json={"query": "zyzzyvaquux"}).json()
+    assert nothing["results"] == [] and "match_confidence" not in nothing
+
+
 def test_outline_nests_methods_under_their_class(client: TestClient,
                                                  indexed: repos.Repo) -> None:
     body = client.post("/v1/outline", json={"path": "src/auth/tokens.py"}).json()

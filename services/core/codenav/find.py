@@ -141,9 +141,11 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
         coverage = len(fs.groups)
         ranked.append((coverage if len(groups) <= 6 else 0, score, fs))
     ranked.sort(key=lambda r: (-r[0], -r[1], r[2].path))
+    lexical_order = [r[2].path for r in ranked if r[1] > 0 or r[0] > 0]
+    lists: dict[str, list[str]] = {"lexical": lexical_order} if use_lexical else {}
     if near:  # fuse the lexical file ranking with the files of the nearest chunks
-        lexical_order = [r[2].path for r in ranked if r[1] > 0 or r[0] > 0]
         semantic_order = [p for p in near if p in {r[2].path for r in ranked}]
+        lists["semantic"] = semantic_order
         fused = rank.rrf([lexical_order, semantic_order],
                          weights=[1.0 if use_lexical else 0.0, rank.SEMANTIC_WEIGHT])
         by_path = {r[2].path: r for r in ranked}
@@ -162,6 +164,14 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
                         "reason": _reason(fs, groups, len(fs.groups))})
     answer: dict[str, Any] = {"repo": repo.name, "query": text, "mode": mode,
                               "results": results}
+    if results:
+        # "Exactly what the query names": a short query whose every group a file declares.
+        exact = {fs.path for _c, _s, fs in top[:1]
+                 if 0 < len(groups) <= 3 and fs.symbol_groups >= set(range(len(groups)))}
+        first = top[0][2]
+        answer["match_confidence"] = rank.match_confidence(
+            [r[2].path for r in top], [r[1] for r in top[:2]], lists, exact,
+            1.0 - first.semantic[0] if first.semantic else None)
     describe_semantic(answer, mode, semantic)
     if not results:
         answer["empty"] = empty_reason(conn, repo)
