@@ -141,6 +141,9 @@ def test_search_degrades_to_lexical_when_the_embedder_is_down(
     answer = search.search(conn, repo, "token store verify", 5, mode="hybrid", semantic=ctx)
     assert answer["results"][0]["path"] == "src/auth/tokens.py"
     assert "lexical results only" in answer["note"]
+    coverage = answer["semantic_coverage"]  # what the index holds for when it is back
+    assert coverage["total"] > 0 and coverage["embedded"] == coverage["total"]
+    assert coverage["backlog"] == 0
     started = time.monotonic()
     qe.context(conn, repo.id, "token store verify", "hybrid")  # circuit open: no waiting
     assert time.monotonic() - started < 0.5

@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from codenav import embeddings
+from codenav.db import queries as q
 from codenav.embed_client import EmbedClient
 from codenav.errors import CodenavError
 
@@ -59,6 +60,7 @@ class QueryEmbedder:
     _vectors: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
     _down_until: float = 0.0
     _down_reason: str = ""
+    _model_name: str = ""
     _coverage: dict[tuple[int, int], tuple[float, dict[str, Any]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -84,25 +86,40 @@ class QueryEmbedder:
             return SemanticContext(note="semantic search is not configured "
                                    "(CODENAV_EMBED_URL); lexical results only")
         if time.monotonic() < self._down_until:
-            return SemanticContext(note=f"embedder unavailable ({self._down_reason}); "
-                                   "lexical results only")
+            return self._down(conn, repo_id)
         try:
             info = self.client.info()
             vector = self._vector(text)
         except CodenavError as exc:
             self._down_until = time.monotonic() + RETRY_AFTER_S
             self._down_reason = exc.message
-            return SemanticContext(note=f"embedder unavailable ({exc.message}); "
-                                   "lexical results only")
+            return self._down(conn, repo_id)
+        self._model_name = info.name
         model = embeddings.find_model(conn, info.name)
         if model is None:
-            return SemanticContext(vector=vector, coverage={"model": info.name, "embedded": 0},
+            coverage = embeddings.coverage(conn, None, repo_id)
+            coverage.update(model=info.name, backlog=coverage["total"])
+            return SemanticContext(vector=vector, coverage=coverage,
                                    note="no chunk is embedded yet; lexical results only")
         coverage = self._repo_coverage(conn, model, repo_id)
         ctx = SemanticContext(model=model, vector=vector, coverage=coverage)
         if coverage.get("ratio", 1.0) < 1.0:
             ctx.note = (f"embeddings cover {coverage['embedded']} of {coverage['total']} "
                         "chunks so far; the rest is found lexically only")
+        return ctx
+
+    def _down(self, conn: psycopg.Connection, repo_id: int) -> SemanticContext:
+        """The embedder is unreachable: lexical results, and the coverage the index holds
+        for the model last seen (what semantic search will have once it is back)."""
+        ctx = SemanticContext(note=f"embedder unavailable ({self._down_reason}); "
+                              "lexical results only")
+        name = self._model_name
+        if not name:  # not seen since this process started: the index's only model, if one
+            names = [r[0] for r in conn.execute(q.EMBED_MODEL_NAMES).fetchall()]
+            name = names[0] if len(names) == 1 else ""
+        model = embeddings.find_model(conn, name) if name else None
+        if model is not None:
+            ctx.coverage = self._repo_coverage(conn, model, repo_id)
         return ctx
 
     def _repo_coverage(self, conn: psycopg.Connection, model: embeddings.Model,

@@ -273,6 +273,7 @@ EMBED_TEXT = """(f.path || E'\\n' || c.kind || coalesce(' ' || c.symbol, '')
     || CASE WHEN c.doc <> '' THEN c.doc || E'\\n' ELSE '' END
     || c.body)"""
 EMBED_MODEL_GET = "SELECT id, dim FROM embed_models WHERE name = %s"
+EMBED_MODEL_NAMES = "SELECT name FROM embed_models ORDER BY id"
 EMBED_MODEL_INSERT = """
 INSERT INTO embed_models (name, dim) VALUES (%s, %s)
 ON CONFLICT (name) DO NOTHING RETURNING id, dim"""
