@@ -107,6 +107,8 @@ def test_ignore_rules_combine_defaults_and_nested_ignore_files(tmp_path: Path) -
     assert rules.check_path("build-out/a.py", False) == "gitignored"
     assert rules.check_path(".env.production", False) == "secret"
     assert rules.check_path(".env.example", False) is None
+    for name in (".env", ".envrc", ".env_local", "config/.env.dev", "prod.env"):
+        assert rules.check_path(name, False) == "secret", name
     assert rules.check_path("keys/server.pem", False) == "secret"
     assert rules.check_path("yarn.lock", False) == "lock_file"
     assert rules.check_path("img/logo.png", False) == "binary"

@@ -28,7 +28,7 @@ LOCK_FILES = frozenset(
 )
 
 SECRET_PATTERNS = (
-    ".env", ".env.*", "*.env", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
+    ".env*", "*.env", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "credentials", "credentials.*",
     "*credentials*.json", ".netrc", ".pgpass", ".htpasswd", "*.kdbx", "secrets.y*ml",
     "service-account*.json",
