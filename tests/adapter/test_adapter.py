@@ -136,6 +136,7 @@ def test_tools_work_in_memory_with_the_sdk_client() -> None:
     async def go() -> None:
         async with Client(server) as client:
             ok = await client.call_tool("search", {"query": "f", "limit": 3})
+            await client.call_tool("search", {"query": "f", "exported": True})
             assert ok.structured_content["results"][0]["path"] == "a.py"
             assert ok.content[0].text.startswith("a.py:1-2 function f")
             missing = await client.call_tool("outline", {"path": "missing.py"})
@@ -144,6 +145,7 @@ def test_tools_work_in_memory_with_the_sdk_client() -> None:
     anyio.run(go)
     assert backend.calls[0] == ("search", {"query": "f", "limit": 3, "repo": "team-repo",
                                            "mode": "hybrid"})
+    assert backend.calls[1][1]["exported"] is True
 
 
 def test_the_adapter_follows_the_local_stack_across_a_restart_that_rotates_the_token(

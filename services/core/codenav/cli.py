@@ -162,8 +162,8 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     body = {"query": args.query, "limit": args.limit, "path": args.path,
-            "language": args.language, "kind": args.kind, "mode": args.mode,
-            "repo": args.repo or settings.repo or None}
+            "language": args.language, "kind": args.kind, "exported": args.exported,
+            "mode": args.mode, "repo": args.repo or settings.repo or None}
     _print("search", _api(settings, "POST", "/v1/search", body), args.json)
     return 0
 
@@ -349,6 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--path", help="path glob filter, e.g. 'src/**/*.py'")
     s.add_argument("--language")
     s.add_argument("--kind", help="function, method, class, interface, ...")
+    s.add_argument("--exported", action="store_true",
+                   help="only exported/public declarations")
     s.add_argument("--mode", choices=("hybrid", "lexical", "semantic"), default="hybrid")
     common(s)
     s.set_defaults(func=cmd_search)

@@ -97,9 +97,11 @@ def register_tools(server: MCPServer, backend: Backend,
     @tool("search")
     async def search(query: str, limit: int = 10, path: str | None = None,
                      language: str | None = None, kind: str | None = None,
-                     repo: str | None = None, mode: str = "hybrid") -> CallToolResult:
+                     exported: bool = False, repo: str | None = None,
+                     mode: str = "hybrid") -> CallToolResult:
         return await run("search", {"query": query, "limit": limit, "path": path,
-                                    "language": language, "kind": kind, "repo": repo,
+                                    "language": language, "kind": kind,
+                                    "exported": exported or None, "repo": repo,
                                     "mode": mode})
 
     @tool("find_files")
