@@ -415,6 +415,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug: still one line, with where to look
+        if os.environ.get("CODENAV_DEBUG"):
+            raise
+        sys.stderr.write(f"codenav: unexpected {type(exc).__name__}: {exc}\n"
+                         "  hint: rerun with CODENAV_DEBUG=1 for the traceback, and report it\n")
+        return 1
 
 
 if __name__ == "__main__":

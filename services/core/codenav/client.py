@@ -52,9 +52,13 @@ def endpoint(settings: Settings) -> tuple[str, str]:
                           hint="set CODENAV_URL and CODENAV_TOKEN, or start `codenav up`")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
-    return str(data["url"]).rstrip("/"), settings.token or str(data.get("token", ""))
+        url = data["url"].rstrip("/")
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"url {url!r} is not an http(s) address")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"cannot read {path}: {type(exc).__name__} {exc}",
+                          hint="restart the stack with `codenav up`, which rewrites it") from None
+    return url, settings.token or str(data.get("token", ""))
 
 
 def error_from(response: httpx.Response) -> CodenavError:
