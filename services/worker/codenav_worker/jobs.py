@@ -7,6 +7,7 @@ from typing import Any
 
 from codenav import queue
 from codenav.config import Settings
+from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.embed_client import EmbedClient
 from codenav.embeddings import embed_backlog
@@ -49,11 +50,17 @@ def reconcile_repo(repo_id: int) -> dict[str, Any]:
 
 
 def build_graph(repo_id: int) -> dict[str, Any]:
-    """Build a repository's code graph in full (after its first index)."""
+    """Build a repository's code graph in full (after its first index), holding the
+    repository lock like an index run: a reconcile of saved files waits for it, then
+    updates the graph incrementally. Nothing to do when a run already rebuilt it."""
     s = settings()
     queue.claim_started(queue.connect_redis(s), "graph", repo_id)
     with connect(s, application_name="codenav-graph") as db:
-        done = graph.update(db, repo_id, [], [], full=True)
+        db.execute(q.REPO_LOCK, (repo_id,))
+        try:
+            done = graph.update(db, repo_id, [], [])  # builds in full when marked stale
+        finally:
+            db.execute(q.REPO_UNLOCK, (repo_id,))
     return {"files": done.files if done else 0,
             "seconds": round(done.seconds, 3) if done else 0.0}
 
