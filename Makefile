@@ -38,7 +38,7 @@ test: install ## run the test suite against real Postgres, Redis, RQ workers and
 	$(PY) -m pytest
 
 bench: install ## indexing, search and live-index benchmarks (CORPUS=path adds a corpus)
-	$(PY) bench/index_bench.py $(if $(CORPUS),--corpus "$(CORPUS)") --semantic 120
+	$(PY) bench/index_bench.py $(if $(CORPUS),--corpus "$(CORPUS)") --semantic 120 --fill-vectors
 	$(PY) bench/embed_pipeline_bench.py
 	$(PY) bench/live_bench.py
 

@@ -22,8 +22,12 @@ from codenav.errors import ConfigError
 log = logging.getLogger("codenav.embeddings")
 
 HNSW_MIN_ROWS = 1000
-"""The HNSW index of a model is built once this many vectors exist (after the first bulk
-load: building on a full table is much faster than growing it row by row)."""
+"""The HNSW index of a model is built when a repository's first bulk load is done and at
+least this many vectors exist (building on a full table is much faster than growing it row
+by row; below this an exact scan is fast anyway)."""
+HNSW_EARLY_ROWS = 20_000
+"""...or, during a long first load (a 100k-chunk repository embeds for an hour on CPU),
+once this many exist, so exact scans never get slow meanwhile."""
 BATCH = 128
 
 
@@ -58,18 +62,31 @@ def vector_literal(vec: list[float]) -> str:
     return "[" + ",".join(f"{v:.6g}" for v in vec) + "]"
 
 
-def ensure_index(conn: psycopg.Connection, model: Model) -> bool:
-    """Build the model's HNSW index once enough vectors exist; True if it exists."""
+def ensure_index(conn: psycopg.Connection, model: Model, loading: bool = False) -> bool:
+    """Build the model's HNSW index once enough vectors exist (``loading``: a backlog
+    remains, so wait for more); True if it exists."""
     if conn.execute(q.INDEX_EXISTS, (q.hnsw_index_name(model.id),)).fetchone():
         return True
     count = conn.execute(q.EMBED_MODEL_COUNT, (model.id,)).fetchone()
-    if not count or int(count[0]) < HNSW_MIN_ROWS:
+    if not count or int(count[0]) < (HNSW_EARLY_ROWS if loading else HNSW_MIN_ROWS):
         return False
     started = time.monotonic()
     conn.execute(q.create_hnsw(model.id, model.dim))
     log.info("built HNSW index for %s (%s vectors) in %.1fs", model.name, count[0],
              time.monotonic() - started)
     return True
+
+
+def store_vectors(conn: psycopg.Connection, model: Model, text_hashes: list[bytes],
+                  vectors: list[list[float]]) -> None:
+    """Write vectors keyed by text hash in one transaction (COPY into a staging table;
+    a vector another worker stored meanwhile is kept)."""
+    conn.execute(q.EMBED_STAGE_CREATE)
+    with conn.transaction():
+        with conn.cursor().copy(q.EMBED_STAGE_COPY) as copy:
+            for text_hash, vec in zip(text_hashes, vectors, strict=True):
+                copy.write_row((text_hash, vector_literal(vec)))
+        conn.execute(q.EMBED_STAGE_INSERT, (model.id,))
 
 
 @dataclass
@@ -87,7 +104,6 @@ def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
     info = client.info()
     model = ensure_model(conn, info.name, info.dim)
     conn.execute(q.CHUNK_TEXTS_BACKFILL, (repo_id,))
-    conn.execute(q.EMBED_STAGE_CREATE)
     run = EmbedRun()
     while time.monotonic() - started < budget_s:
         rows = conn.execute(q.EMBED_BACKLOG, {"repo": repo_id, "model": model.id,
@@ -95,16 +111,12 @@ def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
         if not rows:
             break
         vectors = client.embed([text for _, text in rows])
-        with conn.transaction():
-            with conn.cursor().copy(q.EMBED_STAGE_COPY) as copy:
-                for (text_hash, _), vec in zip(rows, vectors, strict=True):
-                    copy.write_row((text_hash, vector_literal(vec)))
-            conn.execute(q.EMBED_STAGE_INSERT, (model.id,))
+        store_vectors(conn, model, [h for h, _ in rows], vectors)
         run.embedded += len(rows)
     total, done = coverage_counts(conn, model, repo_id)
     run.remaining = total - done
     if run.remaining == 0 or run.embedded:
-        ensure_index(conn, model)
+        ensure_index(conn, model, loading=run.remaining > 0)
     run.seconds = time.monotonic() - started
     return run
 
