@@ -80,6 +80,9 @@ def main() -> int:
                         "halves the embedding work of the semantic modes")
     parser.add_argument("--reuse-index", action="store_true",
                         help="keep each repository's store from a previous run")
+    parser.add_argument("--merge", type=Path,
+                        help="a previous run's .json: its repositories' results are kept "
+                        "and those repositories are not run again (a run in parts)")
     parser.add_argument("--out", type=Path, default=OUT / "eval_swebench")
     args = parser.parse_args()
     workdir = args.workdir.resolve()
@@ -101,7 +104,21 @@ def main() -> int:
     started = time.perf_counter()
     meta = {"data": str(args.data), "instances": len(instances), "repos": sorted(by_repo),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), **evalkit.code_version()}
-    for repo, group in sorted(by_repo.items(), key=lambda kv: len(kv[1])):
+    if args.merge:
+        previous = json.loads(args.merge.read_text(encoding="utf-8"))
+        done = set(previous["timing"])
+        records += [r for r in previous["instances"] if r["repo"] in done]
+        timing.update({repo: RepoTiming(**t) for repo, t in previous["timing"].items()})
+        meta["merged"] = {"from": str(args.merge), "codenav_commit":
+                          previous["meta"]["codenav_commit"], "repos": sorted(done)}
+        for repo in done:
+            by_repo.pop(repo, None)
+        meta["instances"] = len(records) + sum(len(g) for g in by_repo.values())
+        meta["repos"] = sorted(done | set(by_repo))
+    # Smallest first, or in the order --repos names them.
+    order = {name: i for i, name in enumerate(args.repos)}
+    for repo, group in sorted(by_repo.items(), key=lambda kv: (
+            order.get(kv[0], order.get(kv[0].split("/")[-1], len(order))), len(kv[1]))):
         mirror = mirror_for(args.mirrors, repo)
         slug = repo.replace("/", "+")
         checkout = Checkout.prepare(mirror, workdir / "repos" / slug, [".py"],
@@ -119,11 +136,16 @@ def main() -> int:
 
 def write(out: Path, meta: dict[str, Any], records: list[dict[str, Any]], runner: Runner,
           timing: dict[str, RepoTiming], seconds: float) -> str:
+    merged = meta.get("merged")
     notes = [f"{len(records)} instances, {len(timing)} repositories; codenav "
              f"{meta['codenav_commit']}" + (" (uncommitted changes in "
                                             f"{', '.join(meta['codenav_dirty'])})"
                                             if meta["codenav_dirty"] else "") +
              f", chunker v{meta['chunker_version']}; run took {seconds / 60:.1f} min."]
+    if merged:
+        notes.append(f"Run in parts: {', '.join(merged['repos'])} come from "
+                     f"{merged['from']} (codenav {merged['codenav_commit']}); their p50 ms "
+                     "are not in the latency column.")
     text = evalkit.report("SWE-bench Verified retrieval (407-instance dev split)", records,
                           runner, timing, notes)
     out.parent.mkdir(parents=True, exist_ok=True)
