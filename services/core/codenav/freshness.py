@@ -89,7 +89,9 @@ def repo_freshness(pending: dict[str, str], waiting: dict[str, str],
     if pending:
         reasons.append(f"{len(pending)} changed paths not reconciled yet")
     if waiting:
-        reasons.append("index jobs queued: " + ", ".join(sorted(waiting)))
+        reasons.append("jobs queued or running: " + ", ".join(
+            f"{kind} {job}" if job.startswith("running") else kind
+            for kind, job in sorted(waiting.items())))
     if run is not None and run.get("state") == "running":
         reasons.append(f"index run in progress ({run.get('files_done', 0)}/"
                        f"{run.get('files_total', 0)} files)")

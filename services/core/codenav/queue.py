@@ -8,6 +8,7 @@ Every job is idempotent, so RQ's at-least-once delivery is harmless.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -65,8 +66,13 @@ def _enqueue_once(conn: redis.Redis, settings: Settings, kind: str, repo_id: int
     target = embed_queue if kind == "embed" else index_queue
     try:
         if conn.set(flag, job_id, nx=True, ex=settings.job_timeout_s):
-            target(conn, settings).enqueue(func, repo_id, job_id=job_id, retry=RETRY,
-                                           failure_ttl=7 * 86400, result_ttl=86400)
+            try:
+                target(conn, settings).enqueue(func, repo_id, job_id=job_id, retry=RETRY,
+                                               failure_ttl=7 * 86400, result_ttl=86400)
+            except BaseException:  # no job behind the flag: let the next request enqueue
+                with contextlib.suppress(redis.RedisError):
+                    conn.delete(flag)
+                raise
             return job_id
         waiting = conn.get(flag)
     except redis.RedisError as exc:
@@ -116,6 +122,20 @@ def request_embed(conn: redis.Redis, settings: Settings, repo_id: int) -> str | 
 def claim_started(conn: redis.Redis, kind: str, repo_id: int) -> None:
     """Called by a job when it starts: new requests must enqueue a new job."""
     conn.delete(_QUEUED.format(kind=kind, repo_id=repo_id))
+
+
+_RUNNING = "codenav:running:{kind}:{repo_id}"
+RUNNING_TTL_S = 3600
+
+
+def mark_running(conn: redis.Redis, kind: str, repo_id: int, job_id: str | None) -> None:
+    """A job that leaves no index run behind (the graph build) says it is running, so
+    ``status`` is not ``fresh`` meanwhile; expires on its own if the worker dies."""
+    conn.set(_RUNNING.format(kind=kind, repo_id=repo_id), job_id or "?", ex=RUNNING_TTL_S)
+
+
+def mark_finished(conn: redis.Redis, kind: str, repo_id: int) -> None:
+    conn.delete(_RUNNING.format(kind=kind, repo_id=repo_id))
 
 
 def _text(value: object) -> str:
@@ -174,6 +194,9 @@ def waiting(conn: redis.Redis, repo_id: int) -> dict[str, str]:
         value = conn.get(_QUEUED.format(kind=kind, repo_id=repo_id))
         if value is not None:
             out[kind] = _text(value)
+    running = conn.get(_RUNNING.format(kind="graph", repo_id=repo_id))
+    if running is not None and "graph" not in out:
+        out["graph"] = f"running ({_text(running)})"
     return out
 
 

@@ -54,13 +54,18 @@ def build_graph(repo_id: int) -> dict[str, Any]:
     repository lock like an index run: a reconcile of saved files waits for it, then
     updates the graph incrementally. Nothing to do when a run already rebuilt it."""
     s = settings()
-    queue.claim_started(queue.connect_redis(s), "graph", repo_id)
-    with connect(s, application_name="codenav-graph") as db:
-        db.execute(q.REPO_LOCK, (repo_id,))
-        try:
-            done = graph.update(db, repo_id, [], [])  # builds in full when marked stale
-        finally:
-            db.execute(q.REPO_UNLOCK, (repo_id,))
+    rconn = queue.connect_redis(s)
+    queue.claim_started(rconn, "graph", repo_id)
+    queue.mark_running(rconn, "graph", repo_id, _job_id())
+    try:
+        with connect(s, application_name="codenav-graph") as db:
+            db.execute(q.REPO_LOCK, (repo_id,))
+            try:
+                done = graph.update(db, repo_id, [], [])  # builds in full when marked stale
+            finally:
+                db.execute(q.REPO_UNLOCK, (repo_id,))
+    finally:
+        queue.mark_finished(rconn, "graph", repo_id)
     return {"files": done.files if done else 0,
             "seconds": round(done.seconds, 3) if done else 0.0}
 
