@@ -115,6 +115,7 @@ def main() -> int:
             by_repo.pop(repo, None)
         meta["instances"] = len(records) + sum(len(g) for g in by_repo.values())
         meta["repos"] = sorted(done | set(by_repo))
+    meta["planned"] = {repo: len(group) for repo, group in by_repo.items()}
     # Smallest first, or in the order --repos names them.
     order = {name: i for i, name in enumerate(args.repos)}
     for repo, group in sorted(by_repo.items(), key=lambda kv: (
@@ -125,9 +126,15 @@ def main() -> int:
                                     exclude_tests=args.exclude_tests)
         steps = steps_for(mirror, group)
         evalkit.log.info("%s: %d instances at %d commits", repo, len(group), len(steps))
+
+        def progress(partial: list[dict[str, Any]], t: RepoTiming, repo: str = repo,
+                     done: list[dict[str, Any]] = records) -> None:
+            write(args.out, meta, done + partial, runner, {**timing, repo: t},
+                  time.perf_counter() - started)
+
         got, timing[repo] = evalkit.evaluate_repository(
             repo, checkout, steps, workdir / "stores" / slug, runner,
-            fresh=not args.reuse_index, processes=args.processes)
+            fresh=not args.reuse_index, processes=args.processes, on_step=progress)
         records += got
         write(args.out, meta, records, runner, timing, time.perf_counter() - started)
     print(write(args.out, meta, records, runner, timing, time.perf_counter() - started))
@@ -142,6 +149,13 @@ def write(out: Path, meta: dict[str, Any], records: list[dict[str, Any]], runner
                                             f"{', '.join(meta['codenav_dirty'])})"
                                             if meta["codenav_dirty"] else "") +
              f", chunker v{meta['chunker_version']}; run took {seconds / 60:.1f} min."]
+    counts: dict[str, int] = defaultdict(int)
+    for record in records:
+        counts[record["repo"]] += 1
+    for repo, planned in sorted(meta.get("planned", {}).items()):
+        if repo in timing and counts[repo] < planned:
+            notes.append(f"{repo}: {counts[repo]} of its {planned} instances so far (the run "
+                         "was stopped or is still going; its rows cover these only).")
     if merged:
         notes.append(f"Run in parts: {', '.join(merged['repos'])} come from "
                      f"{merged['from']} (codenav {merged['codenav_commit']}); their p50 ms "

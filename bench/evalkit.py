@@ -607,10 +607,12 @@ class _Embeddings:
 
 def evaluate_repository(name: str, checkout: Checkout, steps: list[tuple[str, list[Query]]],
                         home: Path, runner: Runner, *, fresh: bool = True, processes: int = 0,
+                        on_step: Callable[[list[dict[str, Any]], RepoTiming], None] | None = None,
                         ) -> tuple[list[dict[str, Any]], RepoTiming]:
     """Index ``checkout`` at each step's commit in turn (incrementally: reconcile after a
     checkout re-reads only what changed; embeddings completed when a semantic mode runs),
-    then run every ranker on the step's queries."""
+    then run every ranker on the step's queries. ``on_step`` sees the records so far after
+    each step (so a long repository's partial results survive an interrupted run)."""
     records: list[dict[str, Any]] = []
     timing = RepoTiming()
     began = time.perf_counter()
@@ -653,6 +655,9 @@ def evaluate_repository(name: str, checkout: Checkout, steps: list[tuple[str, li
                         "wants_tests": parse_query(query.text).wants_tests,
                         "ranks": {n: record_ranks(query.gold, r) for n, r in outputs.items()},
                     })
+                if on_step is not None:
+                    timing.total_s = time.perf_counter() - began
+                    on_step(records, timing)
         finally:
             conn.close()
     timing.total_s = time.perf_counter() - began
