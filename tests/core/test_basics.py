@@ -150,3 +150,17 @@ def test_freshness_flags_stale_paths_anywhere_in_an_answer() -> None:
     assert answer["chains"][0][0]["stale"] is True and "stale" not in answer["chains"][0][1]
     assert answer["stale_paths"] == ["e.py"]
     assert answer["pending_changes"] == 3
+
+
+def test_embed_client_reads_base64_and_float_vectors_alike() -> None:
+    import base64
+    from array import array
+
+    from codenav.embed_client import _decode
+
+    values = [0.25, -1.5, 3.0]
+    packed = base64.b64encode(array("f", values).tobytes()).decode("ascii")
+    assert _decode(packed) == values
+    assert _decode(values) == values  # an endpoint that ignores encoding_format
+    with pytest.raises(Exception, match="vector of type"):
+        _decode({"not": "a vector"})

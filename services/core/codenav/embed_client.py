@@ -7,7 +7,10 @@ and dimension come from the endpoint, never from a guess.
 
 from __future__ import annotations
 
+import base64
 import math
+import sys
+from array import array
 from dataclasses import dataclass
 
 import httpx
@@ -20,6 +23,19 @@ from codenav.errors import ConfigError, Unavailable
 class ModelInfo:
     name: str
     dim: int
+
+
+def _decode(embedding: object) -> list[float]:
+    """A vector as the endpoint sent it: base64 of little-endian float32 (asked for: a
+    tenth of the JSON to parse), or a list of floats (an endpoint that ignores the ask)."""
+    if isinstance(embedding, str):
+        values = array("f", base64.b64decode(embedding))
+        if sys.byteorder != "little":
+            values.byteswap()
+        return values.tolist()
+    if isinstance(embedding, list):
+        return [float(v) for v in embedding]
+    raise Unavailable(f"embedder sent a vector of type {type(embedding).__name__}")
 
 
 def _normalise(vec: list[float]) -> list[float]:
@@ -35,6 +51,7 @@ class EmbedClient:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
         self._info: ModelInfo | None = None
+        self._base64 = True
 
     @classmethod
     def from_settings(cls, settings: Settings, timeout: float = 120.0) -> EmbedClient | None:
@@ -48,6 +65,8 @@ class EmbedClient:
 
     def _post(self, texts: list[str]) -> dict:
         body: dict[str, object] = {"input": texts}
+        if self._base64:
+            body["encoding_format"] = "base64"
         if self.model:
             body["model"] = self.model
         try:
@@ -55,6 +74,9 @@ class EmbedClient:
         except httpx.HTTPError as exc:
             raise Unavailable(f"embedder unreachable at {self.base_url}: "
                               f"{type(exc).__name__}") from None
+        if response.status_code == 400 and self._base64 and "encoding_format" in response.text:
+            self._base64 = False  # an endpoint without base64: floats from now on
+            return self._post(texts)
         if response.status_code >= 400:
             try:
                 message = response.json().get("message") or response.json().get("error")
@@ -72,7 +94,7 @@ class EmbedClient:
         if self._info is None:
             data = self._post(["dimension probe"])
             name = str(data.get("model") or self.model or "unknown")
-            self._info = ModelInfo(name=name, dim=len(data["data"][0]["embedding"]))
+            self._info = ModelInfo(name=name, dim=len(_decode(data["data"][0]["embedding"])))
         return self._info
 
     def embed(self, texts: list[str]) -> list[list[float]]:
@@ -80,7 +102,7 @@ class EmbedClient:
             return []
         data = self._post(texts)
         rows = sorted(data["data"], key=lambda d: d.get("index", 0))
-        vectors = [_normalise([float(v) for v in row["embedding"]]) for row in rows]
+        vectors = [_normalise(_decode(row["embedding"])) for row in rows]
         if len(vectors) != len(texts):
             raise Unavailable(f"embedder returned {len(vectors)} vectors for {len(texts)} "
                               "inputs")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,10 @@ HNSW_EARLY_ROWS = 20_000
 """...or, during a long first load (a 100k-chunk repository embeds for an hour on CPU),
 once this many exist, so exact scans never get slow meanwhile."""
 BATCH = 128
+"""Texts per request to the embedder."""
+FETCH = 512
+"""Texts per backlog round (sorted by length, then sent as requests of BATCH)."""
+IN_FLIGHT = 2
 
 
 @dataclass(frozen=True)
@@ -105,14 +110,25 @@ def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
     model = ensure_model(conn, info.name, info.dim)
     conn.execute(q.CHUNK_TEXTS_BACKFILL, (repo_id,))
     run = EmbedRun()
-    while time.monotonic() - started < budget_s:
-        rows = conn.execute(q.EMBED_BACKLOG, {"repo": repo_id, "model": model.id,
-                                              "k": BATCH}).fetchall()
-        if not rows:
-            break
-        vectors = client.embed([text for _, text in rows])
-        store_vectors(conn, model, [h for h, _ in rows], vectors)
-        run.embedded += len(rows)
+    # A round fetches FETCH texts, sorts them by length (so the embedder's batches pad
+    # little) and keeps two requests of BATCH in flight (the embedder merges them, and never
+    # waits for this side to store vectors or fetch more).
+    with ThreadPoolExecutor(max_workers=IN_FLIGHT, thread_name_prefix="embed") as pool:
+        while time.monotonic() - started < budget_s:
+            rows = conn.execute(q.EMBED_BACKLOG, {"repo": repo_id, "model": model.id,
+                                                  "k": FETCH}).fetchall()
+            if not rows:
+                break
+            rows.sort(key=lambda r: len(r[1]))
+            parts = [rows[i:i + BATCH] for i in range(0, len(rows), BATCH)]
+            pending = [pool.submit(client.embed, [t for _, t in p]) for p in parts]
+            try:
+                for part, future in zip(parts, pending, strict=True):
+                    store_vectors(conn, model, [h for h, _ in part], future.result())
+                    run.embedded += len(part)
+            finally:
+                for future in pending:
+                    future.cancel()
     total, done = coverage_counts(conn, model, repo_id)
     run.remaining = total - done
     if run.remaining == 0 or run.embedded:
