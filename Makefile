@@ -39,6 +39,7 @@ test: install ## run the test suite against real Postgres, Redis, RQ workers and
 
 bench: install ## indexing, search and live-index benchmarks (CORPUS=path adds a corpus)
 	$(PY) bench/index_bench.py $(if $(CORPUS),--corpus "$(CORPUS)") --semantic 120 --fill-vectors
+	$(if $(CORPUS),$(PY) bench/graph_bench.py --corpus "$(CORPUS)")
 	$(PY) bench/embed_pipeline_bench.py
 	$(PY) bench/live_bench.py
 
