@@ -58,3 +58,27 @@ def test_verified_edges_have_perfect_precision_and_recall_per_language(
     assert scores
     for language, s in scores.items():
         assert (s["precision"], s["recall"]) == (1.0, 1.0), (language, s)
+
+
+@pytest.mark.parametrize("family", ["java", "python", "ts"])
+def test_a_first_index_that_defers_graph_facts_ends_with_the_expected_graph(
+        family: str, settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """What the worker does for a first index: store contents without their graph facts,
+    then the graph job fills the facts and builds the graph."""
+    from codenav.graph import build, facts
+
+    root = tmp_path / family
+    shutil.copytree(FIXTURES / family, root, ignore=shutil.ignore_patterns("expected.json"))
+    repo = repos.register(conn, str(root), family)
+    summary = indexer.reconcile(settings, repo.id, defer_graph=True)
+    assert summary.graph_deferred
+    pending = conn.execute("SELECT count(*) FROM contents WHERE facts_pending").fetchone()
+    refs = conn.execute("SELECT count(*) FROM refs").fetchone()
+    assert pending is not None and pending[0] > 0 and refs == (0,)
+    assert facts.fill_pending(settings, conn, repo.id) == pending[0]
+    assert facts.fill_pending(settings, conn, repo.id) == 0  # claimed once
+    build.update(conn, repo.id, [], [])
+    expected = load(FIXTURES / family / "expected.json")
+    actual = snapshot(conn, repo.id)
+    assert differences(expected, actual) == {}, json.dumps(differences(expected, actual),
+                                                           indent=1)

@@ -24,6 +24,7 @@ from codenav.db.connect import connect
 from codenav.errors import NotFound, Unavailable
 from codenav.gitinfo import head_commit, wait_for_checkout
 from codenav.graph import build as graph
+from codenav.graph import facts
 from codenav.ignore import IgnoreRules
 from codenav.ingest import FileResult, Ingester, pool_init, pool_process
 from codenav.tokens import path_tsvector
@@ -248,7 +249,10 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root:
 
     done = len(entries) - len(todo)
     pending: list[FileResult] = []
-    for batch_results in _ingest(settings, root, todo):
+    # A first index whose graph is deferred leaves the graph facts to the graph job too
+    # (reference extraction is a third of a cold index's CPU).
+    defer_facts = defer_graph and initial
+    for batch_results in _ingest(settings, root, todo, defer_facts):
         pending += batch_results
         done += len(batch_results)
         summary.files_parsed += sum(1 for r in batch_results if r.parsed)
@@ -263,18 +267,20 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root:
         summary.graph_deferred = True
     else:  # re-resolve the changed files and every file that depends on them
         progress("graph", len(entries), done, summary.files_parsed, len(gone), force=True)
+        facts.fill_pending(settings, conn, repo_id)
         graph.update(conn, repo_id, summary.changed_paths, summary.deleted_paths)
     commit = head_commit(root)
     summary.commit = commit
     conn.execute(q.REPO_MARK_INDEXED, (commit, gitignored, repo_id))
 
 
-def _ingest(settings: Settings, root: Path, todo: list[FileEntry]) -> Iterator[list[FileResult]]:
+def _ingest(settings: Settings, root: Path, todo: list[FileEntry],
+            defer_facts: bool = False) -> Iterator[list[FileResult]]:
     if not todo:
         return
     processes = min(settings.workers(), max(1, len(todo) // BATCH_FILES))
     if len(todo) < INLINE_LIMIT or processes <= 1:
-        ingester = Ingester(settings)
+        ingester = Ingester(settings, defer_facts)
         try:
             for batch in _batches(todo, BATCH_FILES):
                 yield ingester.process(root, batch)
@@ -283,7 +289,7 @@ def _ingest(settings: Settings, root: Path, todo: list[FileEntry]) -> Iterator[l
         return
     ctx = multiprocessing.get_context("fork")
     tasks = [(str(root), batch) for batch in _batches(todo, BATCH_FILES)]
-    with ctx.Pool(processes, initializer=pool_init, initargs=(settings,)) as pool:
+    with ctx.Pool(processes, initializer=pool_init, initargs=(settings, defer_facts)) as pool:
         yield from pool.imap_unordered(pool_process, tasks)
 
 

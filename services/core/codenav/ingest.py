@@ -79,8 +79,10 @@ def read_entry(root: Path, entry: FileEntry, max_bytes: int) -> _Read | FileResu
 class Ingester:
     """Stores parsed contents; one per parser process."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, defer_facts: bool = False) -> None:
         self.settings = settings
+        self.defer_facts = defer_facts
+        """Leave graph facts to the graph job (a first index: searchable sooner)."""
         self.limits = ChunkLimits(settings.chunk_max_lines, settings.chunk_overlap_lines,
                                   settings.text_window_lines)
         self.conn: psycopg.Connection = connect(settings, autocommit=True,
@@ -123,7 +125,8 @@ class Ingester:
         for r in reads:
             text = decode(r.data).text
             parsed.append((r, text, parse_file(text, r.language, self.limits)))
-        facts = [[] if pf.error else graph_facts(text, r.language, pf.symbols, pf.tree, pf.src)
+        facts = [[] if pf.error or self.defer_facts else
+                 graph_facts(text, r.language, pf.symbols, pf.tree, pf.src)
                  for r, text, pf in parsed]
         for _r, _text, pf in parsed:
             pf.tree, pf.src = None, b""  # done with the trees: free them before writing
@@ -134,7 +137,8 @@ class Ingester:
                         copy.write_row((r.sha, r.language, len(r.data), pf.line_count, text,
                                         pf.imports, pf.error))
                 inserted = {(sha, lang): cid for cid, sha, lang in
-                            cur.execute(q.STAGE_INSERT, (CHUNKER_VERSION,)).fetchall()}
+                            cur.execute(q.STAGE_INSERT,
+                                        (CHUNKER_VERSION, self.defer_facts)).fetchall()}
                 with cur.copy(q.CHUNKS_COPY) as copy:
                     for r, _text, pf in parsed:
                         cid = inserted.get((r.sha, r.language))
@@ -178,9 +182,9 @@ class Ingester:
 _INGESTER: Ingester | None = None
 
 
-def pool_init(settings: Settings) -> None:
+def pool_init(settings: Settings, defer_facts: bool = False) -> None:
     global _INGESTER
-    _INGESTER = Ingester(settings)
+    _INGESTER = Ingester(settings, defer_facts)
 
 
 def pool_process(args: tuple[str, list[FileEntry]]) -> list[FileResult]:

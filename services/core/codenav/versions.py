@@ -10,6 +10,7 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
   4  file_terms: whole-file term frequencies per content (file-level BM25).
   5  graph_links (file-level links with import and reference counts), graph_files.imported_by.
   6  term_stats view dropped: document frequencies read live from file_terms.
+  7  contents.facts_pending: a first index leaves graph facts to the graph job.
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -25,6 +26,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 CHUNKER_VERSION = 4
 GRAPH_VERSION = 2

@@ -12,6 +12,7 @@ from codenav.db.connect import connect
 from codenav.embed_client import EmbedClient
 from codenav.embeddings import embed_backlog
 from codenav.graph import build as graph
+from codenav.graph import facts
 from codenav.indexer import reconcile
 
 EMBED_BUDGET_S = 30.0
@@ -61,6 +62,7 @@ def build_graph(repo_id: int) -> dict[str, Any]:
         with connect(s, application_name="codenav-graph") as db:
             db.execute(q.REPO_LOCK, (repo_id,))
             try:
+                facts.fill_pending(s, db, repo_id)  # what the first index left for this job
                 done = graph.update(db, repo_id, [], [])  # builds in full when marked stale
             finally:
                 db.execute(q.REPO_UNLOCK, (repo_id,))

@@ -68,11 +68,23 @@ CREATE TEMP TABLE IF NOT EXISTS stage_contents (
     parse_error text
 ) ON COMMIT DELETE ROWS"""
 STAGE_COPY = "COPY stage_contents (sha, language, size, line_count, body, imports, parse_error) FROM STDIN"
+# Parameters: chunker version, whether the graph facts are left for later (facts_pending).
 STAGE_INSERT = """
-INSERT INTO contents (sha, language, chunker, size, line_count, body, imports, parse_error)
-SELECT sha, language, %s, size, line_count, body, imports, parse_error FROM stage_contents
+INSERT INTO contents (sha, language, chunker, size, line_count, body, imports, parse_error,
+                      facts_pending)
+SELECT sha, language, %s, size, line_count, body, imports, parse_error, %s
+FROM stage_contents
 ON CONFLICT (sha, language, chunker) DO NOTHING
 RETURNING id, sha, language"""
+# --- graph facts left for later by a first index (codenav.graph.facts) --------------------
+FACTS_PENDING_IDS = """
+SELECT DISTINCT c.id FROM contents c JOIN files f ON f.content_id = c.id
+WHERE f.repo_id = %s AND c.facts_pending ORDER BY c.id"""
+FACTS_BODIES = "SELECT id, language, body FROM contents WHERE id = ANY(%s) AND facts_pending"
+# Claims the contents (row locks until commit): a concurrent filler of the same contents
+# waits, then claims none of them, so refs are written once.
+FACTS_CLAIM = """
+UPDATE contents SET facts_pending = false WHERE id = ANY(%s) AND facts_pending RETURNING id"""
 CHUNKS_COPY = """
 COPY chunks (content_id, ord, kind, symbol, parent, signature, doc, exported, start_line,
              end_line, part, body, n_terms, tsv) FROM STDIN"""

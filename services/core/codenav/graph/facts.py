@@ -1,0 +1,80 @@
+"""Graph facts a first index left for later (``contents.facts_pending``).
+
+A first index whose graph build is deferred also skips reference extraction, a third of
+its CPU, so the repository is searchable sooner. Before a graph is built or updated, the
+facts of this repository's pending contents are extracted here: in parser processes when
+there are many, each batch claimed in one transaction, so a content two repositories share
+is filled once.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import time
+
+import psycopg
+
+from codenav.config import Settings
+from codenav.db import queries as q
+from codenav.db.connect import connect
+from codenav.graph.extract import extract
+from codenav.parse.chunker import parse_file
+
+log = logging.getLogger("codenav.graph")
+
+BATCH = 100
+"""Contents per claim (one transaction)."""
+INLINE_LIMIT = 200
+"""Fewer pending contents than this are filled in the calling process."""
+
+
+def fill_pending(settings: Settings, conn: psycopg.Connection, repo_id: int) -> int:
+    """Extract and store the facts of the repository's contents that lack them; returns how
+    many this call filled (0 when none was pending: one index-only query)."""
+    ids = [int(r[0]) for r in conn.execute(q.FACTS_PENDING_IDS, (repo_id,)).fetchall()]
+    if not ids:
+        return 0
+    started = time.monotonic()
+    batches = [ids[i:i + BATCH] for i in range(0, len(ids), BATCH)]
+    processes = min(settings.workers(), len(batches))
+    if len(ids) < INLINE_LIMIT or processes <= 1:
+        filled = sum(fill_batch(conn, batch) for batch in batches)
+    else:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(processes, initializer=_pool_init, initargs=(settings,)) as pool:
+            filled = sum(pool.imap_unordered(_pool_fill, batches))
+    log.info("repo %s: graph facts of %d deferred contents in %.1fs", repo_id, filled,
+             time.monotonic() - started)
+    return filled
+
+
+def fill_batch(conn: psycopg.Connection, ids: list[int]) -> int:
+    extracted = []
+    for content_id, language, body in conn.execute(q.FACTS_BODIES, (ids,)).fetchall():
+        parsed = parse_file(body, language)
+        rows = [] if parsed.error else extract(body, language, parsed.symbols, parsed.tree,
+                                               parsed.src)
+        extracted.append((int(content_id), rows))
+    with conn.transaction():
+        claimed = {int(r[0]) for r in conn.execute(q.FACTS_CLAIM, (ids,)).fetchall()}
+        with conn.cursor().copy(q.REFS_COPY) as copy:
+            for content_id, rows in extracted:
+                if content_id in claimed:
+                    for ord_, ref in enumerate(rows):
+                        copy.write_row((content_id, ord_, *ref))
+    return len(claimed)
+
+
+# --- process-pool plumbing ----------------------------------------------------------------
+_CONN: psycopg.Connection | None = None
+
+
+def _pool_init(settings: Settings) -> None:
+    global _CONN
+    _CONN = connect(settings, application_name="codenav-facts")
+
+
+def _pool_fill(ids: list[int]) -> int:
+    assert _CONN is not None, "_pool_init did not run"
+    return fill_batch(_CONN, ids)
