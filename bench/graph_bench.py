@@ -65,6 +65,17 @@ def extraction_seconds(root: Path, max_bytes: int) -> tuple[int, float]:
     return len(items), time.perf_counter() - started
 
 
+def wait_job(r: Any, job_id: str | None) -> dict[str, Any]:
+    while True:
+        info = queue.job_info(r, job_id or "")
+        if info and info["state"] in ("finished", "failed"):
+            break
+        time.sleep(0.05)
+    if info["state"] != "finished":
+        raise RuntimeError(f"job failed: {info}")
+    return info
+
+
 def time_tool(client: httpx.Client, route: str, bodies: list[dict[str, Any]]) -> list[float]:
     client.post(route, json=bodies[0])  # warm the connection
     times = []
@@ -111,15 +122,13 @@ def bench(root: Path, home: Path, pg: EmbeddedPostgres, rd: EmbeddedRedis,
             time.sleep(1.0)  # let the worker finish importing and preloading grammars
             with PeakRss(worker.pid) as worker_rss:
                 started = time.perf_counter()
-                job_id = queue.request_full(r, settings, repo.id)
-                while True:
-                    info = queue.job_info(r, job_id or "")
-                    if info and info["state"] in ("finished", "failed"):
-                        break
-                    time.sleep(0.05)
+                info = wait_job(r, queue.request_full(r, settings, repo.id))
+                searchable_s = time.perf_counter() - started
+                # A first index defers its graph (and the graph facts) to a second job.
+                graph_job = (info.get("result") or {}).get("graph_job")
+                if graph_job:
+                    wait_job(r, graph_job)
                 index_s = time.perf_counter() - started
-            if info["state"] != "finished":
-                raise RuntimeError(f"index job failed: {info}")
             state = conn.execute(q.BENCH_GRAPH_STATE, (repo.id,)).fetchone()
             imports = conn.execute(q.BENCH_GRAPH_IMPORTS, (repo.id,)).fetchall()
             edges = conn.execute(q.BENCH_GRAPH_EDGES, (repo.id,)).fetchall()
@@ -161,6 +170,7 @@ def bench(root: Path, home: Path, pg: EmbeddedPostgres, rd: EmbeddedRedis,
 
     return {
         "corpus": root.name, "root": str(root),
+        "searchable_s": round(searchable_s, 2),
         "cold_index_s": round(index_s, 2), "worker_peak_rss_mb": round(worker_rss.peak / 2**20),
         "graph_build_s": round(float(state[0]), 2) if state else None,
         "graph_phases_s": phases,
@@ -203,8 +213,11 @@ def main() -> int:
           f"{result['java_python_imports']:,} Java/Python imports resolve to files of the repo "
           f"({result['internal_ratio']:.1%}); coldstart 2.3.2: "
           f"{COLDSTART_KAFKA['imports_resolved']:,} of {COLDSTART_KAFKA['imports_total']:,}")
-    print(f"graph build {result['graph_build_s']}s of a {result['cold_index_s']}s cold index, "
-          f"plus {result['extraction_cpu_s']}s CPU of reference extraction in the parsers")
+    print(f"searchable after {result['searchable_s']}s, graph done after "
+          f"{result['cold_index_s']}s: graph build {result['graph_build_s']}s, after the "
+          f"reference extraction a first index leaves to the graph job "
+          f"({result['extraction_cpu_s']}s CPU when measured alone, spread over its parser "
+          "processes)")
     for tool in ("references", "impact_depth3", "dependencies"):
         print(f"{tool}: p50 {result[tool]['p50_ms']} ms, p99 {result[tool]['p99_ms']} ms "
               f"(target p50 <= 20 ms)")
