@@ -40,6 +40,10 @@ IMPLICIT_THIS = frozenset({"java", "kotlin", "csharp", "cpp", "ruby"})
 MAX_BASES = 8
 MAX_CANDIDATES = 5
 MAX_NESTING = 12
+MAX_STEPS = 2000
+"""Qualifier steps one reference may take. Type chains fan out (several owners, several
+typed variables each), so depth alone does not bound the work: sympy has references whose
+chains took hours. A reference out of steps stays unresolved (a potential edge)."""
 """Qualifiers resolved inside qualifiers (a field's type's field...) stop this deep."""
 _CLASSES = frozenset({"class", "interface", "enum"})
 
@@ -105,6 +109,7 @@ class Resolver:
         self._bases: dict[tuple[str, str], list[Target]] = {}
         self._in_bases: set[tuple[str, str]] = set()
         self._depth = 0
+        self._steps = MAX_STEPS
         self._groups: dict[tuple[str, ...], _Group] = {}
         self._var_types: dict[tuple[str, str, str], list[Target]] = {}
         self._member_paths: dict[str, list[str]] = {}
@@ -334,9 +339,12 @@ class Resolver:
         """What the qualifier of a reference denotes: classes (members follow) or modules
         (``qual == ''``: top-level names follow). ``typing``: ``q`` is the path of a type
         name, so its first segment is a module or class, never a variable."""
+        if self._depth == 0:  # a new reference (or a new chain of it): a fresh budget
+            self._steps = MAX_STEPS
+        self._steps -= 1
         self._depth += 1
         try:
-            if self._depth > MAX_NESTING:
+            if self._depth > MAX_NESTING or self._steps < 0:
                 return []
             return self._qualifier(sc, table, q, scope, typing)
         finally:
