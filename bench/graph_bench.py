@@ -42,7 +42,7 @@ from codenav.graph.extract import extract
 from codenav.languages import STRUCTURED, language_for
 from codenav.parse.chunker import parse_file
 from codenav.walk import walk
-from index_bench import PeakRss, percentile
+from index_bench import PeakRss, percentile, start_services, wait_job, wait_ready
 
 COLDSTART_KAFKA = {"imports_resolved": 40052, "imports_total": 81933}
 DEFAULT_CORPUS = Path("/work/corpora/kafka")
@@ -65,17 +65,6 @@ def extraction_seconds(root: Path, max_bytes: int) -> tuple[int, float]:
     return len(items), time.perf_counter() - started
 
 
-def wait_job(r: Any, job_id: str | None) -> dict[str, Any]:
-    while True:
-        info = queue.job_info(r, job_id or "")
-        if info and info["state"] in ("finished", "failed"):
-            break
-        time.sleep(0.05)
-    if info["state"] != "finished":
-        raise RuntimeError(f"job failed: {info}")
-    return info
-
-
 def time_tool(client: httpx.Client, route: str, bodies: list[dict[str, Any]]) -> list[float]:
     client.post(route, json=bodies[0])  # warm the connection
     times = []
@@ -96,25 +85,9 @@ def bench(root: Path, home: Path, pg: EmbeddedPostgres, rd: EmbeddedRedis,
                 "CODENAV_LOG_LEVEL": "INFO"})
     settings = Settings.load(env=env, dotenv=Path("/nonexistent"))
     logs = home / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    api_port = free_port()
-    api = subprocess.Popen([sys.executable, "-m", "codenav_api", "--port", str(api_port)],
-                           env={**env, "CODENAV_LOG_LEVEL": "WARNING"},
-                           stdout=(logs / "api.log").open("ab"), stderr=subprocess.STDOUT,
-                           start_new_session=True)
-    worker = subprocess.Popen([sys.executable, "-m", "codenav_worker"], env=env,
-                              stdout=(logs / "worker.log").open("ab"),
-                              stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{api_port}"
+    api, worker, url = start_services(logs, {**env, "CODENAV_LOG_LEVEL": "WARNING"}, env)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
+        wait_ready(url)
         with psycopg.connect(pg.url, autocommit=True) as conn:
             token, _ = create_token(conn, "bench")
             repo = repos.register(conn, str(root), root.name)

@@ -157,6 +157,43 @@ def fill_vectors(conn: psycopg.Connection, repo_id: int, model: embeddings.Model
         filled += len(rows)
 
 
+def start_services(logs: Path, api_env: dict[str, str], worker_env: dict[str, str],
+                   ) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes], str]:
+    """The API and one worker as real processes, logging under ``logs``."""
+    logs.mkdir(parents=True, exist_ok=True)
+    api_port = free_port()
+    api = subprocess.Popen([sys.executable, "-m", "codenav_api", "--port", str(api_port)],
+                           env=api_env, stdout=(logs / "api.log").open("ab"),
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    worker = subprocess.Popen([sys.executable, "-m", "codenav_worker"], env=worker_env,
+                              stdout=(logs / "worker.log").open("ab"),
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    return api, worker, f"http://127.0.0.1:{api_port}"
+
+
+def wait_ready(url: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+
+
+def wait_job(r: Any, job_id: str | None) -> dict[str, Any]:
+    """Poll an RQ job until it ends; its info, or RuntimeError if it failed."""
+    while True:
+        info = queue.job_info(r, job_id or "")
+        if info and info["state"] in ("finished", "failed"):
+            break
+        time.sleep(0.02)
+    if info["state"] != "finished":
+        raise RuntimeError(f"job failed: {info}")
+    return info
+
+
 def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: EmbeddedRedis,
                  n_queries: int, embed_url: str = "", embed_s: float = 0.0,
                  fill: bool = False) -> dict[str, Any]:
@@ -171,26 +208,10 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
     mb = sum(f.size for f in walked.files) / 1e6
     n_parsed_files, parse_s = bare_parse(root, settings.max_file_bytes)
 
-    api_port = free_port()
-    logs = home / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    api = subprocess.Popen([sys.executable, "-m", "codenav_api", "--port", str(api_port)],
-                           env=env, stdout=(logs / "api.log").open("ab"),
-                           stderr=subprocess.STDOUT, start_new_session=True)
     worker_env = {k: v for k, v in env.items() if k != "CODENAV_EMBED_URL"}
-    worker = subprocess.Popen([sys.executable, "-m", "codenav_worker"], env=worker_env,
-                              stdout=(logs / "worker.log").open("ab"),
-                              stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{api_port}"
+    api, worker, url = start_services(home / "logs", env, worker_env)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
+        wait_ready(url)
         with psycopg.connect(pg.url, autocommit=True) as conn:
             token, _ = create_token(conn, "bench")
             repo = repos.register(conn, str(root), name)
@@ -198,27 +219,14 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
             time.sleep(1.0)  # let the worker finish importing and preloading grammars
             with PeakRss(worker.pid) as worker_rss:
                 started = time.perf_counter()
-                job_id = queue.request_full(r, settings, repo.id)
-                while True:
-                    info = queue.job_info(r, job_id or "")
-                    if info and info["state"] in ("finished", "failed"):
-                        break
-                    time.sleep(0.02)
+                info = wait_job(r, queue.request_full(r, settings, repo.id))
                 index_s = time.perf_counter() - started
                 graph_job = (info.get("result") or {}).get("graph_job")
-                while graph_job:  # a first index builds its code graph in a job of its own
-                    ginfo = queue.job_info(r, graph_job) or {}
-                    if ginfo.get("state") in ("finished", "failed"):
-                        break
-                    time.sleep(0.02)
+                if graph_job:  # a first index builds its code graph in a job of its own
+                    wait_job(r, graph_job)
                 with_graph_s = time.perf_counter() - started
-            if info["state"] != "finished":
-                raise RuntimeError(f"index job failed: {info}")
             started = time.perf_counter()
-            job_id = queue.request_full(r, settings, repo.id)
-            while (queue.job_info(r, job_id or "") or {}).get("state") not in ("finished",
-                                                                               "failed"):
-                time.sleep(0.01)
+            wait_job(r, queue.request_full(r, settings, repo.id))
             warm_s = time.perf_counter() - started
             chunks = conn.execute(q.CHUNK_COUNT).fetchone()[0]  # type: ignore[index]
             graph = conn.execute(q.BENCH_GRAPH_SHARE, (repo.id, repo.id)).fetchone()
