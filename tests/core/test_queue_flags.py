@@ -23,19 +23,21 @@ def test_a_running_graph_build_keeps_the_repo_from_being_fresh(settings: Setting
     assert queue.waiting(conn, 41) == {}
 
 
-def test_a_failed_enqueue_leaves_no_flag_behind(settings: Settings,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """The connection dropping between setting the flag and enqueueing (injected) must not
-    leave a flag that makes every later request think a job is already waiting."""
-    conn = queue.connect_redis(settings)
-
-    def refuse(*_args: object, **_kwargs: object) -> None:
-        raise redis.ConnectionError("queue went away")
-
-    monkeypatch.setattr("rq.Queue.enqueue", refuse)
-    with pytest.raises(Unavailable, match="queue went away"):
-        queue.request_full(conn, settings, 42)
-    assert queue.waiting(conn, 42) == {}
-    monkeypatch.undo()
-    job = queue.request_full(conn, settings, 42)
-    assert job and queue.waiting(conn, 42) == {"full": job}
+def test_a_failed_enqueue_leaves_no_flag_behind(settings: Settings) -> None:
+    """Redis refusing the enqueue after the flag is set (here: an ACL user that may write
+    codenav's keys but not RQ's) must not leave a flag that makes every later request
+    think a job is already waiting."""
+    admin = queue.connect_redis(settings)
+    admin.acl_setuser("codenav-flags-only", enabled=True, passwords=["+flags-only"],
+                      commands=["+@all"], keys=["codenav:*"])
+    try:
+        kwargs = admin.connection_pool.connection_kwargs
+        limited = redis.Redis(host=kwargs["host"], port=kwargs["port"], db=kwargs.get("db", 0),
+                              username="codenav-flags-only", password="flags-only")
+        with pytest.raises(Unavailable, match="cannot reach the queue"):
+            queue.request_full(limited, settings, 42)
+        assert queue.waiting(admin, 42) == {}
+        job = queue.request_full(admin, settings, 42)
+        assert job and queue.waiting(admin, 42) == {"full": job}
+    finally:
+        admin.acl_deluser("codenav-flags-only")
