@@ -4,6 +4,9 @@ Each parser process holds its own database connection, so parsing, tokenising an
 database's own work on the rows (tsvector input, index updates) run on all cores at once.
 A batch's contents, chunks and symbols are committed in one transaction; files only point
 at them later, in the indexer's own transaction, so readers never see a half-indexed file.
+A process claims each content before parsing it (an advisory lock on its address), so when
+several workers meet the same content at once (two copies of a repository indexed together)
+one parses it and the others wait for its rows.
 """
 
 from __future__ import annotations
@@ -108,13 +111,47 @@ class Ingester:
         for r in reads:
             if (r.sha, r.language) not in known:
                 missing.setdefault((r.sha, r.language), r)
-        if missing:
-            known.update(self._store(list(missing.values())))
+        parsed: set[tuple[str, str]] = set()
+        while missing:
+            # Parse what no other process is parsing; wait for the rest, then read it (or,
+            # when its claimer died without storing it, claim it in the next round).
+            claimed = self._claim(list(missing))
+            try:
+                if claimed:
+                    known.update(self._store([missing[key] for key in claimed]))
+                    parsed.update(claimed)
+            finally:
+                self._release(claimed)
+            others = [key for key in missing if key not in claimed]
+            if others:
+                self._wait(others)
+                known.update(self._known({sha for sha, _ in others}))
+            missing = {key: r for key, r in missing.items() if key not in known}
         for r in reads:
             results.append(FileResult(
                 r.entry.path, r.entry.size, r.entry.mtime_ns, r.sha, r.language,
-                known[(r.sha, r.language)], parsed=(r.sha, r.language) in missing))
+                known[(r.sha, r.language)], parsed=(r.sha, r.language) in parsed))
         return results
+
+    @staticmethod
+    def _lock_key(key: tuple[str, str]) -> str:
+        return f"{key[0]}:{key[1]}:{CHUNKER_VERSION}"
+
+    def _claim(self, keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        by_lock = {self._lock_key(k): k for k in keys}
+        rows = self.conn.execute(q.CONTENT_CLAIM, (list(by_lock),)).fetchall()
+        return [by_lock[row[0]] for row in rows]
+
+    def _release(self, keys: list[tuple[str, str]]) -> None:
+        if keys:
+            self.conn.execute(q.CONTENT_RELEASE, ([self._lock_key(k) for k in keys],))
+
+    def _wait(self, keys: list[tuple[str, str]]) -> None:
+        """Until no other process holds the claim on any of ``keys``."""
+        for key in keys:
+            lock = self._lock_key(key)
+            self.conn.execute(q.CONTENT_WAIT, (lock,))
+            self.conn.execute(q.CONTENT_RELEASE, ([lock],))
 
     def _known(self, shas: set[str]) -> dict[tuple[str, str], int]:
         rows = self.conn.execute(q.CONTENT_LOOKUP, (CHUNKER_VERSION, list(shas))).fetchall()

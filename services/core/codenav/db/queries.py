@@ -62,6 +62,16 @@ FROM index_runs WHERE id = %s"""
 
 # --- ingest (parser processes) -------------------------------------------------------------
 CONTENT_LOOKUP = "SELECT id, sha, language FROM contents WHERE chunker = %s AND sha = ANY(%s)"
+# A parser process claims the contents it is about to parse: session advisory locks keyed by
+# each content's address (``sha:language:chunker``), taken without waiting. Another process
+# meeting the same content waits for the claim to go (CONTENT_WAIT, then CONTENT_RELEASE:
+# one key at a time, so a waiter never holds one lock while it waits for another), then
+# reads the stored rows, so a content several workers meet at once is parsed once. A killed
+# claimer's locks go with its connection.
+CONTENT_CLAIM = """
+SELECT k FROM unnest(%s::text[]) AS k WHERE pg_try_advisory_lock(7248200, hashtext(k))"""
+CONTENT_RELEASE = "SELECT pg_advisory_unlock(7248200, hashtext(k)) FROM unnest(%s::text[]) AS k"
+CONTENT_WAIT = "SELECT pg_advisory_lock(7248200, hashtext(%s))"
 STAGE_CREATE = """
 CREATE TEMP TABLE IF NOT EXISTS stage_contents (
     sha text, language text, size bigint, line_count integer, body text, imports text[],
