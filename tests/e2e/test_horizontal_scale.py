@@ -297,9 +297,11 @@ def test_two_apis_and_three_workers_index_one_corpus_once_and_answer_alike(
         # any more, must be collected although two index runs overlap.
         alone = tmp_path / "repos" / "delta"
         shutil.copytree(corpus, alone)
-        cluster.register(cluster.apis[1], alone)
         extra = edited / "json" / "extra.py"
         extra.write_text(extra.read_text() + "\n    def strict(self):\n        return True\n")
+        # Asked for by a client too, so the wait below cannot end before the watcher saw it.
+        cluster.call(cluster.apis[0], "reindex", {"repo": "alpha", "paths": ["json/extra.py"]})
+        cluster.register(cluster.apis[1], alone)
         _poll(lambda: _settled(cluster, conn, [*names, "delta"]), SETTLE_S, "delta to settle",
               interval=0.5)
         beta, delta = _repo_id(conn, "beta"), _repo_id(conn, "delta")
