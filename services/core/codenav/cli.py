@@ -394,6 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     mg = sub.add_parser("migrate", help="apply database migrations")
     mg.set_defaults(func=cmd_migrate)
+
+    from codenav.setup.cli import add_parser as add_setup_parser
+    add_setup_parser(sub)
     return parser
 
 
@@ -405,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         settings = Settings.load()
-        if args.command not in ("up", "token", "migrate", "mcp"):
+        if args.command not in ("up", "token", "migrate", "mcp", "setup"):
             endpoint(settings)  # fail early with a clear message when nothing is configured
         return int(args.func(args, settings))
     except CodenavError as exc:

@@ -1,0 +1,55 @@
+"""VS Code (GitHub Copilot agent mode): ``.vscode/mcp.json`` in the workspace and a marked
+section in ``.github/copilot-instructions.md``.
+
+Source: code.visualstudio.com/docs/copilot/reference/mcp-configuration and
+code.visualstudio.com/docs/copilot/customization/custom-instructions. ``mcp.json`` holds
+``{"servers": {name: {"type": "stdio", "command", "args", "env"}}, "inputs": [...]}`` (JSON
+with comments); a secret is an input variable ``${input:id}`` declared in ``inputs`` as
+``{"type": "promptString", "id", "description", "password": true}``: VS Code asks for it
+once and keeps it in its secret storage, so the token never reaches a file.
+``.github/copilot-instructions.md`` is added to every chat request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codenav.setup import files
+from codenav.setup.base import NAME, Context, Harness, shared_rules
+from codenav.setup.files import Workspace
+
+INPUT = {"type": "promptString", "id": "codenav-token",
+         "description": "codenav API token (codenav token create)", "password": True}
+
+
+class VSCode(Harness):
+    name = "vscode"
+    title = "VS Code"
+
+    def probes(self, ctx: Context) -> list[Path | str]:
+        if ctx.platform == "darwin":
+            user = ctx.home / "Library" / "Application Support" / "Code"
+        elif ctx.platform.startswith("win"):
+            user = ctx.appdata / "Code"
+        else:
+            user = ctx.config_home / "Code"
+        return ["code", user, ctx.project / ".vscode"]
+
+    def mcp_file(self, ctx: Context) -> Path:
+        return ctx.project / ".vscode" / "mcp.json"
+
+    def rules_file(self, ctx: Context, ws: Workspace) -> Path | None:
+        return ctx.project / ".github" / "copilot-instructions.md"
+
+    def configured(self, ctx: Context, ws: Workspace) -> bool:
+        return files.json_has(ws, self.mcp_file(ctx), ["servers", NAME])
+
+    def plan(self, ctx: Context, ws: Workspace, remove: bool) -> list[str]:
+        path = self.mcp_file(ctx)
+        entry = ctx.server.entry("${input:codenav-token}", first={"type": "stdio"})
+        files.json_member(ws, path, ["servers", NAME], entry, remove)
+        if ctx.server.team or remove:
+            files.json_element(ws, path, ["inputs"], "id", INPUT, remove)
+        rules = self.rules_file(ctx, ws)
+        assert rules is not None
+        return shared_rules(ctx, ws, rules, remove, self)
