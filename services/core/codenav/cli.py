@@ -264,7 +264,9 @@ def client_config(url: str, home: Path, repo: str | None = None) -> str:
     if env:
         server["env"] = env
     config = {"mcpServers": {"codenav": server}}
-    return (f"Claude Code (this machine; survives restarts):\n  {claude}\n\n"
+    return ("Set up your agents (MCP entry and rules, re-runnable): codenav setup "
+            "[--all] [--dry-run]\n\n"
+            f"Claude Code (this machine; survives restarts):\n  {claude}\n\n"
             f"Other MCP clients (JSON):\n{json.dumps(config, indent=2)}\n\n"
             f"From another machine: set CODENAV_URL={url} and CODENAV_TOKEN (this run's token "
             f"above lasts until the next start; `codenav token create` makes a lasting one).\n"
