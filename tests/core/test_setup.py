@@ -250,6 +250,8 @@ def test_rules_another_harness_still_reads_stay_when_one_is_removed(tmp_path: Pa
     "{}", '{"a": 1}', '{\n  "a": 1\n}\n', '{\n  "a": 1,\n}\n', '{\n  "a": 1 // why\n}',
     '// head\n{\n\t"mcpServers": {\n\t\t"x": {} /* x */,\n\t},\n\t"b": [1, 2]\n}\n',
     '{\n  "mcpServers": { // none yet\n  }\n}\n',
+    '{\r\n  "a": 1,\r\n  "mcpServers": {\r\n    "x": {"command": "y"}\r\n  }\r\n}\r\n',
+    '{\r\n  "mcpServers": {\r\n    "x": 1,\r\n    "codenav": {}\r\n  }\r\n}',
 ])
 def test_jsonc_edits_give_back_every_byte_when_the_entry_is_removed(original: str) -> None:
     value = {"command": "/x/codenav", "args": ["mcp"], "env": {"CODENAV_URL": "http://h"}}
@@ -259,7 +261,10 @@ def test_jsonc_edits_give_back_every_byte_when_the_entry_is_removed(original: st
                                   "mcpServers": {**jsonc.loads(original).get("mcpServers", {}),
                                                  "codenav": value}}
     assert jsonc.upsert(added, ["mcpServers", "codenav"], value) == added
-    assert jsonc.delete(added, ["mcpServers", "codenav"]) == original
+    if "\r\n" in original:  # Windows line ends stay Windows line ends
+        assert "\n" not in added.replace("\r\n", "")
+    if '"codenav"' not in original:
+        assert jsonc.delete(added, ["mcpServers", "codenav"]) == original
 
 
 @pytest.mark.parametrize("original", ["", "# Title\n", "# Title", "x = 1\n\n[t]\ny = 2\n"])
@@ -399,3 +404,12 @@ def test_the_written_entry_starts_the_adapter_over_stdio_with_its_environment(
     anyio.run(go)
     assert seen[0] == set(TOOL_NAMES)
     assert f"cannot reach the codenav API at {dead}" in seen[1]
+
+
+def test_the_rules_fit_windsurfs_rule_file_limit_and_say_when_to_use_each_tool() -> None:
+    from codenav.setup.rules import CURSOR_MDC, WINDSURF_MD
+
+    assert len(WINDSURF_MD) < 12_000  # Windsurf's documented limit for one rule file
+    for tool in ("find_files", "search", "grep", "definition", "references", "impact"):
+        assert f"`{tool}`" in RULES
+    assert CURSOR_MDC.endswith(RULES) and WINDSURF_MD.endswith(RULES)

@@ -155,8 +155,21 @@ def _line_start(t: str, pos: int) -> int:
 
 
 def _line_end(t: str, pos: int) -> int:
+    """Where the line holding ``pos`` ends, before its ``\n`` or ``\r\n``."""
     end = t.find("\n", pos)
-    return len(t) if end < 0 else end
+    if end < 0:
+        return len(t)
+    return end - 1 if end > 0 and t[end - 1] == "\r" else end
+
+
+def _next_line(t: str, pos: int) -> int:
+    """Where the line after the one holding ``pos`` starts."""
+    end = t.find("\n", pos)
+    return len(t) if end < 0 else end + 1
+
+
+def _newline(t: str) -> str:
+    return "\r\n" if "\r\n" in t else "\n"
 
 
 def _indent(t: str, pos: int) -> str:
@@ -183,17 +196,18 @@ def _unit(t: str, root: Node) -> str:
     return "  "
 
 
-def _dump(value: Any, unit: str, base: str) -> str:
+def _dump(value: Any, unit: str, base: str, nl: str = "\n") -> str:
     """JSON for ``value`` starting at indentation ``base``: objects one member a line, arrays
     of plain values on one line (``"args": ["mcp"]``)."""
     if isinstance(value, dict) and value:
         inner = base + unit
-        members = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_dump(v, unit, inner)}"
+        members = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {_dump(v, unit, inner, nl)}"
                    for k, v in value.items()]
-        return "{\n" + ",\n".join(members) + "\n" + base + "}"
+        return "{" + nl + ("," + nl).join(members) + nl + base + "}"
     if isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
         inner = base + unit
-        return "[\n" + ",\n".join(inner + _dump(v, unit, inner) for v in value) + "\n" + base + "]"
+        parts = [inner + _dump(v, unit, inner, nl) for v in value]
+        return "[" + nl + ("," + nl).join(parts) + nl + base + "]"
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -203,21 +217,21 @@ def _head(key: str | None) -> str:
 
 def _insert(t: str, node: Node, key: str | None, value: Any, unit: str) -> str:
     """Add an item at the end of a container; ``_remove`` of it gives ``t`` back."""
+    nl = _newline(t)
     if not node.items:
         inner = t[node.start + 1:node.end - 1]
         outer = _indent(t, node.start)
         line = outer + unit
-        member = _head(key) + _dump(value, unit, line)
+        member = _head(key) + _dump(value, unit, line, nl)
         if inner.strip() == "":
-            return (t[:node.start + 1] + "\n" + line + member + "\n" + outer
-                    + t[node.end - 1:])
-        return t[:node.start + 1] + "\n" + line + member + t[node.start + 1:]
+            return t[:node.start + 1] + nl + line + member + nl + outer + t[node.end - 1:]
+        return t[:node.start + 1] + nl + line + member + t[node.start + 1:]
     last = node.items[-1]
     if not _own_line(t, node.items[0].start):  # a one-line container
         member = ", " + _head(key) + json.dumps(value, ensure_ascii=False)
         return t[:last.node.end] + member + t[last.node.end:]
     line = _indent(t, last.start)
-    member = "\n" + line + _head(key) + _dump(value, unit, line)
+    member = nl + line + _head(key) + _dump(value, unit, line, nl)
     if last.comma is not None:  # a trailing comma: the new item gets one too
         eol = min(_line_end(t, last.comma), node.end - 1)
         return t[:eol] + member + "," + t[eol:]
@@ -244,7 +258,7 @@ def _remove(t: str, node: Node, index: int) -> str:
         prev = items[index - 1]
         assert prev.comma is not None
         if _own_line(t, item.start) and _line_start(t, item.start) > prev.comma:
-            start = _line_start(t, item.start) - 1
+            start = _line_end(t, _line_start(t, item.start) - 1)
             if item.comma is not None:
                 return t[:start] + t[item.comma + 1:]
             return t[:prev.comma] + t[prev.comma + 1:start] + t[item.node.end:]
@@ -252,7 +266,7 @@ def _remove(t: str, node: Node, index: int) -> str:
     nxt = items[index + 1]
     assert item.comma is not None
     if _own_line(t, item.start) and _own_line(t, nxt.start):
-        return t[:_line_start(t, item.start)] + t[_line_end(t, item.comma) + 1:]
+        return t[:_line_start(t, item.start)] + t[_next_line(t, item.comma):]
     return t[:item.start] + t[nxt.start:]
 
 
@@ -298,7 +312,8 @@ def upsert(t: str, path: list[str], value: Any) -> str:
             if item.node.value == value:
                 return t
             line = _indent(t, item.start)
-            return t[:item.node.start] + _dump(value, unit, line) + t[item.node.end:]
+            return (t[:item.node.start] + _dump(value, unit, line, _newline(t))
+                    + t[item.node.end:])
         if item.node.kind != "object":
             raise ConfigError(f"{'.'.join(path[:depth + 1])} is not a JSON object")
         node = item.node
@@ -321,7 +336,7 @@ def upsert_element(t: str, path: list[str], ident: str, value: dict[str, Any]) -
             if item.node.value == value:
                 return t
             line = _indent(t, item.start)
-            return (t[:item.node.start] + _dump(value, _unit(t, root), line)
+            return (t[:item.node.start] + _dump(value, _unit(t, root), line, _newline(t))
                     + t[item.node.end:])
     return _insert(t, array, None, value, _unit(t, root))
 
