@@ -207,6 +207,14 @@ def test_team_mode_writes_the_url_and_a_token_reference_never_a_token(
     assert tree(tmp_path) == {}
 
 
+def test_switching_vscode_from_team_to_local_takes_the_token_input_out(tmp_path: Path) -> None:
+    run_plan(make_ctx(tmp_path, team=True), ["vscode"])
+    ctx = make_ctx(tmp_path)
+    run_plan(ctx, ["vscode"])
+    data = json.loads(BY_NAME["vscode"].mcp_file(ctx).read_text())  # type: ignore[attr-defined]
+    assert "inputs" not in data and "env" not in data["servers"]["codenav"]
+
+
 def test_a_config_that_does_not_parse_is_reported_and_left_untouched(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     (project / ".cursor").mkdir(parents=True)

@@ -48,8 +48,8 @@ class VSCode(Harness):
         path = self.mcp_file(ctx)
         entry = ctx.server.entry("${input:codenav-token}", first={"type": "stdio"})
         files.json_member(ws, path, ["servers", NAME], entry, remove)
-        if ctx.server.team or remove:
-            files.json_element(ws, path, ["inputs"], "id", INPUT, remove)
+        # the token input exists in team mode only (a local entry takes a stale one out)
+        files.json_element(ws, path, ["inputs"], "id", INPUT, remove or not ctx.server.team)
         rules = self.rules_file(ctx, ws)
         assert rules is not None
         return shared_rules(ctx, ws, rules, remove, self)
