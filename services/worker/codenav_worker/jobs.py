@@ -43,6 +43,8 @@ def reconcile_repo(repo_id: int) -> dict[str, Any]:
     covered = queue.pending_changes(conn, repo_id)  # a full pass reconciles these too
     summary = reconcile(s, repo_id, None, job_id=_job_id(), defer_graph=True)
     queue.done_paths(conn, repo_id, covered)
+    if summary.refused:  # not retried: nothing changes until the repository does
+        return {"refused": summary.refused}
     graph_job = queue.request_graph(conn, s, repo_id) if summary.graph_deferred else None
     queue.request_embed(conn, s, repo_id)
     return {"run_id": summary.run_id, "files": summary.files_total,
@@ -82,6 +84,8 @@ def reconcile_pending(repo_id: int) -> dict[str, Any]:
         return {"paths": 0}
     summary = reconcile(s, repo_id, sorted(changes), job_id=_job_id())
     queue.done_paths(conn, repo_id, changes)
+    if summary.refused:
+        return {"refused": summary.refused}
     if summary.files_parsed or summary.changed_paths:
         queue.request_embed(conn, s, repo_id)
     paths = list(changes)
