@@ -76,12 +76,14 @@ def create(conn: psycopg.Connection, caller: Caller, name: str, role: str,
     created_team = existing is None
     with conn.transaction():
         team_id, _ = ensure_team(conn, team, caller.actor)
-        if created_team:
-            record(conn, caller, "team.create", team, team_id)
         token, token_id = create_token(conn, name, role, team, wanted, expires_at,
                                        caller.actor)
-        record(conn, caller, "token.create", f"token {token_id} ({name})", team_id,
-               {"role": role, "repos": wanted, "expires_at": _iso(expires_at)})
+        detail = {"role": role, "repos": wanted, "expires_at": _iso(expires_at)}
+        record(conn, caller, "token.create", f"token {token_id} ({name})", team_id, detail)
+        if created_team:  # in the creator's trail, and the new team's
+            for trail in {caller.team_id, team_id}:
+                record(conn, caller, "team.create", team, trail,
+                       {"first_token": token_id, **detail})
     return {"token": token, "id": token_id, "name": name, "role": role, "team": team,
             "repos": wanted, "expires_at": _iso(expires_at), "team_created": created_team}
 
@@ -122,17 +124,15 @@ def revoke(conn: psycopg.Connection, caller: Caller, token_id: int) -> dict[str,
 
 
 def list_teams(conn: psycopg.Connection, caller: Caller) -> dict[str, Any]:
-    """Every team's name; counts only for the caller's own team (the operator: all)."""
+    """The caller's team, and those it created (empty when made, so they are its to
+    know); the operator: every team."""
     authorize(caller, "team.list")
     teams = []
-    for team_id, name, created, created_by, n_repos, n_tokens in conn.execute(q.TEAM_LIST):
-        item: dict[str, Any] = {"name": name, "created_at": _iso(created),
-                                "created_by": created_by}
-        if caller.is_operator or team_id == caller.team_id:
-            item.update(repos=int(n_repos), active_tokens=int(n_tokens))
-        if team_id == caller.team_id:
-            item["yours"] = True
-        teams.append(item)
+    for team_id, name, created, created_by, n_repos, n_tokens in conn.execute(
+            q.TEAM_LIST, {"team": caller.team_id, "actor": caller.actor}):
+        teams.append({"name": name, "created_at": _iso(created), "created_by": created_by,
+                      "repos": int(n_repos), "active_tokens": int(n_tokens),
+                      **({"yours": True} if team_id == caller.team_id else {})})
     return {"teams": teams}
 
 

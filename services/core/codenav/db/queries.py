@@ -204,12 +204,15 @@ TEAM_GET = "SELECT id, name FROM teams WHERE name = %s"
 TEAM_INSERT = """
 INSERT INTO teams (name, created_by) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING
 RETURNING id, name"""
+# Teams a caller may list: its own and those it created (NULL team: the operator, all).
 TEAM_LIST = """
 SELECT t.id, t.name, t.created_at, t.created_by,
        (SELECT count(*) FROM repos r WHERE r.team_id = t.id),
        (SELECT count(*) FROM api_tokens a WHERE a.team_id = t.id AND a.revoked_at IS NULL
           AND (a.expires_at IS NULL OR a.expires_at > now()))
-FROM teams t ORDER BY t.name"""
+FROM teams t
+WHERE %(team)s::int IS NULL OR t.id = %(team)s OR t.created_by = %(actor)s
+ORDER BY t.name"""
 AUDIT_INSERT = """
 INSERT INTO audit_log (team_id, actor, token_id, action, target, detail)
 VALUES (%s, %s, %s, %s, %s, %s)"""
@@ -805,3 +808,21 @@ FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(rep
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(s.name) = ANY(%(names)s) AND s.depth <= 1
 GROUP BY f.path"""
+
+# --- statements that return no repository's rows to a caller -----------------------------
+GLOBAL = frozenset({
+    # session settings
+    "SESSION_SETUP", "SESSION_VECTOR_SETUP",
+    # corpus-wide ranking statistics (numbers that weigh terms; no row reaches an answer)
+    "STATS_CORPUS", "STATS_TERMS", "STATS_CONTENTS", "STATS_CHUNK_COUNT",
+    # embedding models (names and dimensions)
+    "EMBED_MODEL_GET", "EMBED_MODEL_NAMES", "EMBED_MODEL_INSERT",
+    # tokens, teams and the audit trail: filtered by the caller's team (%(team)s) or by
+    # the token's own hash
+    "TOKEN_INSERT", "TOKEN_GRANT", "TOKEN_CHECK", "TOKEN_STATE", "TOKEN_LIST", "TOKEN_GET",
+    "TOKEN_REVOKE", "TEAM_GET", "TEAM_INSERT", "TEAM_LIST", "AUDIT_INSERT", "AUDIT_LIST",
+    "REPO_BY_TEAM_NAMES",
+    # the visible set itself: a token's team or grants
+    "REPOS_VISIBLE",
+})
+"""Statements the query path may run without the visibility predicate, and why."""
