@@ -3,11 +3,7 @@ real embedder process, a real Postgres (pgvector) and real RQ jobs."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,37 +17,10 @@ from codenav.access import Scope
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.embed_client import EmbedClient
-from codenav.embedded import free_port
 from codenav.semantic import QueryEmbedder
 from tests.conftest import ALLOWED_ROOTS
+from tests.embedkit import start_embedder, stop
 from tests.polyglot import make_polyglot
-
-
-def start_embedder(env_extra: dict[str, str] | None = None,
-                   timeout: float = 240.0) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
-    env.update(env_extra or {})
-    proc = subprocess.Popen([sys.executable, "-m", "codenav_embedder", "--port", str(port)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "embedder exited"
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("embedder did not become ready")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
 
 
 @pytest.fixture(scope="module")

@@ -341,6 +341,32 @@ def _allowlisted(path: str, line: str, previous: str) -> bool:
     return False
 
 
+SECRET_GROUP_MIN = 8
+"""A pattern's group shorter than this is a prefix it captured (``ghp`` of a GitHub token),
+not the secret: the whole match is redacted then."""
+
+
+def _redacted_text(plugin: Any, line: str, values: set[str]) -> list[str]:
+    """What to cut out of ``line`` for the secrets a plugin reported (``values``, as the
+    library reports them: a pattern's groups, or its whole match). For a regex plugin,
+    each reporting match's secret group, or the whole match when its group is only a
+    prefix; for other plugins (keyword assignments), the values themselves."""
+    if not values:
+        return []
+    patterns = getattr(plugin, "denylist", None)
+    if patterns is None:
+        return [v for v in values if v in line]
+    out = []
+    for pattern in patterns:
+        for m in pattern.finditer(line):
+            groups = [g for g in m.groups() if g]
+            if not (set(groups) | {m.group(0)}) & values:
+                continue
+            secret = max(groups, key=len) if groups else ""
+            out.append(secret if len(secret) >= SECRET_GROUP_MIN else m.group(0))
+    return out or [v for v in values if v in line]
+
+
 def redact(text: str, path: str) -> tuple[str, list[Found]]:
     """``text`` with every secret the detectors find replaced by ``MARK`` (lines kept),
     and where each one was. (detect-secrets' default settings never verify a secret
@@ -361,10 +387,10 @@ def redact(text: str, path: str) -> tuple[str, list[Found]]:
                 hits = plugin.analyze_line(filename=path, line=line, line_number=0)
             except Exception:  # noqa: BLE001 - a plugin's bug must not stop indexing
                 continue
-            for hit in hits:
-                value = hit.secret_value
-                if value and value in line and not _filtered(value, line, plugin):
-                    secrets.setdefault(value, plugin.secret_type)
+            values = {hit.secret_value for hit in hits if hit.secret_value
+                      and not _filtered(hit.secret_value, line, plugin)}
+            for cut in _redacted_text(plugin, line, values):
+                secrets.setdefault(cut, plugin.secret_type)
         if not secrets:
             continue
         previous = text[text.rfind("\n", 0, max(start - 1, 0)) + 1:max(start - 1, 0)]
