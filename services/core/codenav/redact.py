@@ -183,32 +183,30 @@ def _triggers(pattern: re.Pattern[str]) -> tuple[set[str], list[Any]]:
         return {s.lower() for s in found}, []
     items = list(parsed)
     first = next((i for i, (op, _a) in enumerate(items) if op is c.LITERAL), 0)
-    tail = _anonymous(items[first:])
-    if pattern.flags & re.IGNORECASE:
-        tail = _anonymous([(c.SUBPATTERN, (None, re.IGNORECASE, 0, tail))])
-    return set(), [tail]
+    return set(), [_anonymous(items[first:], parsed.state)]
 
 
-def _anonymous(items: list[Any]) -> Any:
-    """Parsed items with capturing groups made non-capturing, so that the tails of many
-    patterns can be joined into one regex."""
+def _anonymous(items: list[Any], state: Any) -> Any:
+    """Parsed items as a pattern of their own: capturing groups made non-capturing (the
+    tail of a pattern holds no group numbering), the pattern's flags kept (``state``: its
+    ``\\d`` is a Unicode digit, as in the library's own pattern)."""
     from re import _constants as c  # type: ignore[attr-defined]
     from re import _parser  # type: ignore[attr-defined]
 
     out = []
     for op, arg in items:
         if op is c.SUBPATTERN:
-            arg = (None, arg[1], arg[2], _anonymous(list(arg[3])))
+            arg = (None, arg[1], arg[2], _anonymous(list(arg[3]), state))
         elif op is c.BRANCH:
-            arg = (None, [_anonymous(list(b)) for b in arg[1]])
+            arg = (None, [_anonymous(list(b), state) for b in arg[1]])
         elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-            arg = (arg[0], arg[1], _anonymous(list(arg[2])))
+            arg = (arg[0], arg[1], _anonymous(list(arg[2]), state))
         elif op in (c.ASSERT, c.ASSERT_NOT):
-            arg = (arg[0], _anonymous(list(arg[1])))
+            arg = (arg[0], _anonymous(list(arg[1]), state))
         elif op in (c.GROUPREF, c.GROUPREF_EXISTS):
-            raise ValueError("a back reference cannot be joined")
+            raise ValueError("a back reference cannot stand alone")
         out.append((op, arg))
-    return _parser.SubPattern(_parser.State(), out)
+    return _parser.SubPattern(state, out)
 
 
 @lru_cache(maxsize=1)
