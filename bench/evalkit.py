@@ -241,7 +241,8 @@ def _mode_args(ctx: Context, entry: Callable[..., Any], mode: str,
         return {}  # a codenav from before modes: lexical only
     if mode not in SEMANTIC_MODES:
         return {"mode": mode}
-    return {"mode": mode, "semantic": ctx.embedder.context(ctx.conn, Scope.system(ctx.repo), text, mode)}
+    return {"mode": mode,
+            "semantic": ctx.embedder.context(ctx.conn, Scope.system(ctx.repo), text, mode)}
 
 
 def _check(answer: dict[str, Any], mode: str) -> dict[str, Any]:

@@ -111,7 +111,8 @@ def test_search_degrades_to_lexical_when_the_embedder_is_down(
     qe = QueryEmbedder(EmbedClient.from_settings(s, timeout=2.0))
     ctx = qe.context(conn, Scope.system(repo), "token store verify", "hybrid")
     assert ctx is not None and not ctx.usable and "embedder unavailable" in (ctx.note or "")
-    answer = search.search(conn, Scope.system(repo), "token store verify", 5, mode="hybrid", semantic=ctx)
+    answer = search.search(conn, Scope.system(repo), "token store verify", 5, mode="hybrid",
+                           semantic=ctx)
     assert answer["results"][0]["path"] == "src/auth/tokens.py"
     assert "lexical results only" in answer["note"]
     coverage = answer["semantic_coverage"]  # what the index holds for when it is back
@@ -144,7 +145,8 @@ def test_a_model_switch_reembeds_into_its_own_space(semantic_settings: Settings,
             qe = QueryEmbedder(EmbedClient(url_))
             ctx = qe.context(conn, Scope.system(repo), "retry upload", "semantic")
             assert ctx is not None and ctx.model is not None and ctx.model.dim == dim
-            answer = search.search(conn, Scope.system(repo), "retry upload", 3, mode="semantic", semantic=ctx)
+            answer = search.search(conn, Scope.system(repo), "retry upload", 3, mode="semantic",
+                                   semantic=ctx)
             assert answer["results"]
         client.close()
     finally:

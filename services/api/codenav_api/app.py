@@ -51,7 +51,7 @@ class CatchAll:
 
         try:
             await self.app(scope, receive, tracking_send)
-        except Exception as exc:  # noqa: BLE001 - the last resort that keeps the connection
+        except Exception as exc:
             log.exception("unhandled error", exc_info=exc)
             if started:
                 raise

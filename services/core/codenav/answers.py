@@ -10,9 +10,9 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.db import queries as q
 from codenav.languages import known_languages
-from codenav.access import Scope
 
 
 def estimate_tokens(text: str) -> int:

@@ -56,8 +56,8 @@ def create_token(conn: psycopg.Connection, name: str, role: str, team: str = DEF
     wanted = sorted(set(repos))
     with conn.transaction():
         team_id, _created = ensure_team(conn, team, created_by)
-        grants = dict(conn.execute(q.REPO_BY_TEAM_NAMES, (team_id, wanted)).fetchall()) \
-            if wanted else {}
+        grants: dict[int, str] = dict(conn.execute(
+            q.REPO_BY_TEAM_NAMES, (team_id, wanted)).fetchall()) if wanted else {}
         missing = [n for n in wanted if n not in grants.values()]
         if missing:
             raise NotFound(f"team {team!r} has no repository named {', '.join(missing)}",

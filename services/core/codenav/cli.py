@@ -265,8 +265,8 @@ def cmd_token(args: argparse.Namespace, settings: Settings) -> int:
             settings, admin.list_tokens)
         lines = ["id\tname\trole\tteam\trepos\tstate\tlast used\texpires"]
         for t in data["tokens"]:
-            repos = t["repos"] if isinstance(t["repos"], str) else ",".join(t["repos"]) or "-"
-            lines.append(f"{t['id']}\t{t['name']}\t{t['role']}\t{t['team']}\t{repos}\t"
+            limit = t["repos"] if isinstance(t["repos"], str) else ",".join(t["repos"]) or "-"
+            lines.append(f"{t['id']}\t{t['name']}\t{t['role']}\t{t['team']}\t{limit}\t"
                          f"{t['state']}\t{_when(t['last_used_at'])}\t{_when(t['expires_at'])}")
         _emit(data, args.json, "\n".join(lines) + f"\n({data['note']})")
     elif args.token_cmd == "revoke":

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.db import queries as q
 from codenav.query import Group, tsquery_for
-from codenav.access import Scope
 
 K1 = 1.2
 B = 0.75

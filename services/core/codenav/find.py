@@ -15,12 +15,12 @@ from typing import Any
 import psycopg
 
 from codenav import embeddings, filerank, rank
+from codenav.access import Scope
 from codenav.answers import empty_reason, stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.graph.common import file_priors
 from codenav.query import parse_query, tsquery_for
-from codenav.access import Scope
 from codenav.search import Filters, weigh
 from codenav.semantic import MODES, SemanticContext, describe_semantic
 from codenav.tokens import identifier_terms, path_terms

@@ -40,7 +40,8 @@ first literal on, or as it is."""
 
 KEY_BLOCK_MAX = 200
 """Lines of a private key's body redacted after its BEGIN line, at most."""
-_KEY_BODY = re.compile(r"""^[\s"'`,+]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+: .*)?(?:\\n)?[\s"'`,+;)\\]*$""")
+_KEY_BODY = re.compile(r"""^[\s"'`,+]*(?:[A-Za-z0-9+/=]{16,}|[A-Za-z-]+: .*)?(?:\\n)?"""
+                       r"""[\s"'`,+;)\\]*$""")
 _KEY_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY")
 
 
@@ -212,13 +213,15 @@ def _anonymous(items: list[Any], state: Any) -> Any:
 @lru_cache(maxsize=1)
 def detectors() -> tuple[_Detector, ...]:
     """Every detect-secrets plugin in use, with its prefilter."""
+    from re import _parser  # type: ignore[attr-defined]
+
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.plugins import keyword
     from detect_secrets.plugins.base import RegexBasedDetector
-    from re import _parser  # type: ignore[attr-defined]
 
     out = []
-    for secret_type, cls in sorted(get_mapping_from_secret_type_to_class().items()):
+    plugins: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
+    for secret_type, cls in sorted(plugins.items()):
         if secret_type in EXCLUDED:
             continue
         plugin = cls()
@@ -262,8 +265,9 @@ class _Prefilter:
 
 @lru_cache(maxsize=1)
 def _prefilter() -> _Prefilter:
-    import ahocorasick_rs
     from re import _compiler  # type: ignore[attr-defined]
+
+    import ahocorasick_rs
 
     owners: dict[bytes, set[int]] = {}
     others = []

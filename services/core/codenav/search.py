@@ -16,13 +16,13 @@ from typing import Any
 import psycopg
 
 from codenav import embeddings, filerank, rank
+from codenav.access import Scope
 from codenav.answers import empty_reason, glob_to_regex, stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.graph.common import file_priors
 from codenav.parse.model import CHUNK_KINDS
 from codenav.query import Group, ParsedQuery, parse_query, tsquery_for
-from codenav.access import Scope
 from codenav.semantic import MODES, SemanticContext, describe_semantic
 from codenav.tokens import identifier_terms
 from codenav.tokens import path_terms as path_terms_of

@@ -1,8 +1,9 @@
 """Watcher entrypoint: ``python -m codenav_watcher``.
 
 For every registered repository whose root exists here, is allowed (CODENAV_ALLOWED_ROOTS),
-is to be indexed, and whose leadership this sidecar holds (one watcher per repository, however many run): ask for a full reconcile at start
-(catching up on anything changed while down), watch it, turn events into coalesced path
+is to be indexed, and whose leadership this sidecar holds (one watcher per repository,
+however many run): ask for a full reconcile at start (catching up on anything changed while
+down), watch it, turn events into coalesced path
 reconciles, and ask for a full reconcile every CODENAV_RECONCILE_INTERVAL_S seconds.
 Its mode (events or polling) is reported in Redis for ``status``.
 """

@@ -49,7 +49,7 @@ TOOLS: list[tuple[str, type[BaseModel], str]] = [
 def _endpoint(tool: str, model: type[BaseModel]) -> Callable[..., dict[str, Any]]:
     def endpoint(body: model, svc: Services = Depends(services),  # type: ignore[valid-type]
                  caller: Caller = Depends(allowed(tool))) -> dict[str, Any]:
-        return svc.run(caller, tool, body.model_dump())
+        return svc.run(caller, tool, body.model_dump())  # type: ignore[attr-defined]
 
     endpoint.__name__ = tool
     return endpoint

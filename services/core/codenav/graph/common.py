@@ -9,10 +9,10 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.answers import empty_reason
 from codenav.db import queries as q
 from codenav.graph.patterns import PATTERNS
-from codenav.access import Scope
 from codenav.versions import GRAPH_VERSION
 
 NON_CODE = ("text", "markdown", "rst", "json", "yaml", "toml", "ini", "xml", "properties",

@@ -10,12 +10,12 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.answers import stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.graph.common import locate, no_symbol, unseen
 from codenav.navigate import _file, clean_path
-from codenav.access import Scope
 
 MAX_DEPTH = 3
 MAX_FILES = 200

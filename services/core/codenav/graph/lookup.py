@@ -11,12 +11,12 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.answers import stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.graph.common import declaration, locate, no_symbol, unseen
 from codenav.navigate import clean_path
-from codenav.access import Scope
 
 MAX_TARGETS = 10
 MAX_VERIFIED = 200
@@ -312,7 +312,8 @@ def _go_satisfiers(conn: psycopg.Connection, scope: Scope, interfaces: list[dict
     return out
 
 
-def _locate_owner_files(conn: psycopg.Connection, scope: Scope, found: list[dict[str, Any]]) -> None:
+def _locate_owner_files(conn: psycopg.Connection, scope: Scope,
+                        found: list[dict[str, Any]]) -> None:
     """A Go type's methods may sit in another file of its package than the type itself."""
     for item in found:
         directory = item["path"].rpartition("/")[0]

@@ -6,9 +6,9 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.errors import InvalidRequest
 from codenav.graph import impact, lookup, skeleton
-from codenav.access import Scope
 
 GRAPH_TOOLS = ("definition", "references", "dependencies", "impact", "implementations",
                "skeleton")
