@@ -144,7 +144,8 @@ def serve(settings: Settings) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(15)
+        thread.join(60)
+        assert not thread.is_alive(), "the API did not stop"  # no thread outlives a test
 
 
 @contextlib.contextmanager

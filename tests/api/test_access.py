@@ -223,7 +223,7 @@ def test_a_read_token_cannot_register_reindex_delete_or_administer(teams: Teams)
             assert r.json()["error"] == "forbidden"
             assert "this one is read" in r.json()["message"]
         r = http.request("DELETE", "/v1/repos/beta-shop", headers=teams.headers("beta-write"))
-        assert r.status_code == 403 and "needs a admin token" in r.json()["message"]
+        assert r.status_code == 403 and "needs an admin token" in r.json()["message"]
         r = http.post("/v1/tokens", json={"name": "x", "role": "read"},
                       headers=teams.headers("beta-write"))
         assert r.status_code == 403
@@ -383,7 +383,7 @@ def test_admin_actions_are_audited_and_the_cli_administers_a_remote_server(
     revoked = cli("token", "revoke", token_id)
     assert revoked.returncode == 0 and "revoked" in revoked.stdout
     denied = cli("token", "list", token=teams.tokens["beta-read"])
-    assert denied.returncode == 1 and "needs a admin token" in denied.stderr
+    assert denied.returncode == 1 and "needs an admin token" in denied.stderr
     assert "Traceback" not in denied.stderr
     audit = cli("audit")
     assert audit.returncode == 0, audit.stderr
@@ -395,7 +395,7 @@ def test_admin_actions_are_audited_and_the_cli_administers_a_remote_server(
                if "token." in line or "team." in line)
     assert "alpha" not in audit.stdout  # another team's trail is its own
     gone = cli("repo", "rm", "beta-shop", token=teams.tokens["beta-write"])
-    assert gone.returncode == 1 and "needs a admin token" in gone.stderr
+    assert gone.returncode == 1 and "needs an admin token" in gone.stderr
     with psycopg.connect(teams.database_url) as conn:
         row2 = conn.execute("SELECT actor, action FROM audit_log WHERE action = 'repo.register' "
                             "ORDER BY id LIMIT 1").fetchone()

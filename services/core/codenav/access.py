@@ -77,7 +77,8 @@ def authorize(caller: Caller, action: str) -> None:
     """Raise ``Forbidden`` unless the caller's role allows ``action``."""
     needed = REQUIRED[action]
     if ROLES.index(caller.role) < ROLES.index(needed):
-        raise Forbidden(f"{action} needs a {needed} token; this one is {caller.role}",
+        article = "an" if needed == "admin" else "a"
+        raise Forbidden(f"{action} needs {article} {needed} token; this one is {caller.role}",
                         hint=f"ask an admin: codenav token create --role {needed} "
                         f"--team {caller.team or DEFAULT_TEAM}")
 

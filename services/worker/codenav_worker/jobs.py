@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codenav import queue
+from codenav import queue, repos
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
@@ -59,6 +59,9 @@ def build_graph(repo_id: int) -> dict[str, Any]:
     s = settings()
     rconn = queue.connect_redis(s)
     queue.claim_started(rconn, "graph", repo_id)
+    with connect(s, application_name="codenav-graph") as db:
+        if repos.get(db, repo_id) is None:  # deleted since the job was queued
+            return {"refused": f"no repository with id {repo_id}"}
     queue.mark_running(rconn, "graph", repo_id, _job_id())
     try:
         with connect(s, application_name="codenav-graph") as db:
