@@ -410,3 +410,27 @@ def test_settings_name_the_allowed_roots_and_the_docs_switch(tmp_path: Path) -> 
 
     with pytest.raises(ConfigError):
         Settings.load(env={"CODENAV_OPEN_DOCS": "maybe"}, dotenv=Path("/nonexistent"))
+
+
+def test_every_route_and_tool_names_its_action_in_the_one_role_table() -> None:
+    from fastapi.routing import APIRoute
+
+    from codenav.access import REQUIRED
+    from codenav.tools import TOOL_NAMES
+    from codenav_api.routes import admin, repos, tools
+
+    actions = {}
+    for module in (tools, repos, admin):
+        for route in module.router.routes:
+            assert isinstance(route, APIRoute)
+            named = [getattr(d.call, "action", None) for d in route.dependant.dependencies]
+            named = [a for a in named if a]
+            assert len(named) == 1, f"{route.methods} {route.path} declares {named}"
+            actions[f"{sorted(route.methods)[0]} {route.path}"] = named[0]
+    assert len(actions) == len(TOOL_NAMES) + 9  # repos: 3, jobs: 1, tokens: 3, teams, audit
+    assert set(actions.values()) <= set(REQUIRED)
+    assert set(TOOL_NAMES) <= set(REQUIRED)
+    assert actions["DELETE /v1/repos/{name}"] == "repo.delete"
+    assert REQUIRED["repo.delete"] == REQUIRED["token.create"] == "admin"
+    assert REQUIRED["reindex"] == REQUIRED["repo.register"] == "write"
+    assert {REQUIRED[t] for t in TOOL_NAMES if t != "reindex"} == {"read"}
