@@ -97,8 +97,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        message = f"{where}: {first.get('msg', 'invalid request')}" if where else \
-            str(first.get("msg", "invalid request"))
+        what = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
+        message = f"{where}: {what}" if where else what
         return JSONResponse({"error": "invalid_request",
                              "message": message.encode("utf-8", "replace").decode()},
                             status_code=400)
