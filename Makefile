@@ -42,6 +42,7 @@ bench: install ## indexing, search and live-index benchmarks (CORPUS=path adds a
 	$(if $(CORPUS),$(PY) bench/graph_bench.py --corpus "$(CORPUS)")
 	$(PY) bench/embed_pipeline_bench.py
 	$(PY) bench/live_bench.py
+	$(PY) bench/redact_bench.py
 
 eval: install ## retrieval quality: SWE-bench Verified, then commit history (bench/README.md)
 	$(PY) bench/eval_swebench.py $(EVAL_ARGS)

@@ -76,7 +76,8 @@ def main() -> int:
         try:
             settings = Settings.load(env={"CODENAV_DATABASE_URL": pg.url,
                                           "CODENAV_HOME": str(base / "home"),
-                                          "CODENAV_EMBED_URL": url},
+                                          "CODENAV_EMBED_URL": url,
+                                          "CODENAV_ALLOWED_ROOTS": str(root)},
                                      dotenv=Path("/nonexistent"))
             with psycopg.connect(pg.url, autocommit=True) as conn:
                 migrations.migrate(conn)

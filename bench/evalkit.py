@@ -30,6 +30,7 @@ from typing import Any
 import psycopg
 
 from codenav import find, rank, repos, search
+from codenav.access import Scope
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
@@ -117,8 +118,10 @@ class Checkout:
 
 # --- the store ----------------------------------------------------------------------------
 @contextlib.contextmanager
-def store(home: Path, fresh: bool, processes: int) -> Iterator[Settings]:
-    """An embedded Postgres in ``home``, migrated; yields the settings pointing at it."""
+def store(home: Path, fresh: bool, processes: int,
+          allowed_root: Path | None = None) -> Iterator[Settings]:
+    """An embedded Postgres in ``home``, migrated; yields the settings pointing at it
+    (allowing ``allowed_root`` as a repository root)."""
     if fresh and home.exists():
         shutil.rmtree(home)
     pg = EmbeddedPostgres(home, free_port())
@@ -131,6 +134,8 @@ def store(home: Path, fresh: bool, processes: int) -> Iterator[Settings]:
                     "CODENAV_LOG_LEVEL": "WARNING"})
         if processes:
             env["CODENAV_PARSE_PROCESSES"] = str(processes)
+        if allowed_root is not None:
+            env["CODENAV_ALLOWED_ROOTS"] = str(allowed_root)
         yield Settings.load(env=env, dotenv=Path("/nonexistent"))
     finally:
         stop_process(proc, signal.SIGINT, timeout=30)
@@ -236,7 +241,8 @@ def _mode_args(ctx: Context, entry: Callable[..., Any], mode: str,
         return {}  # a codenav from before modes: lexical only
     if mode not in SEMANTIC_MODES:
         return {"mode": mode}
-    return {"mode": mode, "semantic": ctx.embedder.context(ctx.conn, ctx.repo.id, text, mode)}
+    return {"mode": mode,
+            "semantic": ctx.embedder.context(ctx.conn, Scope.system(ctx.repo), text, mode)}
 
 
 def _check(answer: dict[str, Any], mode: str) -> dict[str, Any]:
@@ -248,7 +254,8 @@ def _check(answer: dict[str, Any], mode: str) -> dict[str, Any]:
 def _search(mode: str = "lexical") -> RankFn:
     def run(ctx: Context, text: str) -> Ranking:
         extra = _mode_args(ctx, search.search, mode, text)
-        answer = search.search(ctx.conn, ctx.repo, text, DEPTH, search.Filters(), **extra)
+        answer = search.search(ctx.conn, Scope.system(ctx.repo), text, DEPTH, search.Filters(),
+                               **extra)
         return rollup(_check(answer, mode)["results"])
 
     return run
@@ -257,7 +264,7 @@ def _search(mode: str = "lexical") -> RankFn:
 def _find(mode: str = "lexical") -> RankFn:
     def run(ctx: Context, text: str) -> Ranking:
         extra = _mode_args(ctx, find.find_files, mode, text)
-        answer = find.find_files(ctx.conn, ctx.repo, text, DEPTH, False, **extra)
+        answer = find.find_files(ctx.conn, Scope.system(ctx.repo), text, DEPTH, False, **extra)
         return Ranking([r["path"] for r in _check(answer, mode)["results"]])
 
     return run
@@ -616,7 +623,7 @@ def evaluate_repository(name: str, checkout: Checkout, steps: list[tuple[str, li
     records: list[dict[str, Any]] = []
     timing = RepoTiming()
     began = time.perf_counter()
-    with store(home, fresh, processes) as settings:
+    with store(home, fresh, processes, checkout.root) as settings:
         conn = query_connection(settings)
         vectors = _Embeddings(settings) if wants_embeddings(runner.rankers,
                                                             runner.skipped) else None

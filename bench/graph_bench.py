@@ -82,14 +82,14 @@ def bench(root: Path, home: Path, pg: EmbeddedPostgres, rd: EmbeddedRedis,
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
     env.update({"CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url,
                 "CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1",
-                "CODENAV_LOG_LEVEL": "INFO"})
+                "CODENAV_LOG_LEVEL": "INFO", "CODENAV_ALLOWED_ROOTS": str(root)})
     settings = Settings.load(env=env, dotenv=Path("/nonexistent"))
     logs = home / "logs"
     api, worker, url = start_services(logs, {**env, "CODENAV_LOG_LEVEL": "WARNING"}, env)
     try:
         wait_ready(url)
         with psycopg.connect(pg.url, autocommit=True) as conn:
-            token, _ = create_token(conn, "bench")
+            token, _ = create_token(conn, "bench", "admin")
             repo = repos.register(conn, str(root), root.name)
             r = queue.connect_redis(settings)
             time.sleep(1.0)  # let the worker finish importing and preloading grammars

@@ -44,7 +44,8 @@ def main() -> int:
                 migrations.migrate(conn)
                 settings = Settings.load(env={"CODENAV_DATABASE_URL": pg.url,
                                               "CODENAV_HOME": str(base / "home"),
-                                              "CODENAV_PARSE_PROCESSES": "1"},
+                                              "CODENAV_PARSE_PROCESSES": "1",
+                                              "CODENAV_ALLOWED_ROOTS": str(base / "repos")},
                                          dotenv=Path("/nonexistent"))
                 for family in families:
                     root = base / "repos" / family

@@ -199,7 +199,8 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
                  fill: bool = False) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
     env.update({"CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url,
-                "CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1", "CODENAV_LOG_LEVEL": "WARNING"})
+                "CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1", "CODENAV_LOG_LEVEL": "WARNING",
+                "CODENAV_ALLOWED_ROOTS": str(root)})
     settings = Settings.load(env=env, dotenv=Path("/nonexistent"))
     if embed_url:  # only the API embeds queries; this script embeds chunks itself, below
         env = {**env, "CODENAV_EMBED_URL": embed_url}
@@ -213,7 +214,7 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
     try:
         wait_ready(url)
         with psycopg.connect(pg.url, autocommit=True) as conn:
-            token, _ = create_token(conn, "bench")
+            token, _ = create_token(conn, "bench", "admin")
             repo = repos.register(conn, str(root), name)
             r = queue.connect_redis(settings)
             time.sleep(1.0)  # let the worker finish importing and preloading grammars

@@ -95,14 +95,15 @@ def stack(base: Path, files: int, embed_url: str = "") -> Iterator[Live]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
     env.update({"CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url,
                 "CODENAV_HOME": str(base / "home"), "CODENAV_LOG_LEVEL": "WARNING",
-                "CODENAV_DEBOUNCE_MS": "100", "PYTHONUNBUFFERED": "1"})
+                "CODENAV_DEBOUNCE_MS": "100", "PYTHONUNBUFFERED": "1",
+                "CODENAV_ALLOWED_ROOTS": str(root)})
     if embed_url:
         env["CODENAV_EMBED_URL"] = embed_url
     services = []
     try:
         with psycopg.connect(pg.url, autocommit=True) as conn:
             migrations.migrate(conn)
-            token, _ = create_token(conn, "bench")
+            token, _ = create_token(conn, "bench", "admin")
             repo = repos.register(conn, str(root), "live")
         logs = base / "logs"
         logs.mkdir()

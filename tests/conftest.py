@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from fastapi.testclient import TestClient
 
 FIXTURES = Path(__file__).parent / "fixtures"
+ALLOWED_ROOTS = os.path.realpath(tempfile.gettempdir())
+"""Tests index repositories they make under the temporary directory: a test stack allows
+exactly that (codenav.roots)."""
 TEMPLATE_DB = "codenav_template"
 
 
@@ -82,7 +85,8 @@ def redis_url(redis_server: EmbeddedRedis) -> str:
 @pytest.fixture
 def settings(db_url: str, redis_url: str, tmp_path: Path) -> Settings:
     env = {"CODENAV_DATABASE_URL": db_url, "CODENAV_REDIS_URL": redis_url,
-           "CODENAV_HOME": str(tmp_path / "home"), "CODENAV_PARSE_PROCESSES": "2"}
+           "CODENAV_HOME": str(tmp_path / "home"), "CODENAV_PARSE_PROCESSES": "2",
+           "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS}
     return Settings.load(env=env, dotenv=Path("/nonexistent"))
 
 
@@ -98,7 +102,8 @@ def service_env(settings: Settings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
     env.update({"CODENAV_DATABASE_URL": settings.database_url,
                 "CODENAV_REDIS_URL": settings.redis_url, "CODENAV_HOME": settings.home,
-                "CODENAV_PARSE_PROCESSES": "2", "PYTHONUNBUFFERED": "1"})
+                "CODENAV_PARSE_PROCESSES": "2", "PYTHONUNBUFFERED": "1",
+                "CODENAV_ALLOWED_ROOTS": settings.allowed_roots[0]})
     return env
 
 
@@ -110,7 +115,7 @@ def client(settings: Settings, conn: psycopg.Connection) -> Iterator[TestClient]
     from codenav.auth import create_token
     from codenav_api.app import create_app
 
-    token, _ = create_token(conn, "test")
+    token, _ = create_token(conn, "test", "admin")
     with TestClient(create_app(settings)) as c:
         c.headers["Authorization"] = f"Bearer {token}"
         yield c

@@ -174,7 +174,7 @@ def test_the_adapter_follows_the_local_stack_across_a_restart_that_rotates_the_t
                     break
             except httpx.HTTPError:
                 time.sleep(0.1)
-        token, token_id = create_token(conn, "stack")  # type: ignore[arg-type]
+        token, token_id = create_token(conn, "stack", "admin")  # type: ignore[arg-type]
         (home / "stack.json").write_text(json.dumps({"url": url, "token": token,
                                                      "token_id": token_id}))
         return proc, url, token_id

@@ -28,7 +28,7 @@ def api(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> Iterato
     root = make_polyglot(tmp_path)
     repo = repos.register(conn, str(root), "polyglot")
     indexer.reconcile(settings, repo.id)
-    token, _ = create_token(conn, "mcp-test")
+    token, _ = create_token(conn, "mcp-test", "admin")
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
                                            log_level="warning"))

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from codenav import find, indexer, repos, search
+from codenav.access import Scope
 from codenav.config import Settings
 from tests.polyglot import make_polyglot
 
@@ -78,9 +79,9 @@ def test_ranking_matches_the_golden_file(conn: psycopg.Connection, repo: repos.R
     ranks = {}
     for tool, query, expect in CASES:
         if tool == "search":
-            answer = search.search(conn, repo, query, 10)
+            answer = search.search(conn, Scope.system(repo), query, 10)
         else:
-            answer = find.find_files(conn, repo, query, 10)
+            answer = find.find_files(conn, Scope.system(repo), query, 10)
         ranks[f"{tool}: {query}"] = _rank(answer, expect)
     if os.environ.get("CODENAV_UPDATE_GOLDEN"):
         GOLDEN.write_text(json.dumps(ranks, indent=2) + "\n")

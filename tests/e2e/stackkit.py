@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,7 +39,10 @@ def running_stack(root: Path, base: Path, timeout: float = 180.0) -> Iterator[Ru
     """``codenav up --repo root`` until it prints the client set-up; Ctrl-C at the end."""
     home = base / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
-    env.update({"CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1"})
+    # repositories may be registered under the temporary directory (codenav.roots), where
+    # the tests make them; `--repo root` is allowed by `codenav up` itself
+    env.update({"CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1",
+                "CODENAV_ALLOWED_ROOTS": os.path.realpath(tempfile.gettempdir())})
     port = free_port()
     log_path = base / "up.log"
     with log_path.open("wb") as log:

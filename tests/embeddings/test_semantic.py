@@ -3,11 +3,7 @@ real embedder process, a real Postgres (pgvector) and real RQ jobs."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,39 +13,14 @@ import psycopg
 import pytest
 
 from codenav import embeddings, indexer, repos, search
+from codenav.access import Scope
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.embed_client import EmbedClient
-from codenav.embedded import free_port
 from codenav.semantic import QueryEmbedder
+from tests.conftest import ALLOWED_ROOTS
+from tests.embedkit import start_embedder, stop
 from tests.polyglot import make_polyglot
-
-
-def start_embedder(env_extra: dict[str, str] | None = None,
-                   timeout: float = 240.0) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
-    env.update(env_extra or {})
-    proc = subprocess.Popen([sys.executable, "-m", "codenav_embedder", "--port", str(port)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "embedder exited"
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("embedder did not become ready")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(30)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +34,8 @@ def embedder() -> Iterator[str]:
 def semantic_settings(settings: Settings, embedder: str) -> Settings:
     return Settings.load(env={"CODENAV_DATABASE_URL": settings.database_url,
                               "CODENAV_REDIS_URL": settings.redis_url,
-                              "CODENAV_HOME": settings.home, "CODENAV_EMBED_URL": embedder},
+                              "CODENAV_HOME": settings.home, "CODENAV_EMBED_URL": embedder,
+                              "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS},
                          dotenv=Path("/nonexistent"))
 
 
@@ -114,15 +86,15 @@ def test_hybrid_search_finds_code_by_meaning(semantic_settings: Settings,
     repo, _ = _index_and_embed(semantic_settings, conn, root, "poly")
     qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
     text = "where do we try an upload again after it fails"
-    ctx = qe.context(conn, repo.id, text, "semantic")
+    ctx = qe.context(conn, Scope.system(repo), text, "semantic")
     assert ctx is not None and ctx.usable and ctx.note is None
-    sem = search.search(conn, repo, text, 5, mode="semantic", semantic=ctx)
+    sem = search.search(conn, Scope.system(repo), text, 5, mode="semantic", semantic=ctx)
     assert sem["results"][0]["symbol"] == "retryFailedUpload"
-    hybrid = search.search(conn, repo, text, 5, mode="hybrid",
-                           semantic=qe.context(conn, repo.id, text, "hybrid"))
+    hybrid = search.search(conn, Scope.system(repo), text, 5, mode="hybrid",
+                           semantic=qe.context(conn, Scope.system(repo), text, "hybrid"))
     assert hybrid["results"][0]["symbol"] == "retryFailedUpload"
     assert hybrid["match_confidence"]["level"] in ("high", "medium")
-    lexical = search.search(conn, repo, text, 5, mode="lexical")
+    lexical = search.search(conn, Scope.system(repo), text, 5, mode="lexical")
     assert "note" not in lexical
 
 
@@ -130,22 +102,24 @@ def test_search_degrades_to_lexical_when_the_embedder_is_down(
         settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
     proc, url = start_embedder()
     s = Settings.load(env={"CODENAV_DATABASE_URL": settings.database_url,
-                           "CODENAV_HOME": settings.home, "CODENAV_EMBED_URL": url},
+                           "CODENAV_HOME": settings.home, "CODENAV_EMBED_URL": url,
+                           "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS},
                       dotenv=Path("/nonexistent"))
     root = make_polyglot(tmp_path)
     repo, _ = _index_and_embed(s, conn, root, "poly")
     stop(proc)
     qe = QueryEmbedder(EmbedClient.from_settings(s, timeout=2.0))
-    ctx = qe.context(conn, repo.id, "token store verify", "hybrid")
+    ctx = qe.context(conn, Scope.system(repo), "token store verify", "hybrid")
     assert ctx is not None and not ctx.usable and "embedder unavailable" in (ctx.note or "")
-    answer = search.search(conn, repo, "token store verify", 5, mode="hybrid", semantic=ctx)
+    answer = search.search(conn, Scope.system(repo), "token store verify", 5, mode="hybrid",
+                           semantic=ctx)
     assert answer["results"][0]["path"] == "src/auth/tokens.py"
     assert "lexical results only" in answer["note"]
     coverage = answer["semantic_coverage"]  # what the index holds for when it is back
     assert coverage["total"] > 0 and coverage["embedded"] == coverage["total"]
     assert coverage["backlog"] == 0
     started = time.monotonic()
-    qe.context(conn, repo.id, "token store verify", "hybrid")  # circuit open: no waiting
+    qe.context(conn, Scope.system(repo), "token store verify", "hybrid")  # circuit open: no waiting
     assert time.monotonic() - started < 0.5
 
 
@@ -169,9 +143,10 @@ def test_a_model_switch_reembeds_into_its_own_space(semantic_settings: Settings,
         assert sorted(dims.values()) == [128, 384]
         for url_, dim in ((url, 128), (semantic_settings.embed_url, 384)):
             qe = QueryEmbedder(EmbedClient(url_))
-            ctx = qe.context(conn, repo.id, "retry upload", "semantic")
+            ctx = qe.context(conn, Scope.system(repo), "retry upload", "semantic")
             assert ctx is not None and ctx.model is not None and ctx.model.dim == dim
-            answer = search.search(conn, repo, "retry upload", 3, mode="semantic", semantic=ctx)
+            answer = search.search(conn, Scope.system(repo), "retry upload", 3, mode="semantic",
+                                   semantic=ctx)
             assert answer["results"]
         client.close()
     finally:
@@ -201,7 +176,7 @@ def test_a_filtered_knn_on_a_small_repo_in_a_large_index_returns_k_results(
     assert model is not None
     assert conn.execute(q.INDEX_EXISTS, (q.hnsw_index_name(model.id),)).fetchone()
     qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
-    ctx = qe.context(conn, small.id, "multiply a value", "semantic")
+    ctx = qe.context(conn, Scope.system(small), "multiply a value", "semantic")
     assert ctx is not None and ctx.vector is not None
     params = search.Filters(language="python").params()
     # Make the planner take the HNSW index even on this small table, as it does at scale:
@@ -210,8 +185,9 @@ def test_a_filtered_knn_on_a_small_repo_in_a_large_index_returns_k_results(
     conn.execute("SET enable_sort = off")
     plan = "\n".join(r[0] for r in conn.execute(
         b"EXPLAIN " + q.semantic_search(model.id, model.dim).as_bytes(conn),
-        {"q": embeddings.vector_literal(ctx.vector), "repo": small.id, "k": 5, **params}))
+        {"q": embeddings.vector_literal(ctx.vector), "repo": small.id, "visible": [small.id],
+         "k": 5, **params}))
     assert q.hnsw_index_name(model.id) in plan
-    hits = embeddings.knn(conn, model, ctx.vector, small.id, params, 5)
+    hits = embeddings.knn(conn, model, ctx.vector, Scope.system(small), params, 5)
     assert len(hits) == 5
     assert all(path.endswith(".py") for _, path, _ in hits)

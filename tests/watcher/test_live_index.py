@@ -19,11 +19,15 @@ import pytest
 import redis
 
 from codenav import queue, repos
+from codenav.access import Caller
 from codenav.blob import git_blob_sha
 from codenav.config import Settings
 from codenav.walk import walk
 
 DEADLINE_S = 60.0
+
+OPERATOR = Caller.operator()
+"""Services called in-process answer for the operator (every repository)."""
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = DEADLINE_S,
@@ -274,7 +278,7 @@ def test_answers_flag_stale_results_and_status_is_never_fresh_with_work_pending(
     svc = Services(live.settings)
     svc.open()
     try:
-        wait_until(lambda: svc.run("status", {})["repos"][0]["freshness"]["fresh"], 20,
+        wait_until(lambda: svc.run(OPERATOR, "status", {})["repos"][0]["freshness"]["fresh"], 20,
                    "a fresh index")
         worker = live.procs["worker"]
         os.killpg(worker.pid, signal.SIGTERM)
@@ -283,11 +287,11 @@ def test_answers_flag_stale_results_and_status_is_never_fresh_with_work_pending(
         (live.root / "src" / "brand_new.py").write_text("def brand_new():\n    pass\n")
         wait_until(lambda: len(queue.pending_changes(live.redis, live.repo.id)) >= 2, 20,
                    "the watcher to notice the edits")
-        answer = svc.run("search", {"query": "function_3"})
+        answer = svc.run(OPERATOR, "search", {"query": "function_3"})
         hit = next(r for r in answer["results"] if r["path"] == "src/mod3.py")
         assert hit["stale"] is True
         assert answer["unindexed_files"] >= 1
-        repo = svc.run("status", {})["repos"][0]
+        repo = svc.run(OPERATOR, "status", {})["repos"][0]
         assert repo["freshness"]["fresh"] is False
         assert repo["index_status"] == "stale"
         changed = repo["freshness"]["changed"]
@@ -296,9 +300,9 @@ def test_answers_flag_stale_results_and_status_is_never_fresh_with_work_pending(
         assert repo["freshness"]["queued_jobs"]  # the waiting job is visible
         live.start("worker")
         live.wait_converged()
-        wait_until(lambda: svc.run("status", {})["repos"][0]["freshness"]["fresh"], 30,
+        wait_until(lambda: svc.run(OPERATOR, "status", {})["repos"][0]["freshness"]["fresh"], 30,
                    "fresh again once the work is done")
-        again = svc.run("search", {"query": "function_3"})
+        again = svc.run(OPERATOR, "search", {"query": "function_3"})
         assert not any(r.get("stale") for r in again["results"])
     finally:
         svc.close()

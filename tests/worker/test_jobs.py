@@ -31,7 +31,8 @@ def job_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """Jobs read their settings from the environment, as in a real worker process."""
     for key, value in (("CODENAV_DATABASE_URL", settings.database_url),
                        ("CODENAV_REDIS_URL", settings.redis_url),
-                       ("CODENAV_HOME", settings.home), ("CODENAV_PARSE_PROCESSES", "2")):
+                       ("CODENAV_HOME", settings.home), ("CODENAV_PARSE_PROCESSES", "2"),
+                       ("CODENAV_ALLOWED_ROOTS", settings.allowed_roots[0])):
         monkeypatch.setenv(key, value)
     import codenav_worker.jobs as jobs
 

@@ -1,7 +1,15 @@
-"""The FastAPI application: routes, MCP at /mcp, errors as JSON bodies."""
+"""The FastAPI application: routes, MCP at /mcp, errors as JSON bodies.
+
+Every error is a JSON body with a status, and none closes the connection: the caller's
+next request on the same keep-alive connection is served (an unexpected error is a 500
+with the details in the API log, answered here rather than by the server's last resort,
+which drops the connection). ``/docs`` and ``/openapi.json`` hold no data and are open
+unless CODENAV_OPEN_DOCS=false.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -9,15 +17,50 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from codenav import __version__
 from codenav.config import Settings
 from codenav.errors import CodenavError
 from codenav_api.mcp_http import McpGate, build_server
-from codenav_api.routes import health, repos, tools
+from codenav_api.routes import admin, health, repos, tools
 from codenav_api.service import Services
 
 log = logging.getLogger("codenav.api")
+
+
+class CatchAll:
+    """ASGI middleware: an unexpected exception becomes a 500 JSON answer here, so the
+    server keeps the connection open (its own handler re-raises, and uvicorn then closes
+    the connection under the client's next request)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            log.exception("unhandled error", exc_info=exc)
+            if started:
+                raise
+            body = json.dumps({"error": "internal",
+                               "message": "internal error; see API logs"}).encode()
+            await send({"type": "http.response.start", "status": 500,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -34,12 +77,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         svc.close()
 
+    docs = settings.open_docs
     app = FastAPI(title="codenav", version=__version__, lifespan=lifespan,
-                  description="Team-shared code navigation for AI coding agents.")
+                  description="Team-shared code navigation for AI coding agents.",
+                  docs_url="/docs" if docs else None, redoc_url="/redoc" if docs else None,
+                  openapi_url="/openapi.json" if docs else None)
     app.state.services = svc
     app.include_router(health.router)
     app.include_router(tools.router)
     app.include_router(repos.router)
+    app.include_router(admin.router)
+    app.add_middleware(CatchAll)
 
     @app.exception_handler(CodenavError)
     async def codenav_error(_request: Request, exc: CodenavError) -> JSONResponse:
@@ -49,15 +97,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        message = f"{where}: {first.get('msg', 'invalid request')}" if where else \
-            str(first.get("msg", "invalid request"))
-        return JSONResponse({"error": "invalid_request", "message": message}, status_code=400)
-
-    @app.exception_handler(Exception)
-    async def internal_error(_request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error", exc_info=exc)
-        return JSONResponse({"error": "internal", "message": "internal error; see API logs"},
-                            status_code=500)
+        what = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
+        message = f"{where}: {what}" if where else what
+        return JSONResponse({"error": "invalid_request",
+                             "message": message.encode("utf-8", "replace").decode()},
+                            status_code=400)
 
     app.mount("/", McpGate(mcp_app, svc))
     return app

@@ -1,9 +1,13 @@
-"""Request dependencies: the services object and bearer-token auth."""
+"""Request dependencies: the services object, and the caller behind a bearer token with the
+role an action needs (``codenav.access.REQUIRED``, the one map of roles)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import Request
 
+from codenav.access import REQUIRED, Caller, authorize
 from codenav_api.service import Services
 
 
@@ -12,6 +16,20 @@ def services(request: Request) -> Services:
     return svc
 
 
-def require_token(request: Request) -> str:
+def require_token(request: Request) -> Caller:
     svc = services(request)
     return svc.tokens.verify(svc.connection, request.headers.get("authorization"))
+
+
+def allowed(action: str) -> Callable[[Request], Caller]:
+    """A dependency: the caller, if its token's role allows ``action``."""
+    if action not in REQUIRED:
+        raise KeyError(f"no role is defined for action {action!r} (codenav.access.REQUIRED)")
+
+    def dependency(request: Request) -> Caller:
+        caller = require_token(request)
+        authorize(caller, action)
+        return caller
+
+    dependency.action = action  # type: ignore[attr-defined]
+    return dependency

@@ -1,10 +1,12 @@
 """The MCP tools over streamable HTTP at ``/mcp``: same tools as the stdio adapter,
 run in-process. Every request needs a bearer token and, if it carries an Origin header,
 an allowed origin (loopback, or one listed in CODENAV_ALLOWED_ORIGINS): this stops DNS
-rebinding and cross-site calls from browsers."""
+rebinding and cross-site calls from browsers. The token's caller is carried to the tool
+call, which checks its role and answers within what it may see, as REST does."""
 
 from __future__ import annotations
 
+import contextvars
 import json
 from typing import Any
 from urllib.parse import urlparse
@@ -13,11 +15,15 @@ import anyio
 from mcp.server import MCPServer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from codenav.errors import CodenavError
+from codenav.access import Caller
+from codenav.errors import CodenavError, Unauthorized
 from codenav.tools import INSTRUCTIONS, register_tools
 from codenav_api.service import Services
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
+CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("codenav_caller",
+                                                                       default=None)
+"""The caller of the MCP request being served (set by ``McpGate``)."""
 
 
 class InProcessBackend:
@@ -25,7 +31,10 @@ class InProcessBackend:
         self.svc = svc
 
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        return await anyio.to_thread.run_sync(self.svc.run, tool, args)
+        caller = CALLER.get()
+        if caller is None:  # never: the gate verifies every request first
+            raise Unauthorized("missing bearer token")
+        return await anyio.to_thread.run_sync(self.svc.run, caller, tool, args)
 
 
 def build_server(svc: Services) -> MCPServer:
@@ -60,12 +69,17 @@ class McpGate:
             await _json(send, 403, {"error": "forbidden", "message": "origin not allowed"})
             return
         try:
-            await anyio.to_thread.run_sync(self.svc.tokens.verify, self.svc.connection,
-                                           headers.get("authorization"))
+            caller = await anyio.to_thread.run_sync(self.svc.tokens.verify,
+                                                    self.svc.connection,
+                                                    headers.get("authorization"))
         except CodenavError as exc:
             await _json(send, exc.status, exc.to_dict())
             return
-        await self.app(scope, receive, send)
+        token = CALLER.set(caller)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            CALLER.reset(token)
 
 
 async def _json(send: Send, status: int, body: dict[str, Any]) -> None:

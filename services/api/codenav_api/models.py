@@ -1,17 +1,52 @@
-"""Request bodies of the REST API (the MCP tools take the same arguments)."""
+"""Request bodies of the REST API (the MCP tools take the same arguments).
+
+Every string anywhere in a request (body fields, list items, path parameters) goes through
+one validator: NUL bytes and invalid Unicode are a 400 naming the field
+(``codenav.validate``), never a 500 from deeper down.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+from codenav.validate import check_value, problem
 
 Mode = Literal["hybrid", "lexical", "semantic"]
 
 
-class _Body(BaseModel):
+def _text(value: str) -> str:
+    found = problem(value)
+    if found:
+        raise ValueError(f"{found}; send plain UTF-8 text")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_text)]
+"""A string parameter outside a body (path, query)."""
+
+
+class _Strict(BaseModel):
+    """A request body: unknown fields refused, every string checked."""
+
     model_config = ConfigDict(extra="forbid")
-    repo: str | None = Field(default=None, description="repository name (default: the only one)")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _plain_text(cls, value: Any) -> Any:
+        try:
+            check_value(value, "")
+        except Exception as exc:  # noqa: BLE001 - becomes the field's validation error
+            raise ValueError(getattr(exc, "message", str(exc)).strip() +
+                             "; send plain UTF-8 text") from None
+        return value
+
+
+class _Body(_Strict):
+    repo: str | None = Field(default=None, max_length=201,
+                             description="repository name (default: the only one); "
+                             "team/name when teams share a name")
 
 
 class SearchQuery(_Body):
@@ -81,8 +116,19 @@ class SkeletonQuery(_Body):
     depth: int | None = Field(default=None, ge=0, le=50, description="subdirectory levels")
 
 
-class RepoCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    root: str = Field(min_length=1, max_length=4096, description="absolute path on the workers")
+class RepoCreate(_Strict):
+    root: str = Field(min_length=1, max_length=4096, description="absolute path on the "
+                      "workers, under CODENAV_ALLOWED_ROOTS")
     name: str | None = Field(default=None, max_length=100)
-    index: bool = True
+    index: bool = Field(default=True, description="false: register only; nothing indexes "
+                        "it until a reindex asks")
+
+
+class TokenCreate(_Strict):
+    name: str = Field(min_length=1, max_length=100)
+    role: Literal["read", "write", "admin"]
+    team: str | None = Field(default=None, max_length=100, description="default: the "
+                             "caller's team; a new name creates the team")
+    repos: list[str] | None = Field(default=None, max_length=1000, description="limit the "
+                                    "token to these repositories of the team")
+    expires: str | None = Field(default=None, max_length=20, description="30d, 12h, 2w")

@@ -13,7 +13,8 @@ import psycopg
 import redis
 from psycopg_pool import ConnectionPool
 
-from codenav import embeddings, find, freshness, navigate, queue, repos, search, status
+from codenav import access, embeddings, find, freshness, navigate, queue, roots, search, status
+from codenav.access import Caller, Scope
 from codenav.auth import TokenVerifier
 from codenav.config import Settings
 from codenav.db import queries as q
@@ -23,6 +24,7 @@ from codenav.errors import CodenavError, InvalidRequest, Unavailable
 from codenav.graph import tools as graph_tools
 from codenav.graph.tools import GRAPH_TOOLS
 from codenav.semantic import QueryEmbedder
+from codenav.validate import check_value
 
 
 def _configure(conn: psycopg.Connection) -> None:
@@ -57,38 +59,47 @@ class Services:
         except psycopg.OperationalError as exc:
             raise Unavailable(f"database unavailable: {str(exc).splitlines()[0]}") from None
 
-    def run(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    def run(self, caller: Caller, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run a tool for ``caller``: its role is checked, its arguments must be text, and
+        the answer comes from the repositories it may see."""
+        if tool not in access.READ_TOOLS and tool != "reindex":
+            raise InvalidRequest(f"unknown tool {tool!r}")
+        access.authorize(caller, tool)
+        check_value(args, "")
         with self.connection() as conn:
             if tool == "status":
-                return self.status(conn, args.get("repo") or None)
-            repo = repos.resolve(conn, args.get("repo") or None)
-            answer = self._dispatch(conn, repo, tool, args)
+                return self.status(conn, caller, args.get("repo") or None)
+            scope = access.resolve(conn, caller, args.get("repo") or None)
+            answer = self._dispatch(conn, scope, tool, args)
             if tool != "reindex":
-                self._annotate(conn, repo, answer)
+                self._annotate(conn, scope, answer)
             return answer
 
-    def _annotate(self, conn: psycopg.Connection, repo: repos.Repo,
+    def _annotate(self, conn: psycopg.Connection, scope: Scope,
                   answer: dict[str, Any]) -> None:
         """Freshness signals on every answer: stale results, runs in progress."""
         paths = freshness.answer_paths(answer)
-        run = status.run_info(conn.execute(q.RUN_LATEST, (repo.id,)).fetchone())
+        run = status.run_info(conn.execute(q.RUN_LATEST, scope.params()).fetchone())
         try:
-            stale = queue.pending_kinds(self.redis, repo.id, paths)
-            pending = queue.pending_counts(self.redis, repo.id)
+            stale = queue.pending_kinds(self.redis, scope.id, paths)
+            pending = queue.pending_counts(self.redis, scope.id)
         except redis.RedisError:
             stale, pending = {}, {}
         freshness.annotate(answer, stale, sum(pending.values()), pending.get("unindexed", 0),
                            run)
 
-    def status(self, conn: psycopg.Connection, repo_name: str | None) -> dict[str, Any]:
-        repo = repos.resolve(conn, repo_name) if repo_name else None
-        answer = status.status(conn, repo)
+    def status(self, conn: psycopg.Connection, caller: Caller,
+               repo_name: str | None) -> dict[str, Any]:
+        scopes = [access.resolve(conn, caller, repo_name)] if repo_name else \
+            status.scopes_of(conn, caller)
+        visible = {s.id: s for s in scopes}
+        answer = status.status(conn, scopes)
         error = None
         try:
-            answer["queue"] = queue.queue_depth(self.redis, self.settings)
+            self.redis.ping()
         except redis.RedisError as exc:
             error = type(exc).__name__
-            answer["queue"] = {"error": "queue unreachable"}
+        jobs = 0
         for entry in answer["repos"]:
             repo_id = entry.pop("id")
             pending: dict[str, str] = {}
@@ -103,12 +114,16 @@ class Services:
                     error = type(exc).__name__
             entry["freshness"] = freshness.repo_freshness(pending, waiting,
                                                           entry.get("last_run"), watcher, error)
-            entry["embeddings"] = self._embedding_status(conn, repo_id)
+            entry["embeddings"] = self._embedding_status(conn, visible[repo_id])
             if pending and entry["index_status"] == "ready":
                 entry["index_status"] = "stale"
+            jobs += len(waiting)
+        # Only this caller's repositories: other teams' activity is theirs.
+        answer["queue"] = {"error": "queue unreachable"} if error else \
+            {"jobs": jobs, "of": "the repositories this token sees"}
         return answer
 
-    def _embedding_status(self, conn: psycopg.Connection, repo_id: int) -> dict[str, Any]:
+    def _embedding_status(self, conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
         """Embedding coverage of a repo for the configured model (embedded / total)."""
         client = self.semantic.client
         if client is None:
@@ -119,37 +134,43 @@ class Services:
             return {"configured": True, "available": False, "note": exc.message}
         model = embeddings.find_model(conn, info.name)
         return {"configured": True, "available": True,
-                **embeddings.coverage(conn, model, repo_id)}
+                **embeddings.coverage(conn, model, scope)}
 
-    def _dispatch(self, conn: psycopg.Connection, repo: repos.Repo, tool: str,
+    def _dispatch(self, conn: psycopg.Connection, scope: Scope, tool: str,
                   args: dict[str, Any]) -> dict[str, Any]:
         if tool in ("search", "find_files"):
             mode = args.get("mode") or "hybrid"
-            ctx = self.semantic.context(conn, repo.id, args["query"], mode)
+            ctx = self.semantic.context(conn, scope, args["query"], mode)
             if tool == "find_files":
-                return find.find_files(conn, repo, args["query"], int(args.get("limit", 7)),
+                return find.find_files(conn, scope, args["query"], int(args.get("limit", 7)),
                                        bool(args.get("include_tests", False)), mode, ctx)
             filters = search.Filters(language=args.get("language") or None,
                                      path=args.get("path") or None,
                                      kind=args.get("kind") or None,
                                      exported=bool(args.get("exported", False)))
-            return search.search(conn, repo, args["query"], int(args.get("limit", 10)),
+            return search.search(conn, scope, args["query"], int(args.get("limit", 10)),
                                  filters, mode, ctx)
         if tool == "outline":
-            return navigate.outline(conn, repo, args["path"])
+            return navigate.outline(conn, scope, args["path"])
         if tool == "read":
-            return navigate.read(conn, repo, args.get("path") or None, args.get("start_line"),
+            return navigate.read(conn, scope, args.get("path") or None, args.get("start_line"),
                                  args.get("end_line"), args.get("symbol") or None)
         if tool == "reindex":
-            return self.reindex(repo, args.get("paths"))
+            return self.reindex(conn, scope, args.get("paths"))
         if tool in GRAPH_TOOLS:
-            return graph_tools.run(conn, repo, tool, args)
+            return graph_tools.run(conn, scope, tool, args)
         raise InvalidRequest(f"unknown tool {tool!r}")
 
-    def reindex(self, repo: repos.Repo, paths: list[str] | None) -> dict[str, Any]:
+    def reindex(self, conn: psycopg.Connection, scope: Scope,
+                paths: list[str] | None) -> dict[str, Any]:
+        """Queue a reindex; a repository registered with ``index: false`` is indexed from
+        now on (it was asked)."""
+        roots.check(self.settings, scope.repo.root)
+        if not scope.repo.index_enabled:
+            conn.execute(q.REPO_ENABLE_INDEX, scope.params())
         if paths:
             clean = [navigate.clean_path(p) for p in paths]
-            job_id = queue.request_paths(self.redis, self.settings, repo.id, clean)
-            return {"repo": repo.name, "scope": "paths", "paths": clean, "job_id": job_id}
-        job_id = queue.request_full(self.redis, self.settings, repo.id)
-        return {"repo": repo.name, "scope": "full", "job_id": job_id}
+            job_id = queue.request_paths(self.redis, self.settings, scope.id, clean)
+            return {"repo": scope.name, "scope": "paths", "paths": clean, "job_id": job_id}
+        job_id = queue.request_full(self.redis, self.settings, scope.id)
+        return {"repo": scope.name, "scope": "full", "job_id": job_id}

@@ -10,9 +10,9 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.db import queries as q
 from codenav.languages import known_languages
-from codenav.repos import Repo
 
 
 def estimate_tokens(text: str) -> int:
@@ -69,30 +69,30 @@ def glob_to_regex(glob: str) -> str:
     return f"^{pattern}(/|$)"
 
 
-def empty_reason(conn: psycopg.Connection, repo: Repo, language: str | None = None,
+def empty_reason(conn: psycopg.Connection, scope: Scope, language: str | None = None,
                  path: str | None = None) -> dict[str, str]:
     """Why an answer is empty: nothing indexed, the language or path is not indexed, or
     simply no match."""
-    count = conn.execute(q.REPO_COUNTS, (repo.id,)).fetchone()
+    count = conn.execute(q.REPO_COUNTS, scope.params()).fetchone()
     n_files = int(count[0]) if count else 0
     if n_files == 0:
-        latest = conn.execute(q.RUN_LATEST, (repo.id,)).fetchone()
+        latest = conn.execute(q.RUN_LATEST, scope.params()).fetchone()
         if latest and latest[2] == "running":
-            return {"code": "indexing", "message": f"repository {repo.name!r} is being indexed "
+            return {"code": "indexing", "message": f"repository {scope.name!r} is being indexed "
                     f"({latest[5]}/{latest[4]} files); nothing is searchable yet"}
-        return {"code": "not_indexed", "message": f"nothing is indexed for {repo.name!r}; "
+        return {"code": "not_indexed", "message": f"nothing is indexed for {scope.name!r}; "
                 "this is not evidence the code is absent. Run `codenav index` or reindex()."}
     if language:
-        langs: dict[str, int] = dict(conn.execute(q.REPO_LANGUAGES, (repo.id,)).fetchall())
+        langs: dict[str, int] = dict(conn.execute(q.REPO_LANGUAGES, scope.params()).fetchall())
         if language not in langs:
             known = ", ".join(sorted(langs)) or "none"
-            what = "not a language codenav knows" if language not in known_languages() \
+            what = "not a language codenav knows" if language not in known_languages()\
                 else "not indexed in this repository"
             return {"code": "language_not_indexed",
                     "message": f"language {language!r} is {what} (indexed: {known})"}
     if path:
         regex = glob_to_regex(path)
-        hit = conn.execute(q.PATH_EXISTS, (repo.id, regex)).fetchone()
+        hit = conn.execute(q.PATH_EXISTS, scope.params(regex=regex)).fetchone()
         if not hit:
             return {"code": "path_not_indexed",
                     "message": f"no indexed file matches path {path!r} (it may be ignored, "

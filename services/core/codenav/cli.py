@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shlex
@@ -207,25 +208,138 @@ def _db_settings(settings: Settings) -> Settings:
                       hint="set CODENAV_DATABASE_URL, or start the local stack with `codenav up`")
 
 
-def cmd_token(args: argparse.Namespace, settings: Settings) -> int:
-    from codenav.auth import create_token, revoke_token
-    from codenav.db import queries as q
+def _admin_mode(settings: Settings) -> str:
+    """``api`` when an API is configured (CODENAV_URL, or the local stack's file): the
+    server checks the token's role; else ``database`` (the operator, with direct access:
+    ``docker compose exec api codenav ...``)."""
+    if settings.url or stack_file(settings).is_file():
+        return "api"
+    if settings.database_url:
+        return "database"
+    raise ConfigError("no codenav API or database configured",
+                      hint="set CODENAV_URL and an admin CODENAV_TOKEN, start `codenav up`, "
+                      "or set CODENAV_DATABASE_URL on the server")
+
+
+def _operator(settings: Settings, work: Any) -> dict[str, Any]:
+    """Run an admin action as the operator, straight on the database."""
+    from codenav.access import Caller
     from codenav.db.connect import connect
 
     with connect(_db_settings(settings)) as conn:
-        if args.token_cmd == "create":
-            token, token_id = create_token(conn, args.name)
-            print(token)
-            print(f"token {token_id} ({args.name}) created; it is shown only once",
-                  file=sys.stderr)
-        elif args.token_cmd == "list":
-            for row in conn.execute(q.TOKEN_LIST).fetchall():
-                state = "revoked" if row[4] else "active"
-                print(f"{row[0]}\t{row[1]}\t{state}\tcreated {row[2]:%Y-%m-%d %H:%M}")
-        elif args.token_cmd == "revoke":
-            if not revoke_token(conn, args.id):
-                raise ConfigError(f"no active token with id {args.id}")
-            print(f"token {args.id} revoked")
+        result: dict[str, Any] = work(conn, Caller.operator())
+        return result
+
+
+def _emit(data: dict[str, Any], as_json: bool, text: str) -> None:
+    sys.stdout.write((json.dumps(data, indent=2, ensure_ascii=False, default=str)
+                      if as_json else text) + "\n")
+
+
+def _when(value: str | None) -> str:
+    return value[:16].replace("T", " ") if value else "-"
+
+
+def cmd_token(args: argparse.Namespace, settings: Settings) -> int:
+    from codenav import admin
+
+    mode = _admin_mode(settings)
+    if args.token_cmd == "create":
+        repos = [r.strip() for r in (args.repos or "").split(",") if r.strip()]
+        body = {"name": args.name, "role": args.role, "team": args.team,
+                "repos": repos or None, "expires": args.expires}
+        data = _api(settings, "POST", "/v1/tokens", body) if mode == "api" else _operator(
+            settings, lambda conn, caller: admin.create(conn, caller, args.name, args.role,
+                                                        args.team, repos, args.expires))
+        if args.json:
+            _emit(data, True, "")
+            return 0
+        print(data["token"])
+        limits = f", repositories {', '.join(data['repos'])}" if data.get("repos") else ""
+        expiry = f", expires {_when(data.get('expires_at'))}" if data.get("expires_at") else ""
+        created = " (new team)" if data.get("team_created") else ""
+        sys.stderr.write(f"token {data['id']} ({data['name']}): {data['role']} in team "
+                         f"{data['team']}{created}{limits}{expiry}; it is shown only once\n")
+    elif args.token_cmd == "list":
+        data = _api(settings, "GET", "/v1/tokens") if mode == "api" else _operator(
+            settings, admin.list_tokens)
+        lines = ["id\tname\trole\tteam\trepos\tstate\tlast used\texpires"]
+        for t in data["tokens"]:
+            limit = t["repos"] if isinstance(t["repos"], str) else ",".join(t["repos"]) or "-"
+            lines.append(f"{t['id']}\t{t['name']}\t{t['role']}\t{t['team']}\t{limit}\t"
+                         f"{t['state']}\t{_when(t['last_used_at'])}\t{_when(t['expires_at'])}")
+        _emit(data, args.json, "\n".join(lines) + f"\n({data['note']})")
+    elif args.token_cmd == "revoke":
+        data = _api(settings, "DELETE", f"/v1/tokens/{args.id}") if mode == "api" else \
+            _operator(settings, lambda conn, caller: admin.revoke(conn, caller, args.id))
+        _emit(data, args.json, f"token {args.id} ({data['name']}) revoked; {data['note']}")
+    return 0
+
+
+def cmd_team(args: argparse.Namespace, settings: Settings) -> int:
+    from codenav import admin
+
+    data = _api(settings, "GET", "/v1/teams") if _admin_mode(settings) == "api" else \
+        _operator(settings, admin.list_teams)
+    lines = []
+    for t in data["teams"]:
+        counts = f"\t{t['repos']} repos\t{t['active_tokens']} active tokens" \
+            if "repos" in t else ""
+        lines.append(f"{t['name']}{' (yours)' if t.get('yours') else ''}{counts}\t"
+                     f"created {_when(t['created_at'])}")
+    _emit(data, args.json, "\n".join(lines) or "no team")
+    return 0
+
+
+def cmd_repo(args: argparse.Namespace, settings: Settings) -> int:
+    from urllib.parse import quote
+
+    from codenav import access, admin
+
+    mode = _admin_mode(settings)
+    if args.repo_cmd == "list":
+        if mode == "api":
+            data = _api(settings, "GET", "/v1/repos")
+        else:
+            data = _operator(settings, lambda conn, caller: {"repos": [
+                {"name": r.name, "team": r.team, "root": r.root, "indexing": r.index_enabled}
+                for r in access.visible_repos(conn, caller)]})
+        _emit(data, args.json, "\n".join(
+            f"{r['name']}\t{r['team']}\t{r['root']}" + ("" if r["indexing"] else
+                                                       "\t(indexing off)")
+            for r in data["repos"]) or "no repository")
+    elif args.repo_cmd == "rm":
+        if mode == "api":
+            data = _api(settings, "DELETE", f"/v1/repos/{quote(args.name, safe='')}")
+        else:
+            def work(conn: Any, caller: Any) -> dict[str, Any]:
+                scope = access.resolve(conn, caller, args.name)
+                answer = admin.delete(conn, caller, scope)
+                _forget(settings, scope.id)
+                return answer
+            data = _operator(settings, work)
+        gone = data["collected"]
+        _emit(data, args.json, f"deleted {data['deleted']} (team {data['team']}); collected "
+              f"{gone['contents']} unshared contents and {gone['vectors']} vectors")
+    return 0
+
+
+def _forget(settings: Settings, repo_id: int) -> None:
+    from codenav import queue
+
+    with contextlib.suppress(CodenavError):
+        queue.forget_repo(queue.connect_redis(settings), repo_id)
+
+
+def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
+    from codenav import admin
+
+    data = _api(settings, "GET", f"/v1/audit?limit={args.limit}") \
+        if _admin_mode(settings) == "api" else \
+        _operator(settings, lambda conn, caller: admin.audit(conn, caller, args.limit))
+    lines = [f"{_when(e['at'])}\t{e['team'] or '-'}\t{e['actor']}\t{e['action']}\t"
+             f"{e['target']}" for e in data["entries"]]
+    _emit(data, args.json, "\n".join(lines) or "the audit trail is empty")
     return 0
 
 
@@ -277,7 +391,11 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     from codenav.stack import Stack, wait_forever
 
     port = args.port or settings.api_port
-    stack = Stack(settings, port=port, workers=args.workers)
+    wanted = [str(Path(p).expanduser().resolve()) for p in args.repo or []]
+    for path in wanted:
+        if not Path(path).is_dir():
+            raise ConfigError(f"{path} is not a directory")
+    stack = Stack(settings, port=port, workers=args.workers, repos=wanted)
     try:
         stack.start()
         os.environ["CODENAV_URL"] = stack.url
@@ -382,14 +500,43 @@ def build_parser() -> argparse.ArgumentParser:
     common(st)
     st.set_defaults(func=cmd_status)
 
-    tok = sub.add_parser("token", help="manage API tokens")
+    tok = sub.add_parser("token", help="manage API tokens (admin)")
     tsub = tok.add_subparsers(dest="token_cmd", metavar="ACTION", required=True)
     tc = tsub.add_parser("create", help="create a token (printed once)")
     tc.add_argument("--name", default="cli")
-    tsub.add_parser("list", help="list tokens")
+    tc.add_argument("--role", choices=("read", "write", "admin"), default="read",
+                    help="read: every query tool; write: also register and reindex; "
+                    "admin: also tokens, teams, deleting repositories (default read)")
+    tc.add_argument("--team", help="the token's team (default: yours); a new name creates it")
+    tc.add_argument("--repos", help="limit the token to these repositories (a,b)")
+    tc.add_argument("--expires", help="expiry from now: 12h, 30d, 2w (default: none)")
+    tc.add_argument("--json", action="store_true")
+    tl = tsub.add_parser("list", help="list your team's tokens")
+    tl.add_argument("--json", action="store_true")
     tr = tsub.add_parser("revoke", help="revoke a token")
     tr.add_argument("id", type=int)
+    tr.add_argument("--json", action="store_true")
     tok.set_defaults(func=cmd_token)
+
+    team = sub.add_parser("team", help="teams (admin)")
+    teamsub = team.add_subparsers(dest="team_cmd", metavar="ACTION", required=True)
+    teaml = teamsub.add_parser("list", help="list teams")
+    teaml.add_argument("--json", action="store_true")
+    team.set_defaults(func=cmd_team)
+
+    rp = sub.add_parser("repo", help="repositories")
+    rsub = rp.add_subparsers(dest="repo_cmd", metavar="ACTION", required=True)
+    rl = rsub.add_parser("list", help="the repositories your token sees")
+    rl.add_argument("--json", action="store_true")
+    rr = rsub.add_parser("rm", help="delete a repository and its index (admin)")
+    rr.add_argument("name")
+    rr.add_argument("--json", action="store_true")
+    rp.set_defaults(func=cmd_repo)
+
+    au = sub.add_parser("audit", help="the audit trail of admin actions (admin)")
+    au.add_argument("--limit", type=int, default=100)
+    au.add_argument("--json", action="store_true")
+    au.set_defaults(func=cmd_audit)
 
     m = sub.add_parser("mcp", help="run the stdio MCP adapter (for your agent's MCP config)")
     m.set_defaults(func=cmd_mcp)
@@ -410,7 +557,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         settings = Settings.load()
-        if args.command not in ("up", "token", "migrate", "mcp", "setup"):
+        if args.command not in ("up", "token", "team", "repo", "audit", "migrate", "mcp",
+                                "setup"):
             endpoint(settings)  # fail early with a clear message when nothing is configured
         return int(args.func(args, settings))
     except CodenavError as exc:

@@ -68,6 +68,12 @@ class Settings:
     job_timeout_s: int = 3600
     allowed_origins: tuple[str, ...] = ()
     """Extra Origin values accepted by /mcp (loopback origins are always accepted)."""
+    allowed_roots: tuple[str, ...] = ()
+    """Directories repository roots must resolve under (comma-separated). ``codenav up``
+    adds its ``--repo`` directories; the system directories, ``/`` and the stack's own
+    home are refused whatever this says (``codenav.roots``)."""
+    open_docs: bool = True
+    """Serve ``/docs`` and ``/openapi.json`` without a token (they hold no data)."""
     debounce_ms: int = 300
     reconcile_interval_s: int = 180
     watch_mode: str = "auto"
@@ -117,6 +123,10 @@ class Settings:
         return self.parse_processes or (os.cpu_count() or 1)
 
 
+_BOOLS = {"1": True, "true": True, "yes": True, "on": True,
+          "0": False, "false": False, "no": False, "off": False}
+
+
 def _convert(key: str, raw: str, type_name: Any) -> Any:
     text = str(type_name)
     try:
@@ -126,6 +136,11 @@ def _convert(key: str, raw: str, type_name: Any) -> Any:
             return float(raw)
         if text.startswith("tuple"):
             return tuple(part.strip() for part in raw.split(",") if part.strip())
+        if text == "bool":
+            value = raw.strip().lower()
+            if value not in _BOOLS:
+                raise ConfigError(f"{key} must be true or false, got {raw!r}")
+            return _BOOLS[value]
     except ValueError:
         raise ConfigError(f"{key} must be a number, got {raw!r}") from None
     return raw

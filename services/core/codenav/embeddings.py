@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.db import queries as q
 from codenav.embed_client import EmbedClient
 from codenav.errors import ConfigError
@@ -129,7 +130,7 @@ def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
             finally:
                 for future in pending:
                     future.cancel()
-    total, done = coverage_counts(conn, model, repo_id)
+    total, done = coverage_counts(conn, model, {"repo": repo_id, "visible": [repo_id]})
     run.remaining = total - done
     if run.remaining == 0 or run.embedded:
         ensure_index(conn, model, loading=run.remaining > 0)
@@ -137,24 +138,26 @@ def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
     return run
 
 
-def coverage_counts(conn: psycopg.Connection, model: Model, repo_id: int) -> tuple[int, int]:
-    row = conn.execute(q.EMBED_COVERAGE, (model.id, repo_id)).fetchone()
-    chunks = conn.execute(q.EMBED_REPO_CHUNKS, (repo_id,)).fetchone()
+def coverage_counts(conn: psycopg.Connection, model: Model,
+                    scoped: dict[str, Any]) -> tuple[int, int]:
+    """(chunks, embedded chunks) of a repository; ``scoped``: its scope's parameters."""
+    row = conn.execute(q.EMBED_COVERAGE, {**scoped, "model": model.id}).fetchone()
+    chunks = conn.execute(q.EMBED_REPO_CHUNKS, scoped).fetchone()
     total = max(int(row[0]) if row else 0, int(chunks[0]) if chunks else 0)
     return total, int(row[1]) if row else 0
 
 
-def coverage(conn: psycopg.Connection, model: Model | None, repo_id: int) -> dict[str, Any]:
+def coverage(conn: psycopg.Connection, model: Model | None, scope: Scope) -> dict[str, Any]:
     if model is None:
-        row = conn.execute(q.EMBED_REPO_CHUNKS, (repo_id,)).fetchone()
+        row = conn.execute(q.EMBED_REPO_CHUNKS, scope.params()).fetchone()
         return {"model": None, "embedded": 0, "total": int(row[0]) if row else 0,
                 "ratio": 0.0}
-    total, done = coverage_counts(conn, model, repo_id)
+    total, done = coverage_counts(conn, model, scope.params())
     return {"model": model.name, "dim": model.dim, "embedded": done, "total": total,
             "backlog": total - done, "ratio": round(done / total, 4) if total else 1.0}
 
 
-def knn(conn: psycopg.Connection, model: Model, vector: list[float], repo_id: int,
+def knn(conn: psycopg.Connection, model: Model, vector: list[float], scope: Scope,
         params: dict[str, Any], k: int) -> list[tuple[int, str, float]]:
     """(chunk id, path, cosine distance) of the k nearest chunks in the repository.
 
@@ -163,6 +166,6 @@ def knn(conn: psycopg.Connection, model: Model, vector: list[float], repo_id: in
     any k above 40, came back short. Relaxed order, re-sorted here by distance."""
     conn.execute(q.SESSION_VECTOR_SETUP)
     rows = conn.execute(q.semantic_search(model.id, model.dim),
-                        {"q": vector_literal(vector), "repo": repo_id, "k": k,
+                        {"q": vector_literal(vector), **scope.params(), "k": k,
                          **params}).fetchall()
     return sorted(((int(r[0]), str(r[1]), float(r[2])) for r in rows), key=lambda r: r[2])

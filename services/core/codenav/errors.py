@@ -4,8 +4,9 @@
     ├── ConfigError              a setting is missing or malformed (fail at start-up)
     ├── UserError                the caller can fix it; the API answers 4xx
     │   ├── InvalidRequest       400: malformed query, bad argument, path outside the repo
-    │   ├── Unauthorized         401: missing, unknown or revoked token
-    │   ├── Forbidden            403: origin not allowed
+    │   ├── Unauthorized         401: missing, unknown, revoked or expired token
+    │   ├── Forbidden            403: the token's role, team or grants do not allow it; an
+    │   │                             origin or a repository root that is not allowed
     │   └── NotFound             404: unknown repo, path or symbol
     ├── SchemaMismatch           the database was built by another schema version
     └── Unavailable              a dependency (database, queue, API, embedder) is unreachable

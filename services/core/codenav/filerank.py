@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.db import queries as q
 from codenav.query import Group, tsquery_for
-from codenav.repos import Repo
 
 K1 = 1.2
 B = 0.75
@@ -46,7 +46,7 @@ MODULE_BOOST = 0.5
 """When the query names the file's module path (``_pytest.capture.EncodedFile``)."""
 
 
-def mention_boosts(conn: psycopg.Connection, repo: Repo,
+def mention_boosts(conn: psycopg.Connection, scope: Scope,
                    identifiers: list[str]) -> dict[str, float]:
     """Multipliers for files that declare, or are the module of, identifiers the query
     spells out: issue texts name the code they are about."""
@@ -62,7 +62,7 @@ def mention_boosts(conn: psycopg.Connection, repo: Repo,
                 modules.add("/".join(parts[:end]))
     boosts: dict[str, float] = {}
     if names:
-        for path, count in conn.execute(q.DECLARING_FILES, (repo.id, sorted(names))):
+        for path, count in conn.execute(q.DECLARING_FILES, scope.params(names=sorted(names))):
             boosts[path] = 1.0 + DECLARES_BOOST * min(int(count), 4)
     return boosts | {p: b for p, b in _module_paths(modules).items()}
 
@@ -77,7 +77,7 @@ def _module_paths(modules: set[str]) -> dict[str, float]:
     return out
 
 
-def rank_files(conn: psycopg.Connection, repo: Repo, groups: list[Group],
+def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
                limit: int = 100, boosts: dict[str, float] | None = None) -> list[RankedFile]:
     """Files ranked by BM25 for ``groups`` (each group's ``count`` is its query frequency;
     a group's alternatives, such as plural forms, add up)."""
@@ -87,20 +87,20 @@ def rank_files(conn: psycopg.Connection, repo: Repo, groups: list[Group],
     for i, g in enumerate(groups):
         for term in g.terms:
             group_of[term].append(i)
-    row = conn.execute(q.REPO_FILE_STATS, (repo.id,)).fetchone()
+    row = conn.execute(q.REPO_FILE_STATS, scope.params()).fetchone()
     n_files = int(row[0]) if row else 0
     avg_size = float(row[1]) if row and row[1] else 1.0
     counts: dict[str, dict[int, float]] = defaultdict(dict)
     sizes: dict[str, int] = {}
     for term, path, tf, size in conn.execute(q.FILE_TERM_POSTINGS, {
-            "terms": list(group_of), "repo": repo.id}):
+            "terms": list(group_of), **scope.params()}):
         per_file = counts[path]
         for i in group_of[term]:
             per_file[i] = per_file.get(i, 0.0) + float(tf)
         sizes[path] = int(size)
     path_hits: dict[str, set[int]] = defaultdict(set)
     tsqs = [tsquery_for(g.terms) for g in groups]
-    for i, path in conn.execute(q.FILE_GROUP_PATHS, {"tsqs": tsqs, "repo": repo.id}):
+    for i, path in conn.execute(q.FILE_GROUP_PATHS, scope.params(tsqs=tsqs)):
         path_hits[path].add(i - 1)
         counts[path][i - 1] = counts[path].get(i - 1, 0.0) + PATH_TF
     df = [0] * len(groups)

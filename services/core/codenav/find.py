@@ -15,12 +15,12 @@ from typing import Any
 import psycopg
 
 from codenav import embeddings, filerank, rank
+from codenav.access import Scope
 from codenav.answers import empty_reason, stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.graph.common import file_priors
 from codenav.query import parse_query, tsquery_for
-from codenav.repos import Repo
 from codenav.search import Filters, weigh
 from codenav.semantic import MODES, SemanticContext, describe_semantic
 from codenav.tokens import identifier_terms, path_terms
@@ -48,7 +48,7 @@ class _FileScore:
     """Similarity of the file's nearest chunk to the query, and that chunk's symbol."""
 
 
-def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
+def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7,
                include_tests: bool = False, mode: str = "hybrid",
                semantic: SemanticContext | None = None) -> dict[str, Any]:
     started = time.monotonic()
@@ -63,9 +63,9 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
     near: dict[str, tuple[float, str | None]] = {}
     if mode != "lexical" and semantic is not None and semantic.usable:
         assert semantic.model is not None and semantic.vector is not None
-        hits = embeddings.knn(conn, semantic.model, semantic.vector, repo.id,
+        hits = embeddings.knn(conn, semantic.model, semantic.vector, scope,
                               Filters().params(), SEMANTIC_DEPTH)
-        symbols = _symbols_of(conn, [h[0] for h in hits])
+        symbols = _symbols_of(conn, scope, [h[0] for h in hits])
         for chunk_id, path, dist in hits:
             if path not in near:  # hits come nearest first
                 near[path] = (1.0 - dist, symbols.get(chunk_id))
@@ -73,8 +73,8 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
     long_query = len(groups) >= filerank.LONG_QUERY_GROUPS
     if groups and use_lexical and long_query:
         groups = filerank.usable_groups(groups, w.n_chunks)  # indices below refer to these
-        boosts = filerank.mention_boosts(conn, repo, query.identifiers)
-        for ranked_file in filerank.rank_files(conn, repo, groups, LONG_DEPTH, boosts):
+        boosts = filerank.mention_boosts(conn, scope, query.identifiers)
+        for ranked_file in filerank.rank_files(conn, scope, groups, LONG_DEPTH, boosts):
             fs = files.setdefault(ranked_file.path, _FileScore(ranked_file.path))
             fs.bm25 = ranked_file.score
             fs.groups.update(ranked_file.counts)
@@ -87,7 +87,7 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
         group_terms = [set(g.terms) for g in groups]
         chunk_rows = conn.execute(q.FIND_CHUNKS, {
             "tsqs": tsqs, "weights": weights, "any": tsquery_for(w.candidate_terms),
-            "avg_terms": w.avg_terms, "repo": repo.id, "k": CHUNK_DEPTH}).fetchall()
+            "avg_terms": w.avg_terms, **scope.params(), "k": CHUNK_DEPTH}).fetchall()
         for path, symbol, kind, matched, score in chunk_rows:
             fs = files.setdefault(path, _FileScore(path))
             fs.content_score = max(fs.content_score, float(score or 0)) + 0.1 * float(score or 0)
@@ -103,7 +103,7 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
                         fs.symbols.append(symbol)
         any_path = tsquery_for([t for g in groups for t in g.terms])
         path_rows = conn.execute(q.FIND_PATHS, {"tsqs": tsqs, "any": any_path,
-                                                "repo": repo.id, "k": PATH_DEPTH}).fetchall()
+                                                **scope.params(), "k": PATH_DEPTH}).fetchall()
         for path, matched in path_rows:
             fs = files.setdefault(path, _FileScore(path))
             name = set(path_terms(path.rsplit("/", 1)[-1]))
@@ -116,7 +116,7 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
     for path in near:
         files.setdefault(path, _FileScore(path))
     ranked = []
-    central = file_priors(conn, repo.id, sorted(files))
+    central = file_priors(conn, scope, sorted(files))
     for fs in files.values():
         if not include_tests and rank.is_test_path(fs.path) and not query.wants_tests:
             continue
@@ -136,7 +136,7 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
                 weight *= 1.6
             score += weight
         score += 0.5 * fs.content_score
-        score *= rank.path_prior(fs.path, query.wants_tests or include_tests, about_docs) * \
+        score *= rank.path_prior(fs.path, query.wants_tests or include_tests, about_docs) *\
             rank.centrality_prior(central.get(fs.path, 0.0))
         coverage = len(fs.groups)
         ranked.append((coverage if len(groups) <= 6 else 0, score, fs))
@@ -156,13 +156,13 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
     top = ranked[:limit]
     sizes = {}
     if top:
-        meta = conn.execute(q.FILE_META, (repo.id, [r[2].path for r in top])).fetchall()
+        meta = conn.execute(q.FILE_META, scope.params(paths=[r[2].path for r in top])).fetchall()
         sizes = {m[0]: int(m[1]) for m in meta}
     results = []
     for _coverage, score, fs in top:
         results.append({"path": fs.path, "score": round(score, 3),
                         "reason": _reason(fs, groups, len(fs.groups))})
-    answer: dict[str, Any] = {"repo": repo.name, "query": text, "mode": mode,
+    answer: dict[str, Any] = {"repo": scope.name, "query": text, "mode": mode,
                               "results": results}
     if results:
         # "Exactly what the query names": a short query whose every group a file declares.
@@ -174,7 +174,7 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
             1.0 - first.semantic[0] if first.semantic else None)
     describe_semantic(answer, mode, semantic)
     if not results:
-        answer["empty"] = empty_reason(conn, repo)
+        answer["empty"] = empty_reason(conn, scope)
         if answer["empty"]["code"] == "no_match" and files and not include_tests:
             answer["empty"]["message"] += "; only test files matched (include_tests=true)"
     answer["_stats"] = stats(answer, sizes, started)
@@ -202,7 +202,9 @@ def _reason(fs: _FileScore, groups: list[Any], coverage: int) -> str:
     return "; ".join(parts) or "matched"
 
 
-def _symbols_of(conn: psycopg.Connection, chunk_ids: list[int]) -> dict[int, str | None]:
+def _symbols_of(conn: psycopg.Connection, scope: Scope,
+                chunk_ids: list[int]) -> dict[int, str | None]:
     if not chunk_ids:
         return {}
-    return {r[0]: r[2] for r in conn.execute(q.CHUNK_DETAILS, (chunk_ids,)).fetchall()}
+    return {r[0]: r[2] for r in conn.execute(q.CHUNK_DETAILS,
+                                             scope.params(ids=chunk_ids)).fetchall()}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 
+from codenav import repos, roots
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
@@ -53,6 +54,9 @@ class RunSummary:
     deleted_paths: list[str] = field(default_factory=list)
     graph_deferred: bool = False
     """The graph of a first index is built by its own job, after the index is searchable."""
+    refused: str = ""
+    """Why nothing was done: indexing is off for the repository, its root is not allowed
+    here, or it was deleted."""
 
 
 @dataclass
@@ -92,10 +96,16 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
     started = time.monotonic()
     conn = connect(settings, application_name="codenav-indexer")
     try:
-        row = conn.execute(q.REPO_BY_ID, (repo_id,)).fetchone()
-        if row is None:
-            raise NotFound(f"no repository with id {repo_id}")
-        root = Path(row[2])
+        repo = repos.get(conn, repo_id)
+        if repo is None:  # deleted since the job was queued
+            return RunSummary(run_id=0, refused=f"no repository with id {repo_id}")
+        refused = refusal(settings, repo)
+        if refused:
+            log.warning("repo %s (%s): not indexed: %s", repo_id, repo.root, refused)
+            conn.execute(q.RUN_REFUSED, (repo_id, "full" if paths is None else "paths",
+                                         job_id, refused[:500]))
+            return RunSummary(run_id=0, refused=refused)
+        root = Path(roots.resolve(repo.root))  # walk what was checked, not a link to it
         conn.execute(q.REPO_LOCK, (repo_id,))
         conn.execute(q.WRITERS_SHARED_LOCK)
         conn.execute(q.RUN_ABANDON, (repo_id,))
@@ -128,6 +138,16 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
         return summary
     finally:
         conn.close()
+
+
+def refusal(settings: Settings, repo: repos.Repo) -> str:
+    """Why a job must not walk this repository here ("" if it may): indexing is off for
+    it (registered with ``index: false``), or its root, resolved on this machine, is not
+    an allowed root (a symlink may have been swapped in since it was registered)."""
+    if not repo.index_enabled:
+        return "indexing is off for this repository (registered with index: false); " \
+            "reindex asks for it"
+    return roots.refusal(settings, repo.root) or ""
 
 
 def _scan_paths(root: Path, rules: IgnoreRules, paths: list[str], max_bytes: int,

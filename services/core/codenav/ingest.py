@@ -7,10 +7,12 @@ at them later, in the indexer's own transaction, so readers never see a half-ind
 A process claims each content before parsing it (an advisory lock on its address), so when
 several workers meet the same content at once (two copies of a repository indexed together)
 one parses it and the others wait for its rows.
+Secrets inside a file are redacted before it is parsed (``codenav.redact``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ from codenav.db.connect import connect
 from codenav.graph.extract import extract as graph_facts
 from codenav.languages import language_for
 from codenav.parse.chunker import ChunkLimits, parse_file
+from codenav.redact import describe, redact
 from codenav.tokens import chunk_tsvector, file_term_counts
 from codenav.versions import CHUNKER_VERSION
 from codenav.walk import FileEntry
@@ -159,8 +162,10 @@ class Ingester:
 
     def _store(self, reads: list[_Read]) -> dict[tuple[str, str], int]:
         parsed = []
-        for r in reads:
-            text = decode(r.data).text
+        found: dict[str, str] = {}
+        for r in reads:  # secrets out first: nothing below ever sees them
+            text, redacted = redact(decode(r.data).text, r.entry.path)
+            found[r.sha] = json.dumps(describe(redacted))
             parsed.append((r, text, parse_file(text, r.language, self.limits)))
         facts = [[] if pf.error or self.defer_facts else
                  graph_facts(text, r.language, pf.symbols, pf.tree, pf.src)
@@ -172,7 +177,7 @@ class Ingester:
                 with cur.copy(q.STAGE_COPY) as copy:
                     for r, text, pf in parsed:
                         copy.write_row((r.sha, r.language, len(r.data), pf.line_count, text,
-                                        pf.imports, pf.error))
+                                        pf.imports, pf.error, found[r.sha]))
                 inserted = {(sha, lang): cid for cid, sha, lang in
                             cur.execute(q.STAGE_INSERT,
                                         (CHUNKER_VERSION, self.defer_facts)).fetchall()}

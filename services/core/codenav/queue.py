@@ -200,6 +200,17 @@ def waiting(conn: redis.Redis, repo_id: int) -> dict[str, str]:
     return out
 
 
+def forget_repo(conn: redis.Redis, repo_id: int) -> None:
+    """Drop a deleted repository's queue state: pending paths, waiting and running flags,
+    the watcher's lease and report. (A job already queued finds no repository and ends.)"""
+    keys = [_PENDING.format(repo_id=repo_id), _LEADER.format(repo_id=repo_id),
+            _WATCHER.format(repo_id=repo_id)]
+    keys += [_QUEUED.format(kind=k, repo_id=repo_id) for k in ("full", "paths", "graph", "embed")]
+    keys += [_RUNNING.format(kind=k, repo_id=repo_id) for k in ("graph",)]
+    with contextlib.suppress(redis.RedisError):
+        conn.delete(*keys)
+
+
 # --- watcher coordination ----------------------------------------------------------------
 _LEADER = "codenav:watch-leader:{repo_id}"
 _WATCHER = "codenav:watcher:{repo_id}"

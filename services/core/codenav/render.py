@@ -66,6 +66,9 @@ def _read(data: dict[str, Any]) -> str:
     head = f"{data.get('path')}:{data.get('start_line')}-{data.get('end_line')} " \
            f"of {data.get('total_lines')}"
     tail = f"\n({data['truncated']})" if data.get("truncated") else ""
+    redacted = data.get("redacted")
+    if redacted:
+        tail += f"\n(secrets redacted on lines {', '.join(map(str, redacted['lines']))})"
     return f"{head}\n{data.get('content', '')}{tail}"
 
 
@@ -79,10 +82,19 @@ def _status(data: dict[str, Any]) -> str:
         if skipped.get("total"):
             reasons = ", ".join(f"{k} {v}" for k, v in skipped.get("by_reason", {}).items())
             out.append(f"  skipped {skipped['total']}: {reasons}")
+        redacted = r.get("redacted") or {}
+        if redacted.get("secrets"):
+            files = ", ".join(f"{f['path']} ({f['count']})" for f in
+                              redacted.get("by_file", [])[:10])
+            out.append(f"  secrets redacted: {redacted['secrets']} in {redacted['files']} "
+                       f"files: {files}")
+        if r.get("indexing", "on") != "on":
+            out.append(f"  indexing: {r['indexing']}")
         run = r.get("last_run")
         if run:
             out.append(f"  last run: {run['state']} ({run['phase']}) {run['files_done']}/"
-                       f"{run['files_total']} files")
+                       f"{run['files_total']} files" +
+                       (f": {run['error']}" if run.get("error") else ""))
         fresh = r.get("freshness") or {}
         if fresh:
             watcher = fresh.get("watcher") or {}

@@ -1,36 +1,31 @@
-"""Registered repositories: a root path with a name. Every indexed row belongs to one."""
+"""Registered repositories: a root path with a name, in a team. Every indexed row belongs to
+one. Who may see or change which is ``codenav.access``; which roots are allowed is
+``codenav.roots``."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 import psycopg
 
+from codenav.access import DEFAULT_TEAM, Repo, Scope, repo_row
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest, NotFound
+
+__all__ = ["Repo", "default_name", "delete", "get", "list_repos", "register", "team_id"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
-@dataclass(frozen=True)
-class Repo:
-    id: int
-    name: str
-    root: str
-    created_at: datetime
-    indexed_at: datetime | None
-    indexed_commit: str | None
-
-
-def _row(row: tuple) -> Repo:
-    return Repo(*row)
-
-
 def list_repos(conn: psycopg.Connection) -> list[Repo]:
-    return [_row(r) for r in conn.execute(q.REPO_LIST).fetchall()]
+    """Every repository of every team (codenav's own services: watcher, operator)."""
+    return [repo_row(r) for r in conn.execute(q.REPO_LIST).fetchall()]
+
+
+def get(conn: psycopg.Connection, repo_id: int) -> Repo | None:
+    row = conn.execute(q.REPO_BY_ID, (repo_id,)).fetchone()
+    return repo_row(row) if row else None
 
 
 def default_name(root: Path) -> str:
@@ -38,9 +33,18 @@ def default_name(root: Path) -> str:
     return name[:100]
 
 
-def register(conn: psycopg.Connection, root: str, name: str | None = None) -> Repo:
-    """Register (or re-point) a repository. ``root`` must be absolute; the API does not
-    check the directory exists, because in team mode only the workers see the disk."""
+def team_id(conn: psycopg.Connection, team: str = DEFAULT_TEAM) -> int:
+    row = conn.execute(q.TEAM_GET, (team,)).fetchone()
+    if row is None:
+        raise NotFound(f"no team named {team!r}", hint="codenav team list")
+    return int(row[0])
+
+
+def register(conn: psycopg.Connection, root: str, name: str | None = None,
+             team: int | None = None, index: bool = True) -> Repo:
+    """Register (or re-point) a repository of a team (default: ``default``). ``root`` must
+    be absolute; the API does not check the directory exists, because in team mode only
+    the workers see the disk. A root the team has under another name is that repository."""
     if not root or not root.startswith("/"):
         raise InvalidRequest("root must be an absolute path", hint="pass the repository path")
     path = Path(root)
@@ -48,29 +52,29 @@ def register(conn: psycopg.Connection, root: str, name: str | None = None) -> Re
     if not _NAME.match(name):
         raise InvalidRequest(f"invalid repository name {name!r}",
                              hint="letters, digits, '.', '_' and '-' only (max 100)")
-    existing = conn.execute(q.REPO_BY_ROOT, (str(path),)).fetchone()
+    owner = team if team is not None else team_id(conn)
+    existing = conn.execute(q.REPO_BY_ROOT, (str(path), owner)).fetchone()
     if existing is not None and existing[1] != name:
-        return _row(existing)
-    row = conn.execute(q.REPO_INSERT, (name, str(path))).fetchone()
+        return repo_row(existing)
+    row = conn.execute(q.REPO_INSERT, (name, str(path), owner, index)).fetchone()
     assert row is not None
-    return _row(row)
+    return repo_row(row)
 
 
-def resolve(conn: psycopg.Connection, name: str | None) -> Repo:
-    """The repository an answer is about: by name, or the only one registered."""
-    if name:
-        row = conn.execute(q.REPO_BY_NAME, (name,)).fetchone()
-        if row is None:
-            known = ", ".join(r.name for r in list_repos(conn)) or "none"
-            raise NotFound(f"no repository named {name!r}",
-                           hint=f"registered repositories: {known}")
-        return _row(row)
-    repos = list_repos(conn)
-    if len(repos) == 1:
-        return repos[0]
-    if not repos:
-        raise NotFound("no repository is registered, so nothing is indexed",
-                       hint="run `codenav index PATH` to register and index one")
-    names = ", ".join(r.name for r in repos)
-    raise InvalidRequest("several repositories are registered; say which one",
-                         hint=f"pass repo= one of: {names}")
+def delete(conn: psycopg.Connection, scope: Scope) -> dict[str, int]:
+    """Delete a repository and everything indexed for it. Contents other repositories
+    share stay; contents no file points at any more go (with their chunks, symbols, refs
+    and terms), and so do vectors no chunk is embedded as."""
+    with conn.transaction():
+        hashes = [r[0] for r in conn.execute(q.REPO_TEXT_HASHES, (scope.id,)).fetchall()]
+        deleted = conn.execute(q.REPO_DELETE, scope.params()).rowcount
+    if not deleted:
+        raise NotFound(f"no repository named {scope.name!r}")
+    out = {"contents": 0, "vectors": 0}
+    with conn.transaction():
+        got = conn.execute(q.GC_TRY_LOCK).fetchone()
+        if got and got[0]:  # else an indexer is mid-run: the last one to finish collects
+            out["contents"] = conn.execute(q.GC_DELETE).rowcount
+    if hashes:
+        out["vectors"] = conn.execute(q.EMBED_GC, (hashes,)).rowcount
+    return out

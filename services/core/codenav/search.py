@@ -16,13 +16,13 @@ from typing import Any
 import psycopg
 
 from codenav import embeddings, filerank, rank
+from codenav.access import Scope
 from codenav.answers import empty_reason, glob_to_regex, stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.graph.common import file_priors
 from codenav.parse.model import CHUNK_KINDS
 from codenav.query import Group, ParsedQuery, parse_query, tsquery_for
-from codenav.repos import Repo
 from codenav.semantic import MODES, SemanticContext, describe_semantic
 from codenav.tokens import identifier_terms
 from codenav.tokens import path_terms as path_terms_of
@@ -114,7 +114,7 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 128,
                     known_terms={t for t, df in dfs.items() if df > 0}, n_chunks=n_chunks)
 
 
-def lexical_ranking(conn: psycopg.Connection, repo: Repo, w: Weighted, filters: Filters,
+def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters: Filters,
                     k: int) -> list[tuple[int, str, float]]:
     if not w.groups:
         return []
@@ -122,7 +122,7 @@ def lexical_ranking(conn: psycopg.Connection, repo: Repo, w: Weighted, filters: 
     params = {
         "tsqs": [tsquery_for(g.terms) for g in groups],
         "weights": [g.idf for g in groups],
-        "avg_terms": w.avg_terms, "repo": repo.id, "k": k, "cap": CANDIDATE_CAP,
+        "avg_terms": w.avg_terms, **scope.params(), "k": k, "cap": CANDIDATE_CAP,
         **filters.params(),
     }
     found: dict[tuple[int, str], float] = {}
@@ -139,12 +139,12 @@ TOP_FILES = 30
 """Long queries rank chunks only inside the files that file-level BM25 ranked best."""
 
 
-def lexical_in_files(conn: psycopg.Connection, repo: Repo, w: Weighted, filters: Filters,
+def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filters: Filters,
                      k: int) -> list[tuple[int, str, float]]:
     """Chunks for a long query: the best files by BM25, then the best chunks in them,
     each chunk's score scaled by its file's."""
-    boosts = filerank.mention_boosts(conn, repo, w.query.identifiers)
-    files = filerank.rank_files(conn, repo, filerank.usable_groups(w.groups, w.n_chunks),
+    boosts = filerank.mention_boosts(conn, scope, w.query.identifiers)
+    files = filerank.rank_files(conn, scope, filerank.usable_groups(w.groups, w.n_chunks),
                                 TOP_FILES, boosts)
     if not files:
         return []
@@ -153,7 +153,7 @@ def lexical_in_files(conn: psycopg.Connection, repo: Repo, w: Weighted, filters:
     groups = sorted(w.groups, key=lambda g: -g.idf)[:MAX_GROUPS]
     rows = conn.execute(q.SEARCH_IN_FILES, {
         "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
-        "avg_terms": w.avg_terms, "repo": repo.id, "k": k, "paths": list(file_weight),
+        "avg_terms": w.avg_terms, **scope.params(), "k": k, "paths": list(file_weight),
         "any": tsquery_for([t for g in groups for t in g.terms]), **filters.params(),
     }).fetchall()
     top_chunk = max((float(r[2] or 0.0) for r in rows), default=0.0) or 1.0
@@ -163,7 +163,7 @@ def lexical_in_files(conn: psycopg.Connection, repo: Repo, w: Weighted, filters:
     return sorted(scored, key=lambda r: -r[2])
 
 
-def declaration_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery,
+def declaration_ranking(conn: psycopg.Connection, scope: Scope, query: ParsedQuery,
                         filters: Filters, k: int) -> tuple[list[tuple[int, str]],
                                                            set[tuple[int, str]]]:
     """Chunks declaring a name the query uses, and the subset whose owner the query also
@@ -191,7 +191,7 @@ def declaration_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery
         return [], set()
     qualified = [f"{owner}.{name}" for name, owners in names.items() for owner in owners]
     rows = conn.execute(q.SEARCH_DECLARATIONS, {"names": list(names), "qualified": qualified,
-                                                "repo": repo.id, "k": k,
+                                                **scope.params(), "k": k,
                                                 **filters.params()}).fetchall()
 
     def key(row: tuple) -> tuple[int, int]:
@@ -204,7 +204,7 @@ def declaration_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery
     return [(r[0], r[1]) for r in sorted(rows, key=key)], exact
 
 
-def trigram_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery,
+def trigram_ranking(conn: psycopg.Connection, scope: Scope, query: ParsedQuery,
                     filters: Filters, k: int) -> list[tuple[int, str]]:
     names = [i.replace("::", ".").split(".")[-1].lower() for i in query.identifiers[:3]]
     if not names and len(query.groups) <= 2:
@@ -213,7 +213,7 @@ def trigram_ranking(conn: psycopg.Connection, repo: Repo, query: ParsedQuery,
     for name in names:
         if len(name) < 3:
             continue
-        rows = conn.execute(q.SEARCH_TRIGRAM, {"name": name, "repo": repo.id, "k": k,
+        rows = conn.execute(q.SEARCH_TRIGRAM, {"name": name, **scope.params(), "k": k,
                                                **filters.params()}).fetchall()
         out += [(r[0], r[1]) for r in rows]
     return out
@@ -227,15 +227,15 @@ def validate(limit: int, kind: str | None) -> None:
                              hint="one of: " + ", ".join(sorted(CHUNK_KINDS)))
 
 
-def semantic_ranking(conn: psycopg.Connection, repo: Repo, ctx: SemanticContext | None,
+def semantic_ranking(conn: psycopg.Connection, scope: Scope, ctx: SemanticContext | None,
                      filters: Filters, k: int) -> list[tuple[int, str, float]]:
     if ctx is None or not ctx.usable:
         return []
     assert ctx.model is not None and ctx.vector is not None
-    return embeddings.knn(conn, ctx.model, ctx.vector, repo.id, filters.params(), k)
+    return embeddings.knn(conn, ctx.model, ctx.vector, scope, filters.params(), k)
 
 
-def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
+def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
            filters: Filters = Filters(), mode: str = "hybrid",
            semantic: SemanticContext | None = None) -> dict[str, Any]:
     """The best chunks for ``text``: ``hybrid`` fuses the lexical rankers with vector k-NN,
@@ -246,7 +246,7 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
         raise InvalidRequest(f"unknown mode {mode!r}", hint="hybrid, lexical or semantic")
     query = parse_query(text)
     depth = max(50, limit * 5)
-    vectors = semantic_ranking(conn, repo, semantic, filters, depth)
+    vectors = semantic_ranking(conn, scope, semantic, filters, depth)
     use_lexical = mode != "semantic" or not vectors
     lexical: list[tuple[int, str, float]] = []
     decls: list[tuple[int, str]] = []
@@ -257,15 +257,15 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
         weighted = weigh(conn, query)
         long_query = len(weighted.groups) >= filerank.LONG_QUERY_GROUPS
         if long_query:
-            lexical = lexical_in_files(conn, repo, weighted, filters, depth)
+            lexical = lexical_in_files(conn, scope, weighted, filters, depth)
         else:
-            lexical = lexical_ranking(conn, repo, weighted, filters, depth)
-        decls, owned = declaration_ranking(conn, repo, query, filters, 30)
+            lexical = lexical_ranking(conn, scope, weighted, filters, depth)
+        decls, owned = declaration_ranking(conn, scope, query, filters, 30)
         unknown = any(t not in weighted.known_terms for t in
                       (identifier_terms(i.split(".")[-1])[0] for i in query.identifiers[:3]
                        if identifier_terms(i.split(".")[-1])))
         if not long_query and (unknown or not decls):  # prose has no misspelt name to fix
-            fuzzy = trigram_ranking(conn, repo, query, filters, 20)
+            fuzzy = trigram_ranking(conn, scope, query, filters, 20)
     lists = {
         "lexical": [(i, p) for i, p, _ in lexical],
         "declaration": decls,
@@ -277,9 +277,10 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
         rank.SEMANTIC_WEIGHT])
     keys: list[tuple[int, str]] = list(fused)  # type: ignore[arg-type]
     ids = [key[0] for key in keys]
-    details = {r[0]: r for r in conn.execute(q.CHUNK_DETAILS, (ids,)).fetchall()} if ids else {}
+    details = {r[0]: r for r in conn.execute(q.CHUNK_DETAILS, scope.params(ids=ids)).fetchall()} \
+        if ids else {}
     about_docs = rank.asks_for_docs(text)
-    central = file_priors(conn, repo.id, sorted({path for _id, path in keys}))
+    central = file_priors(conn, scope, sorted({path for _id, path in keys}))
     query_terms = {t for g in query.groups for t in g.terms}
     scored = []
     for key in keys:
@@ -288,9 +289,9 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
         row = details.get(chunk_id)
         if row is None:
             continue
-        score *= rank.path_prior(path, query.wants_tests, about_docs) * \
-            rank.kind_prior(row[1], query.definition_intent) * \
-            rank.centrality_prior(central.get(path, 0.0)) * \
+        score *= rank.path_prior(path, query.wants_tests, about_docs) *\
+            rank.kind_prior(row[1], query.definition_intent) *\
+            rank.centrality_prior(central.get(path, 0.0)) *\
             rank.path_terms_prior(path_terms_of(path), query_terms)
         if key in owned:
             score *= rank.QUALIFIED_BOOST
@@ -315,7 +316,7 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
         item["language"] = language
         results.append(item)
         sizes[path] = size
-    answer: dict[str, Any] = {"repo": repo.name, "query": text, "mode": mode,
+    answer: dict[str, Any] = {"repo": scope.name, "query": text, "mode": mode,
                               "results": results}
     top_keys = [(r[2][0], r[1]) for r in scored[:limit]]
     distances = {(i, p): d for i, p, d in vectors}
@@ -324,7 +325,7 @@ def search(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 10,
         distances.get(top_keys[0]) if top_keys else None)
     describe_semantic(answer, mode, semantic)
     if not results:
-        answer["empty"] = empty_reason(conn, repo, filters.language, filters.path)
+        answer["empty"] = empty_reason(conn, scope, filters.language, filters.path)
     answer["_stats"] = stats(answer, sizes, started)
     return answer
 

@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from codenav import embeddings
+from codenav.access import Scope
 from codenav.db import queries as q
 from codenav.embed_client import EmbedClient
 from codenav.errors import CodenavError
@@ -78,7 +79,7 @@ class QueryEmbedder:
                 self._vectors.popitem(last=False)
         return vector
 
-    def context(self, conn: psycopg.Connection, repo_id: int, text: str,
+    def context(self, conn: psycopg.Connection, scope: Scope, text: str,
                 mode: str) -> SemanticContext | None:
         if mode == "lexical":
             return None
@@ -86,29 +87,29 @@ class QueryEmbedder:
             return SemanticContext(note="semantic search is not configured "
                                    "(CODENAV_EMBED_URL); lexical results only")
         if time.monotonic() < self._down_until:
-            return self._down(conn, repo_id)
+            return self._down(conn, scope)
         try:
             info = self.client.info()
             vector = self._vector(text)
         except CodenavError as exc:
             self._down_until = time.monotonic() + RETRY_AFTER_S
             self._down_reason = exc.message
-            return self._down(conn, repo_id)
+            return self._down(conn, scope)
         self._model_name = info.name
         model = embeddings.find_model(conn, info.name)
         if model is None:
-            coverage = embeddings.coverage(conn, None, repo_id)
+            coverage = embeddings.coverage(conn, None, scope)
             coverage.update(model=info.name, backlog=coverage["total"])
             return SemanticContext(vector=vector, coverage=coverage,
                                    note="no chunk is embedded yet; lexical results only")
-        coverage = self._repo_coverage(conn, model, repo_id)
+        coverage = self._repo_coverage(conn, model, scope)
         ctx = SemanticContext(model=model, vector=vector, coverage=coverage)
         if coverage.get("ratio", 1.0) < 1.0:
             ctx.note = (f"embeddings cover {coverage['embedded']} of {coverage['total']} "
                         "chunks so far; the rest is found lexically only")
         return ctx
 
-    def _down(self, conn: psycopg.Connection, repo_id: int) -> SemanticContext:
+    def _down(self, conn: psycopg.Connection, scope: Scope) -> SemanticContext:
         """The embedder is unreachable: lexical results, and the coverage the index holds
         for the model last seen (what semantic search will have once it is back)."""
         ctx = SemanticContext(note=f"embedder unavailable ({self._down_reason}); "
@@ -119,16 +120,16 @@ class QueryEmbedder:
             name = names[0] if len(names) == 1 else ""
         model = embeddings.find_model(conn, name) if name else None
         if model is not None:
-            ctx.coverage = self._repo_coverage(conn, model, repo_id)
+            ctx.coverage = self._repo_coverage(conn, model, scope)
         return ctx
 
     def _repo_coverage(self, conn: psycopg.Connection, model: embeddings.Model,
-                       repo_id: int) -> dict[str, Any]:
-        key = (model.id, repo_id)
+                       scope: Scope) -> dict[str, Any]:
+        key = (model.id, scope.id)
         now = time.monotonic()
         hit = self._coverage.get(key)
         if hit is not None and now - hit[0] < COVERAGE_TTL_S:
             return hit[1]
-        value = embeddings.coverage(conn, model, repo_id)
+        value = embeddings.coverage(conn, model, scope)
         self._coverage[key] = (now, value)
         return value

@@ -23,12 +23,15 @@ from typing import IO, Any
 
 import httpx
 
+from codenav import roots
+from codenav.access import DEFAULT_TEAM
 from codenav.auth import create_token, revoke_token
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
 from codenav.embedded import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 from codenav.errors import Unavailable
+from codenav.repos import list_repos
 
 
 @dataclass
@@ -51,6 +54,8 @@ class Stack:
     env: dict[str, str] = field(default_factory=dict)
     url: str = ""
     token: str = ""
+    repos: list[str] = field(default_factory=list)
+    """Directories ``codenav up --repo`` registers: allowed roots of this stack."""
     _token_id: int = 0
     _lock: IO[str] | None = None
 
@@ -96,6 +101,8 @@ class Stack:
         with connect(settings) as conn:
             migrations.migrate(conn)
             self._rotate_token(conn)
+            allowed = local_roots(settings, self.repos, [r.root for r in list_repos(conn)])
+        self.env["CODENAV_ALLOWED_ROOTS"] = ",".join(allowed)
         self.children.append(Child("api", [py, "-m", "codenav_api", "--no-migrate"]))
         self.children += [Child(f"worker-{i + 1}", [py, "-m", "codenav_worker",
                                                     "--name", f"codenav-{os.getpid()}-{i + 1}"])
@@ -113,7 +120,9 @@ class Stack:
                 old = json.loads(previous.read_text(encoding="utf-8"))
                 if old.get("token_id"):
                     revoke_token(conn, int(old["token_id"]))
-        self.token, self._token_id = create_token(conn, "codenav up (local stack)")
+        # the default team's admin: this machine's user administers the local stack
+        self.token, self._token_id = create_token(conn, "codenav up (local stack)", "admin",
+                                                  DEFAULT_TEAM, created_by="codenav up")
 
     def _spawn(self, child: Child) -> None:
         child.log = (self.home / "logs" / f"{child.name}.log").open("ab")
@@ -175,6 +184,19 @@ class Stack:
                 (self.home / "stack.json").unlink()
         if self._lock is not None:
             self._lock.close()
+
+
+def local_roots(settings: Settings, repos: list[str], registered: list[str]) -> list[str]:
+    """The allowed roots of a local stack: CODENAV_ALLOWED_ROOTS, the ``--repo``
+    directories, and the roots already registered in its database (a restart with another
+    ``--repo`` keeps the earlier ones indexed), except what is refused anyway."""
+    out = list(dict.fromkeys([*settings.allowed_roots, *repos]))
+    for root in registered:
+        alone = Settings.load(env={"CODENAV_HOME": settings.home,
+                                   "CODENAV_ALLOWED_ROOTS": root}, dotenv=Path("/nonexistent"))
+        if root not in out and roots.refusal(alone, root) is None:
+            out.append(root)
+    return out
 
 
 def wait_forever(stack: Stack, tick: Callable[[], None] | None = None) -> None:

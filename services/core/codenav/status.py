@@ -7,12 +7,13 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Caller, Scope, visible_repos
 from codenav.answers import stats
 from codenav.db import queries as q
-from codenav.repos import Repo, list_repos
 from codenav.versions import CHUNKER_VERSION, SCHEMA_VERSION
 
 SKIPPED_SHOWN = 20
+REDACTED_SHOWN = 20
 
 
 def _iso(value: Any) -> str | None:
@@ -38,45 +39,71 @@ def run_info(row: tuple | None) -> dict[str, Any] | None:
     return info
 
 
-def repo_status(conn: psycopg.Connection, repo: Repo) -> dict[str, Any]:
-    n_files, total_bytes, _contents = conn.execute(q.REPO_COUNTS, (repo.id,)).fetchone() or \
-        (0, 0, 0)
-    languages: dict[str, int] = dict(conn.execute(q.REPO_LANGUAGES, (repo.id,)).fetchall())
-    chunks = conn.execute(q.REPO_CHUNKS, (repo.id,)).fetchone()
-    skipped: dict[str, int] = dict(conn.execute(q.SKIPPED_SUMMARY, (repo.id,)).fetchall())
+def redactions(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
+    """Secrets redacted inside indexed files: counts per file, with lines and kinds."""
+    rows = conn.execute(q.REPO_REDACTIONS, scope.params(k=REDACTED_SHOWN)).fetchall()
+    out: dict[str, Any] = {"files": int(rows[0][2]) if rows else 0,
+                           "secrets": int(rows[0][3]) if rows else 0}
+    if rows:
+        out["by_file"] = [{"path": path, "count": len(found),
+                           "lines": sorted({int(f["line"]) for f in found}),
+                           "kinds": sorted({str(f["type"]) for f in found})}
+                          for path, found, _files, _total in rows]
+    return out
+
+
+def repo_status(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
+    repo = scope.repo
+    n_files, total_bytes, _contents = conn.execute(q.REPO_COUNTS, scope.params()).fetchone() \
+        or (0, 0, 0)
+    languages: dict[str, int] = dict(conn.execute(q.REPO_LANGUAGES, scope.params()).fetchall())
+    chunks = conn.execute(q.REPO_CHUNKS, scope.params()).fetchone()
+    skipped: dict[str, int] = dict(conn.execute(q.SKIPPED_SUMMARY, scope.params()).fetchall())
     skipped_list = [{"path": p, "reason": r, **({"detail": d} if d else {})}
-                    for p, r, d in conn.execute(q.SKIPPED_LIST, (repo.id, SKIPPED_SHOWN))]
-    gitignored = conn.execute(q.REPO_GITIGNORED, (repo.id,)).fetchone()
-    latest = run_info(conn.execute(q.RUN_LATEST, (repo.id,)).fetchone())
+                    for p, r, d in conn.execute(q.SKIPPED_LIST, scope.params(k=SKIPPED_SHOWN))]
+    gitignored = conn.execute(q.REPO_GITIGNORED, scope.params()).fetchone()
+    latest = run_info(conn.execute(q.RUN_LATEST, scope.params()).fetchone())
     running = latest is not None and latest["state"] == "running"
     if running:
         index_status = "updating" if n_files else "indexing"
     elif n_files:
         index_status = "ready"
+    elif not repo.index_enabled:
+        index_status = "not_indexed"
     else:
         index_status = "empty"
     out: dict[str, Any] = {
-        "id": repo.id, "name": repo.name, "root": repo.root, "index_status": index_status,
+        "id": repo.id, "name": repo.name, "team": repo.team, "root": repo.root,
+        "index_status": index_status, "indexing": "on" if repo.index_enabled else
+        "off (registered with index: false; reindex starts it)",
         "files": int(n_files), "bytes": int(total_bytes),
         "chunks": int(chunks[0]) if chunks else 0, "languages": languages,
         "indexed_at": _iso(repo.indexed_at), "indexed_commit": repo.indexed_commit,
         "skipped": {"total": sum(skipped.values()), "by_reason": skipped,
                     "gitignored": int(gitignored[0]) if gitignored else 0,
                     "examples": skipped_list},
+        "redacted": redactions(conn, scope),
     }
     if latest:
         out["last_run"] = latest
     return out
 
 
-def status(conn: psycopg.Connection, repo: Repo | None = None) -> dict[str, Any]:
+def scopes_of(conn: psycopg.Connection, caller: Caller) -> list[Scope]:
+    """A scope for every repository the caller may see."""
+    repos = visible_repos(conn, caller)
+    visible = tuple(r.id for r in repos)
+    return [Scope(caller, r, visible) for r in repos]
+
+
+def status(conn: psycopg.Connection, scopes: list[Scope]) -> dict[str, Any]:
+    """The state of the repositories of ``scopes`` (one, or all a caller may see)."""
     started = time.monotonic()
-    repos = [repo] if repo is not None else list_repos(conn)
     answer: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "chunker_version": CHUNKER_VERSION,
-        "repos": [repo_status(conn, r) for r in repos],
+        "repos": [repo_status(conn, s) for s in scopes],
     }
-    if not repos:
+    if not scopes:
         answer["empty"] = {"code": "not_indexed", "message": "no repository is registered; "
                            "run `codenav index PATH`"}
     answer["_stats"] = stats(answer, {}, started)

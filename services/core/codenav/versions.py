@@ -11,6 +11,8 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
   5  graph_links (file-level links with import and reference counts), graph_files.imported_by.
   6  term_stats view dropped: document frequencies read live from file_terms.
   7  contents.facts_pending: a first index leaves graph facts to the graph job.
+  8  access control: teams (repos.team_id, names unique per team), token roles, teams,
+     grants (token_repos) and expiry, audit_log, repos.index_enabled, contents.redactions.
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -19,6 +21,8 @@ CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
      overlapping splits and text windows.
   3  graph facts per content (``refs``: references, imports, typed variables, package).
   4  declared return types and variables initialised by calls in ``refs``.
+  5  secrets inside files are redacted before parsing (``codenav.redact``): bodies, chunks,
+     symbols, terms and graph facts never hold them; ``contents.redactions`` lists them.
 
 GRAPH_VERSION (how references are resolved into a repository's graph; stored per repo)
   1  imports resolved per language, verified/potential edges, inheritance, PageRank.
@@ -26,6 +30,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 7
-CHUNKER_VERSION = 4
+SCHEMA_VERSION = 8
+CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

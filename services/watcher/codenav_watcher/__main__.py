@@ -1,8 +1,9 @@
 """Watcher entrypoint: ``python -m codenav_watcher``.
 
-For every registered repository whose root exists here and whose leadership this sidecar
-holds (one watcher per repository, however many run): ask for a full reconcile at start
-(catching up on anything changed while down), watch it, turn events into coalesced path
+For every registered repository whose root exists here, is allowed (CODENAV_ALLOWED_ROOTS),
+is to be indexed, and whose leadership this sidecar holds (one watcher per repository,
+however many run): ask for a full reconcile at start (catching up on anything changed while
+down), watch it, turn events into coalesced path
 reconciles, and ask for a full reconcile every CODENAV_RECONCILE_INTERVAL_S seconds.
 Its mode (events or polling) is reported in Redis for ``status``.
 """
@@ -20,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-from codenav import queue, repos
+from codenav import queue, repos, roots
 from codenav.config import Settings
 from codenav.db.connect import connect
 from codenav.errors import CodenavError
@@ -62,7 +63,10 @@ class Sidecar:
     async def tick(self) -> None:
         """Renew leases, start and stop watches, report state, run periodic reconciles."""
         current = await asyncio.to_thread(self._repos)
-        here = {r.id: r for r in current if Path(r.root).is_dir()}
+        # Only what the workers would index: a repository registered with index: false, or
+        # whose root is not an allowed root here, is neither watched nor reconciled.
+        here = {r.id: r for r in current if r.index_enabled and Path(r.root).is_dir()
+                and roots.refusal(self.settings, r.root) is None}
         for repo_id, (_watch, task) in list(self.watches.items()):
             if task.done():  # a watch that died is restarted below, after a reconcile
                 error = None if task.cancelled() else task.exception()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codenav import queue
+from codenav import queue, repos
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
@@ -43,6 +43,8 @@ def reconcile_repo(repo_id: int) -> dict[str, Any]:
     covered = queue.pending_changes(conn, repo_id)  # a full pass reconciles these too
     summary = reconcile(s, repo_id, None, job_id=_job_id(), defer_graph=True)
     queue.done_paths(conn, repo_id, covered)
+    if summary.refused:  # not retried: nothing changes until the repository does
+        return {"refused": summary.refused}
     graph_job = queue.request_graph(conn, s, repo_id) if summary.graph_deferred else None
     queue.request_embed(conn, s, repo_id)
     return {"run_id": summary.run_id, "files": summary.files_total,
@@ -57,6 +59,9 @@ def build_graph(repo_id: int) -> dict[str, Any]:
     s = settings()
     rconn = queue.connect_redis(s)
     queue.claim_started(rconn, "graph", repo_id)
+    with connect(s, application_name="codenav-graph") as db:
+        if repos.get(db, repo_id) is None:  # deleted since the job was queued
+            return {"refused": f"no repository with id {repo_id}"}
     queue.mark_running(rconn, "graph", repo_id, _job_id())
     try:
         with connect(s, application_name="codenav-graph") as db:
@@ -82,6 +87,8 @@ def reconcile_pending(repo_id: int) -> dict[str, Any]:
         return {"paths": 0}
     summary = reconcile(s, repo_id, sorted(changes), job_id=_job_id())
     queue.done_paths(conn, repo_id, changes)
+    if summary.refused:
+        return {"refused": summary.refused}
     if summary.files_parsed or summary.changed_paths:
         queue.request_embed(conn, s, repo_id)
     paths = list(changes)

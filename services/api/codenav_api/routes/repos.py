@@ -2,50 +2,80 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Path
 
-from codenav import queue, repos
+from codenav import access, admin, queue
+from codenav.access import Caller
 from codenav.db import queries as q
 from codenav.errors import NotFound
 from codenav.status import run_info
-from codenav_api.deps import require_token, services
-from codenav_api.models import RepoCreate
+from codenav_api.deps import allowed, services
+from codenav_api.models import RepoCreate, Text
 from codenav_api.service import Services
 
-router = APIRouter(prefix="/v1", tags=["repos"], dependencies=[Depends(require_token)])
+router = APIRouter(prefix="/v1", tags=["repos"])
+
+_JOB = re.compile(r"^[a-z]+-(\d+)-[0-9a-f]+$")
+"""Job ids name their repository: ``{kind}-{repo id}-{random}`` (codenav.queue)."""
 
 
-def _repo_dict(repo: repos.Repo) -> dict[str, Any]:
-    return {"id": repo.id, "name": repo.name, "root": repo.root,
+def _repo_dict(repo: access.Repo) -> dict[str, Any]:
+    return {"id": repo.id, "name": repo.name, "team": repo.team, "root": repo.root,
+            "indexing": repo.index_enabled,
             "indexed_at": repo.indexed_at.isoformat() if repo.indexed_at else None,
             "indexed_commit": repo.indexed_commit}
 
 
-@router.get("/repos", summary="Registered repositories")
-def list_repos(svc: Services = Depends(services)) -> dict[str, Any]:
+@router.get("/repos", summary="The repositories this token sees")
+def list_repos(svc: Services = Depends(services),
+               caller: Caller = Depends(allowed("repo.list"))) -> dict[str, Any]:
     with svc.connection() as conn:
-        return {"repos": [_repo_dict(r) for r in repos.list_repos(conn)]}
+        return {"repos": [_repo_dict(r) for r in access.visible_repos(conn, caller)]}
 
 
-@router.post("/repos", summary="Register a repository (and queue its indexing)")
-def create_repo(body: RepoCreate, svc: Services = Depends(services)) -> dict[str, Any]:
+@router.post("/repos", summary="Register a repository of this token's team (and queue its "
+             "indexing); its root must be under CODENAV_ALLOWED_ROOTS (write)")
+def create_repo(body: RepoCreate, svc: Services = Depends(services),
+                caller: Caller = Depends(allowed("repo.register"))) -> dict[str, Any]:
     with svc.connection() as conn:
-        repo = repos.register(conn, body.root, body.name)
+        repo = admin.register(conn, svc.settings, caller, body.root, body.name, body.index)
     out: dict[str, Any] = {"repo": _repo_dict(repo)}
     if body.index:
         out["job_id"] = queue.request_full(svc.redis, svc.settings, repo.id)
+    else:
+        out["note"] = "registered without indexing: nothing indexes it until a reindex asks"
     return out
 
 
-@router.get("/jobs/{job_id}", summary="State and progress of an index job")
-def job(job_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
-    info = queue.job_info(svc.redis, job_id)
+@router.delete("/repos/{name}", summary="Delete a repository and its index (admin)")
+def delete_repo(name: Annotated[Text, Path(max_length=201)], svc: Services = Depends(services),
+                caller: Caller = Depends(allowed("repo.delete"))) -> dict[str, Any]:
     with svc.connection() as conn:
-        run = run_info(conn.execute(q.RUN_BY_JOB, (job_id,)).fetchone())
+        scope = access.resolve(conn, caller, name)
+        answer = admin.delete(conn, caller, scope)
+    queue.forget_repo(svc.redis, scope.id)
+    return answer
+
+
+@router.get("/jobs/{job_id}", summary="State and progress of an index job")
+def job(job_id: Annotated[Text, Path(max_length=200)], svc: Services = Depends(services),
+        caller: Caller = Depends(allowed("job.status"))) -> dict[str, Any]:
+    unknown = NotFound(f"no job {job_id!r}", hint="jobs are kept for a day after they finish")
+    match = _JOB.match(job_id)
+    if match is None:
+        raise unknown
+    with svc.connection() as conn:
+        visible = [r.id for r in access.visible_repos(conn, caller)]
+        if int(match.group(1)) not in visible:
+            raise unknown  # another team's job is answered like one that does not exist
+        run = run_info(conn.execute(q.RUN_BY_JOB, {"job": job_id, "visible": visible})
+                       .fetchone())
+    info = queue.job_info(svc.redis, job_id)
     if info is None and run is None:
-        raise NotFound(f"no job {job_id!r}", hint="jobs are kept for a day after they finish")
+        raise unknown
     out: dict[str, Any] = info or {"job_id": job_id, "state": "unknown"}
     if run is not None:
         out["run"] = run

@@ -1,12 +1,17 @@
-"""The tool endpoints: the same names, arguments and answers as the MCP tools."""
+"""The tool endpoints: the same names, arguments and answers as the MCP tools, each one
+allowed to the role ``codenav.access.REQUIRED`` names for it."""
 
-from __future__ import annotations
+# (no `from __future__ import annotations`: FastAPI reads each endpoint's body model from
+# its annotations, made here per tool)
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends
+from pydantic import BaseModel
 
-from codenav_api.deps import require_token, services
+from codenav.access import Caller
+from codenav_api.deps import allowed, services
 from codenav_api.models import (
     DefinitionQuery,
     DependenciesQuery,
@@ -23,65 +28,33 @@ from codenav_api.models import (
 )
 from codenav_api.service import Services
 
-router = APIRouter(prefix="/v1", tags=["tools"], dependencies=[Depends(require_token)])
+router = APIRouter(prefix="/v1", tags=["tools"])
+
+TOOLS: list[tuple[str, type[BaseModel], str]] = [
+    ("search", SearchQuery, "Code chunks matching a query"),
+    ("find_files", FindFilesQuery, "Files relevant to a task description"),
+    ("outline", OutlineQuery, "A file's symbols and imports"),
+    ("read", ReadQuery, "Code by path and lines, or by symbol"),
+    ("status", StatusQuery, "Index state, skipped files, last run"),
+    ("reindex", ReindexRequest, "Queue a reindex of the repo or of some paths (write)"),
+    ("definition", DefinitionQuery, "A symbol's declaration and the types it mentions"),
+    ("references", ReferencesQuery, "Verified references to a symbol, and potential ones"),
+    ("dependencies", DependenciesQuery, "A file's imports and importers"),
+    ("impact", ImpactQuery, "What transitively depends on a symbol or file"),
+    ("implementations", ImplementationsQuery, "Classes implementing or extending a type"),
+    ("skeleton", SkeletonQuery, "Exported declarations of a directory, by file"),
+]
 
 
-@router.post("/search", summary="Code chunks matching a query")
-def search(body: SearchQuery, svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("search", body.model_dump())
+def _endpoint(tool: str, model: type[BaseModel]) -> Callable[..., dict[str, Any]]:
+    def endpoint(body: model, svc: Services = Depends(services),  # type: ignore[valid-type]
+                 caller: Caller = Depends(allowed(tool))) -> dict[str, Any]:
+        return svc.run(caller, tool, body.model_dump())  # type: ignore[attr-defined]
+
+    endpoint.__name__ = tool
+    return endpoint
 
 
-@router.post("/find_files", summary="Files relevant to a task description")
-def find_files(body: FindFilesQuery, svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("find_files", body.model_dump())
-
-
-@router.post("/outline", summary="A file's symbols and imports")
-def outline(body: OutlineQuery, svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("outline", body.model_dump())
-
-
-@router.post("/read", summary="Code by path and lines, or by symbol")
-def read(body: ReadQuery, svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("read", body.model_dump())
-
-
-@router.post("/status", summary="Index state, skipped files, last run")
-def status(body: StatusQuery, svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("status", body.model_dump())
-
-
-@router.post("/reindex", summary="Queue a reindex of the repo or of some paths")
-def reindex(body: ReindexRequest, svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("reindex", body.model_dump())
-
-
-@router.post("/definition", summary="A symbol's declaration and the types it mentions")
-def definition(body: DefinitionQuery, svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("definition", body.model_dump())
-
-
-@router.post("/references", summary="Verified references to a symbol, and potential ones")
-def references(body: ReferencesQuery, svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("references", body.model_dump())
-
-
-@router.post("/dependencies", summary="A file's imports and importers")
-def dependencies(body: DependenciesQuery, svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("dependencies", body.model_dump())
-
-
-@router.post("/impact", summary="What transitively depends on a symbol or file")
-def impact(body: ImpactQuery, svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("impact", body.model_dump())
-
-
-@router.post("/implementations", summary="Classes implementing or extending a type")
-def implementations(body: ImplementationsQuery,
-                    svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("implementations", body.model_dump())
-
-
-@router.post("/skeleton", summary="Exported declarations of a directory, by file")
-def skeleton(body: SkeletonQuery, svc: Services = Depends(services)) -> dict[str, Any]:
-    return svc.run("skeleton", body.model_dump())
+for _tool, _model, _summary in TOOLS:
+    router.add_api_route(f"/{_tool}", _endpoint(_tool, _model), methods=["POST"],
+                         summary=_summary, name=_tool)

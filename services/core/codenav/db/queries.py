@@ -1,5 +1,12 @@
 """Every SQL statement codenav runs, in one visible place. Parameters are always bound
-(``%s`` / ``%(name)s``), never formatted into the text."""
+(``%s`` / ``%(name)s``), never formatted into the text.
+
+Every statement that answers a caller with rows of a repository carries the caller's
+visibility predicate, ``... repo_id = ANY(%(visible)s::int[])`` (see ``codenav.access``), on
+top of the repository it is about: what a token may see is part of the query, not a check
+after it (tests/core/test_visibility_sql.py fails on a statement without it). Statements in
+``GLOBAL`` return no repository's rows (settings, corpus-wide statistics, models, tokens).
+"""
 
 # ruff: noqa: E501
 
@@ -21,15 +28,34 @@ SCHEMA_RECORD = "INSERT INTO codenav_schema (version) VALUES (%s)"
 SESSION_SETUP = "SET pg_trgm.similarity_threshold = 0.4"
 
 # --- repos -------------------------------------------------------------------------------
+# A repository row: id, name, root, created_at, indexed_at, indexed_commit, team, indexed.
+_REPO_COLUMNS = "r.id, r.name, r.root, r.created_at, r.indexed_at, r.indexed_commit, t.name, r.index_enabled"
 REPO_INSERT = """
-INSERT INTO repos (name, root) VALUES (%s, %s)
-ON CONFLICT (name) DO UPDATE SET root = EXCLUDED.root
-RETURNING id, name, root, created_at, indexed_at, indexed_commit"""
-REPO_BY_NAME = "SELECT id, name, root, created_at, indexed_at, indexed_commit FROM repos WHERE name = %s"
-REPO_BY_ID = "SELECT id, name, root, created_at, indexed_at, indexed_commit FROM repos WHERE id = %s"
-REPO_BY_ROOT = "SELECT id, name, root, created_at, indexed_at, indexed_commit FROM repos WHERE root = %s"
-REPO_LIST = "SELECT id, name, root, created_at, indexed_at, indexed_commit FROM repos ORDER BY name"
-REPO_DELETE = "DELETE FROM repos WHERE id = %s"
+WITH r AS (
+    INSERT INTO repos (name, root, team_id, index_enabled) VALUES (%s, %s, %s, %s)
+    ON CONFLICT (team_id, name) DO UPDATE SET root = EXCLUDED.root,
+        index_enabled = EXCLUDED.index_enabled
+    RETURNING *)
+SELECT @COLUMNS@ FROM r JOIN teams t ON t.id = r.team_id""".replace("@COLUMNS@", _REPO_COLUMNS)
+REPO_BY_ID = "SELECT @COLUMNS@ FROM repos r JOIN teams t ON t.id = r.team_id WHERE r.id = %s".replace("@COLUMNS@", _REPO_COLUMNS)
+REPO_BY_ROOT = """
+SELECT @COLUMNS@ FROM repos r JOIN teams t ON t.id = r.team_id
+WHERE r.root = %s AND r.team_id = %s""".replace("@COLUMNS@", _REPO_COLUMNS)
+REPO_LIST = "SELECT @COLUMNS@ FROM repos r JOIN teams t ON t.id = r.team_id ORDER BY r.name, t.name".replace("@COLUMNS@", _REPO_COLUMNS)
+# The repositories a token sees: those granted to it when it is restricted, else its team's.
+REPOS_VISIBLE = """
+SELECT @COLUMNS@ FROM repos r JOIN teams t ON t.id = r.team_id
+WHERE CASE WHEN %(restricted)s
+           THEN r.id IN (SELECT g.repo_id FROM token_repos g WHERE g.token_id = %(token)s)
+           ELSE r.team_id = %(team)s END
+ORDER BY r.name""".replace("@COLUMNS@", _REPO_COLUMNS)
+REPO_BY_TEAM_NAMES = "SELECT id, name FROM repos WHERE team_id = %s AND name = ANY(%s)"
+# Indexing asked for (reindex, or registering again with index on).
+REPO_ENABLE_INDEX = """
+UPDATE repos SET index_enabled = true WHERE id = %(repo)s AND id = ANY(%(visible)s::int[])"""
+REPO_DELETE = "DELETE FROM repos WHERE id = %(repo)s AND id = ANY(%(visible)s::int[])"
+# The embedded texts of a repository (their vectors may be left without a chunk).
+REPO_TEXT_HASHES = "SELECT DISTINCT text_hash FROM chunk_texts WHERE repo_id = %s"
 REPO_MARK_INDEXED = "UPDATE repos SET indexed_at = now(), indexed_commit = %s, gitignored = %s WHERE id = %s"
 REPO_LOCK = "SELECT pg_advisory_lock(7248100, %s)"
 REPO_UNLOCK = "SELECT pg_advisory_unlock(7248100, %s)"
@@ -50,11 +76,17 @@ UPDATE index_runs SET state = 'failed', error = 'worker stopped before finishing
 RUN_LATEST = """
 SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_deleted, error,
        started_at, updated_at, finished_at, job_id
-FROM index_runs WHERE repo_id = %s ORDER BY id DESC LIMIT 1"""
+FROM index_runs WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+ORDER BY id DESC LIMIT 1"""
+# A job's run, if it is of a repository the caller sees (job ids name their repository).
 RUN_BY_JOB = """
 SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_deleted, error,
        started_at, updated_at, finished_at, job_id
-FROM index_runs WHERE job_id = %s ORDER BY id DESC LIMIT 1"""
+FROM index_runs WHERE job_id = %(job)s AND repo_id = ANY(%(visible)s::int[])
+ORDER BY id DESC LIMIT 1"""
+RUN_REFUSED = """
+INSERT INTO index_runs (repo_id, scope, state, phase, job_id, error, finished_at)
+VALUES (%s, %s, 'failed', 'refused', %s, %s, now())"""
 RUN_BY_ID = """
 SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_deleted, error,
        started_at, updated_at, finished_at, job_id
@@ -75,14 +107,14 @@ CONTENT_WAIT = "SELECT pg_advisory_lock(7248200, hashtext(%s))"
 STAGE_CREATE = """
 CREATE TEMP TABLE IF NOT EXISTS stage_contents (
     sha text, language text, size bigint, line_count integer, body text, imports text[],
-    parse_error text
+    parse_error text, redactions jsonb
 ) ON COMMIT DELETE ROWS"""
-STAGE_COPY = "COPY stage_contents (sha, language, size, line_count, body, imports, parse_error) FROM STDIN"
+STAGE_COPY = "COPY stage_contents (sha, language, size, line_count, body, imports, parse_error, redactions) FROM STDIN"
 # Parameters: chunker version, whether the graph facts are left for later (facts_pending).
 STAGE_INSERT = """
 INSERT INTO contents (sha, language, chunker, size, line_count, body, imports, parse_error,
-                      facts_pending)
-SELECT sha, language, %s, size, line_count, body, imports, parse_error, %s
+                      facts_pending, redactions)
+SELECT sha, language, %s, size, line_count, body, imports, parse_error, %s, redactions
 FROM stage_contents
 ON CONFLICT (sha, language, chunker) DO NOTHING
 RETURNING id, sha, language"""
@@ -149,12 +181,57 @@ GC_DELETE = """
 DELETE FROM contents c WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.content_id = c.id)"""
 
 # --- tokens ------------------------------------------------------------------------------
-TOKEN_INSERT = "INSERT INTO api_tokens (name, token_hash) VALUES (%s, %s) RETURNING id"
+# --- tokens, teams, audit (codenav.auth, codenav.admin, codenav.audit) ---------------------
+TOKEN_INSERT = """
+INSERT INTO api_tokens (name, token_hash, role, team_id, restricted, expires_at, created_by)
+VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id"""
+TOKEN_GRANT = "INSERT INTO token_repos (token_id, repo_id) SELECT %s, unnest(%s::int[])"
 TOKEN_CHECK = """
-UPDATE api_tokens SET last_used_at = now()
-WHERE token_hash = %s AND revoked_at IS NULL RETURNING id, name"""
-TOKEN_LIST = "SELECT id, name, created_at, last_used_at, revoked_at FROM api_tokens ORDER BY id"
+WITH t AS (
+    UPDATE api_tokens SET last_used_at = now()
+    WHERE token_hash = %s AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+    RETURNING id, name, role, team_id, restricted, expires_at)
+SELECT t.id, t.name, t.role, t.team_id, teams.name, t.restricted, t.expires_at
+FROM t JOIN teams ON teams.id = t.team_id"""
+# Why a token is refused: unknown, revoked or expired.
+TOKEN_STATE = "SELECT revoked_at, expires_at FROM api_tokens WHERE token_hash = %s"
+# Tokens of one team (NULL: every team), with their grants.
+TOKEN_LIST = """
+SELECT a.id, a.name, a.role, t.name, a.restricted,
+       coalesce((SELECT array_agg(r.name ORDER BY r.name) FROM token_repos g
+                 JOIN repos r ON r.id = g.repo_id WHERE g.token_id = a.id), '{}'),
+       a.created_at, a.last_used_at, a.expires_at, a.revoked_at, a.created_by
+FROM api_tokens a JOIN teams t ON t.id = a.team_id
+WHERE %(team)s::int IS NULL OR a.team_id = %(team)s
+ORDER BY a.id"""
+TOKEN_GET = """
+SELECT a.id, a.name, a.team_id, t.name, a.revoked_at FROM api_tokens a
+JOIN teams t ON t.id = a.team_id
+WHERE a.id = %(id)s AND (%(team)s::int IS NULL OR a.team_id = %(team)s)"""
+TOKEN_GRANTS = "SELECT repo_id FROM token_repos WHERE token_id = %s"
 TOKEN_REVOKE = "UPDATE api_tokens SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL"
+TEAM_GET = "SELECT id, name FROM teams WHERE name = %s"
+TEAM_INSERT = """
+INSERT INTO teams (name, created_by) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING
+RETURNING id, name"""
+# Teams a caller may list: its own and those it created (NULL team: the operator, all).
+TEAM_LIST = """
+SELECT t.id, t.name, t.created_at, t.created_by,
+       (SELECT count(*) FROM repos r WHERE r.team_id = t.id),
+       (SELECT count(*) FROM api_tokens a WHERE a.team_id = t.id AND a.revoked_at IS NULL
+          AND (a.expires_at IS NULL OR a.expires_at > now()))
+FROM teams t
+WHERE %(team)s::int IS NULL OR t.id = %(team)s OR t.created_by = %(actor)s
+ORDER BY t.name"""
+AUDIT_INSERT = """
+INSERT INTO audit_log (team_id, actor, token_id, action, target, detail)
+VALUES (%s, %s, %s, %s, %s, %s)"""
+# A team's audit trail (NULL: every team's), newest first.
+AUDIT_LIST = """
+SELECT a.id, a.at, t.name, a.actor, a.action, a.target, a.detail
+FROM audit_log a LEFT JOIN teams t ON t.id = a.team_id
+WHERE %(team)s::int IS NULL OR a.team_id = %(team)s
+ORDER BY a.id DESC LIMIT %(limit)s"""
 
 # --- search ------------------------------------------------------------------------------
 # Lexical ranker: candidates from the GIN index, scored by IDF-weighted per-group ts_rank
@@ -172,6 +249,7 @@ SELECT c.id, f.path,
            / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
 FROM cand c
 JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+  AND f.repo_id = ANY(%(visible)s::int[])
 WHERE (%(language)s::text IS NULL OR f.language = %(language)s)
   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
   AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
@@ -184,6 +262,7 @@ SEARCH_DECLARATIONS = """
 SELECT c.id, f.path, c.symbol, c.parent, c.kind
 FROM chunks c
 JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+  AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(c.symbol) = ANY(%(names)s) AND c.part <= 1
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
@@ -198,6 +277,7 @@ SEARCH_TRIGRAM = """
 SELECT c.id, f.path, similarity(lower(c.symbol), %(name)s) AS sim
 FROM chunks c
 JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+  AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(c.symbol) %% %(name)s AND c.part <= 1
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
@@ -206,16 +286,19 @@ WHERE lower(c.symbol) %% %(name)s AND c.part <= 1
 ORDER BY sim DESC, length(f.path)
 LIMIT %(k)s"""
 
+# Chunks by id, only of contents a file of the repository points at.
 CHUNK_DETAILS = """
 SELECT c.id, c.kind, c.symbol, c.parent, c.signature, c.doc, c.start_line, c.end_line, c.body,
        c.part, c.exported, co.language, co.size, co.line_count
 FROM chunks c JOIN contents co ON co.id = c.content_id
-WHERE c.id = ANY(%s)"""
+WHERE c.id = ANY(%(ids)s) AND EXISTS (
+    SELECT 1 FROM files f WHERE f.content_id = c.content_id AND f.repo_id = %(repo)s
+      AND f.repo_id = ANY(%(visible)s::int[]))"""
 
 FILE_META = """
 SELECT f.path, f.size, f.mtime_ns, f.sha, f.language, co.line_count, f.indexed_at
 FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.repo_id = %s AND f.path = ANY(%s)"""
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 
 # Per-chunk and per-path group matches for find_files: which query groups each candidate
 # chunk (and its file's path and imports) contains.
@@ -230,6 +313,7 @@ SELECT f.path, c.symbol, c.kind,
            / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
 FROM chunks c
 JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+  AND f.repo_id = ANY(%(visible)s::int[])
 WHERE c.tsv @@ %(any)s::tsquery
 ORDER BY score DESC
 LIMIT %(k)s"""
@@ -240,42 +324,68 @@ WITH g AS (
 )
 SELECT f.path, array(SELECT g.i FROM g WHERE f.path_tsv @@ g.q) AS groups
 FROM files f
-WHERE f.repo_id = %(repo)s AND f.path_tsv @@ %(any)s::tsquery
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path_tsv @@ %(any)s::tsquery
 LIMIT %(k)s"""
 
 # --- navigation --------------------------------------------------------------------------
 FILE_BY_PATH = """
 SELECT f.path, f.content_id, f.size, f.mtime_ns, f.language, co.line_count, co.imports,
-       f.indexed_at, co.parse_error
+       f.indexed_at, co.parse_error, co.redactions
 FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.repo_id = %s AND f.path = %s"""
-FILE_BODY = "SELECT body FROM contents WHERE id = %s"
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s"""
+# A file's body and symbols by content, only while a file of the repository points at it.
+FILE_BODY = """
+SELECT co.body FROM contents co WHERE co.id = %(content)s AND EXISTS (
+    SELECT 1 FROM files f WHERE f.content_id = co.id AND f.repo_id = %(repo)s
+      AND f.repo_id = ANY(%(visible)s::int[]))"""
 FILE_SYMBOLS = """
-SELECT name, qualname, kind, parent, depth, start_line, end_line, signature, doc, exported, bases
-FROM symbols WHERE content_id = %s ORDER BY start_line, depth, ord"""
+SELECT s.name, s.qualname, s.kind, s.parent, s.depth, s.start_line, s.end_line, s.signature,
+       s.doc, s.exported, s.bases
+FROM symbols s WHERE s.content_id = %(content)s AND EXISTS (
+    SELECT 1 FROM files f WHERE f.content_id = s.content_id AND f.repo_id = %(repo)s
+      AND f.repo_id = ANY(%(visible)s::int[]))
+ORDER BY s.start_line, s.depth, s.ord"""
 SYMBOL_LOCATE = """
 SELECT f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, f.content_id
 FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+  AND f.repo_id = ANY(%(visible)s::int[])
 WHERE (lower(s.name) = %(name)s OR lower(s.qualname) = %(qual)s)
   AND (%(path)s::text IS NULL OR f.path = %(path)s)
 ORDER BY lower(s.qualname) = %(qual)s DESC, s.depth, length(f.path), f.path
 LIMIT 20"""
-PATH_EXISTS = "SELECT 1 FROM files WHERE repo_id = %s AND path ~ %s LIMIT 1"
-SKIPPED_FOR = "SELECT reason, detail FROM skipped WHERE repo_id = %s AND path = %s"
+PATH_EXISTS = """
+SELECT 1 FROM files WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND path ~ %(regex)s
+LIMIT 1"""
+SKIPPED_FOR = """
+SELECT reason, detail FROM skipped
+WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND path = %(path)s"""
 SIMILAR_PATHS = """
-SELECT path FROM files WHERE repo_id = %s ORDER BY similarity(path, %s) DESC LIMIT 3"""
+SELECT path FROM files WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+ORDER BY similarity(path, %(path)s) DESC LIMIT 3"""
 
 # --- status ------------------------------------------------------------------------------
 REPO_COUNTS = """
 SELECT count(*), coalesce(sum(f.size), 0), count(DISTINCT f.content_id)
-FROM files f WHERE f.repo_id = %s"""
+FROM files f WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])"""
 REPO_LANGUAGES = """
-SELECT language, count(*) FROM files WHERE repo_id = %s GROUP BY language ORDER BY 2 DESC"""
+SELECT language, count(*) FROM files WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+GROUP BY language ORDER BY 2 DESC"""
 REPO_CHUNKS = """
-SELECT count(*) FROM chunks c WHERE c.content_id IN (SELECT content_id FROM files WHERE repo_id = %s)"""
-SKIPPED_SUMMARY = "SELECT reason, count(*) FROM skipped WHERE repo_id = %s GROUP BY reason ORDER BY 2 DESC"
-SKIPPED_LIST = "SELECT path, reason, detail FROM skipped WHERE repo_id = %s ORDER BY reason, path LIMIT %s"
-REPO_GITIGNORED = "SELECT gitignored FROM repos WHERE id = %s"
+SELECT count(*) FROM chunks c WHERE c.content_id IN (
+    SELECT content_id FROM files WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]))"""
+SKIPPED_SUMMARY = """
+SELECT reason, count(*) FROM skipped WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+GROUP BY reason ORDER BY 2 DESC"""
+SKIPPED_LIST = """
+SELECT path, reason, detail FROM skipped WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+ORDER BY reason, path LIMIT %(k)s"""
+REPO_GITIGNORED = "SELECT gitignored FROM repos WHERE id = %(repo)s AND id = ANY(%(visible)s::int[])"
+# Files whose secrets were redacted, with each redaction (line and kind).
+REPO_REDACTIONS = """
+SELECT f.path, co.redactions, count(*) OVER (), sum(jsonb_array_length(co.redactions)) OVER ()
+FROM files f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND co.redactions <> '[]'::jsonb
+ORDER BY f.path LIMIT %(k)s"""
 
 # --- benchmarks --------------------------------------------------------------------------
 BENCH_SYMBOLS = """
@@ -329,15 +439,17 @@ ON CONFLICT (model_id, text_hash) DO NOTHING"""
 EMBED_COVERAGE = """
 SELECT count(*), count(e.text_hash)
 FROM chunk_texts ct
-LEFT JOIN embeddings e ON e.model_id = %s AND e.text_hash = ct.text_hash
-WHERE ct.repo_id = %s"""
+LEFT JOIN embeddings e ON e.model_id = %(model)s AND e.text_hash = ct.text_hash
+WHERE ct.repo_id = %(repo)s AND ct.repo_id = ANY(%(visible)s::int[])"""
 EMBED_REPO_CHUNKS = """
-SELECT count(*) FROM files f JOIN chunks c ON c.content_id = f.content_id WHERE f.repo_id = %s"""
+SELECT count(*) FROM files f JOIN chunks c ON c.content_id = f.content_id
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])"""
 EMBED_MODEL_COUNT = "SELECT count(*) FROM embeddings WHERE model_id = %s"
 INDEX_EXISTS = "SELECT 1 FROM pg_indexes WHERE indexname = %s"
+# Vectors of texts no chunk is embedded as any more (after a repository was deleted).
 EMBED_GC = """
 DELETE FROM embeddings e
-WHERE e.created_at < now() - make_interval(days => %s)
+WHERE e.text_hash = ANY(%s)
   AND NOT EXISTS (SELECT 1 FROM chunk_texts ct WHERE ct.text_hash = e.text_hash)"""
 # Per session, before every k-NN (codenav.embeddings.knn): keep scanning the HNSW graph
 # until k rows pass the filters (up to hnsw.max_scan_tuples), instead of stopping at
@@ -367,6 +479,7 @@ def semantic_search(model_id: int, dim: int) -> sql.Composed:
 SELECT ct.chunk_id, ct.path, (e.vec::vector({dim})) <=> %(q)s::vector({dim}) AS dist
 FROM embeddings e
 JOIN chunk_texts ct ON ct.text_hash = e.text_hash AND ct.repo_id = %(repo)s
+  AND ct.repo_id = ANY(%(visible)s::int[])
 JOIN files f ON f.repo_id = ct.repo_id AND f.path = ct.path
 JOIN chunks c ON c.id = ct.chunk_id
 WHERE e.model_id = {model}
@@ -453,8 +566,11 @@ GRAPH_ANALYZE = "ANALYZE refs, graph_imports, graph_edges, graph_links, graph_fi
 # --- file-level ranking for long queries (codenav.filerank) ---------------------------------
 FILE_GROUP_PATHS = """
 WITH g AS (SELECT q, i FROM unnest(%(tsqs)s::tsquery[]) WITH ORDINALITY AS g(q, i))
-SELECT g.i, f.path FROM g JOIN files f ON f.repo_id = %(repo)s AND f.path_tsv @@ g.q"""
-REPO_FILE_STATS = "SELECT count(*), coalesce(avg(size), 1) FROM files WHERE repo_id = %s"
+SELECT g.i, f.path FROM g JOIN files f ON f.repo_id = %(repo)s
+  AND f.repo_id = ANY(%(visible)s::int[]) AND f.path_tsv @@ g.q"""
+REPO_FILE_STATS = """
+SELECT count(*), coalesce(avg(size), 1) FROM files
+WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])"""
 
 # --- code graph: tools (codenav.graph.lookup, .impact, .skeleton) -------------------------
 # Declarations by name or qualified name (a qualified name also matches as a suffix:
@@ -463,6 +579,7 @@ GRAPH_LOCATE = """
 SELECT f.path, s.name, s.qualname, s.kind, s.parent, s.start_line, s.end_line, s.signature,
        s.doc, s.exported, s.bases, f.language, coalesce(pkg.name, '')
 FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+  AND f.repo_id = ANY(%(visible)s::int[])
 LEFT JOIN refs pkg ON pkg.content_id = f.content_id AND pkg.ord = 0 AND pkg.kind = 'package'
 WHERE lower(s.name) = %(name)s
   AND (%(qual)s::text IS NULL OR lower(s.qualname) = %(qual)s OR lower(s.qualname) LIKE %(suffix)s)
@@ -473,6 +590,7 @@ ORDER BY lower(s.qualname) = coalesce(%(qual)s, lower(s.name)) DESC, s.depth, le
 LIMIT %(k)s"""
 GRAPH_LOCATE_COUNT = """
 SELECT count(*) FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+  AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(s.name) = %(name)s
   AND (%(qual)s::text IS NULL OR lower(s.qualname) = %(qual)s OR lower(s.qualname) LIKE %(suffix)s)
   AND (%(path)s::text IS NULL OR f.path = %(path)s)
@@ -484,7 +602,8 @@ SELECT e.src_path, e.line, e.src_scope, e.kind, e.how, e.dst_path, e.dst_qual, e
 FROM graph_edges e
 JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
   ON e.dst_path = t.path AND e.dst_qual = t.qual
-WHERE e.repo_id = %(repo)s AND (%(verified)s::boolean IS NULL OR e.verified = %(verified)s)
+WHERE e.repo_id = %(repo)s AND e.repo_id = ANY(%(visible)s::int[])
+  AND (%(verified)s::boolean IS NULL OR e.verified = %(verified)s)
   AND (%(kinds)s::text[] IS NULL OR e.kind = ANY(%(kinds)s))
   AND EXISTS (SELECT 1 FROM files f WHERE f.repo_id = e.repo_id AND f.path = e.src_path)
 ORDER BY e.verified DESC, e.src_path, e.line, e.kind
@@ -494,6 +613,7 @@ LIMIT %(k)s"""
 GRAPH_UNRESOLVED = """
 SELECT f.path, r.line, r.scope, r.kind, r.qualifier, count(*) OVER () AS total
 FROM refs r JOIN files f ON f.content_id = r.content_id AND f.repo_id = %(repo)s
+  AND f.repo_id = ANY(%(visible)s::int[])
 WHERE r.name = %(name)s AND r.kind IN ('call', 'type', 'extends', 'implements')
   AND r.kind = ANY(%(kinds)s)
   AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.repo_id = f.repo_id
@@ -504,6 +624,7 @@ LIMIT %(k)s"""
 GRAPH_UNRESOLVED_COUNT = """
 SELECT count(*) FROM (
     SELECT 1 FROM refs r JOIN files f ON f.content_id = r.content_id AND f.repo_id = %(repo)s
+      AND f.repo_id = ANY(%(visible)s::int[])
     WHERE r.name = %(name)s AND r.kind IN ('call', 'type', 'extends', 'implements')
       AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.repo_id = f.repo_id
                       AND e.src_path = f.path AND e.ord = r.ord)
@@ -516,20 +637,22 @@ JOIN refs r ON r.content_id = f.content_id
 JOIN graph_edges e ON e.repo_id = f.repo_id AND e.src_path = f.path AND e.ord = r.ord
 JOIN files df ON df.repo_id = f.repo_id AND df.path = e.dst_path
 JOIN symbols s ON s.content_id = df.content_id AND s.qualname = e.dst_qual
-WHERE f.repo_id = %(repo)s AND f.path = %(path)s AND r.scope = %(scope)s
-  AND r.kind IN ('type', 'extends', 'implements') AND e.verified
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s
+  AND r.scope = %(scope)s AND r.kind IN ('type', 'extends', 'implements') AND e.verified
 ORDER BY r.line, r.ord"""
 GRAPH_TYPE_REFS = """
 SELECT r.ord, r.name FROM files f JOIN refs r ON r.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.path = %(path)s AND r.scope = %(scope)s
-  AND r.kind IN ('type', 'extends', 'implements')"""
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s
+  AND r.scope = %(scope)s AND r.kind IN ('type', 'extends', 'implements')"""
 GRAPH_RESOLVED_ORDS = """
-SELECT DISTINCT ord FROM graph_edges WHERE repo_id = %s AND src_path = %s AND ord = ANY(%s)"""
+SELECT DISTINCT ord FROM graph_edges
+WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND src_path = %(path)s AND ord = ANY(%(ords)s)"""
 # Members (methods) of classes in some files.
 GRAPH_MEMBERS = """
 SELECT f.path, s.qualname, s.name, s.kind, s.start_line, s.signature
 FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %s AND f.path = ANY(%s) AND s.kind IN ('method', 'function', 'constructor')
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
+  AND s.kind IN ('method', 'function', 'constructor')
   AND s.parent IS NOT NULL
 ORDER BY f.path, s.start_line"""
 GRAPH_SUBCLASSES = """
@@ -537,68 +660,77 @@ SELECT e.src_path, e.src_scope, e.kind, e.line, e.dst_path, e.dst_qual, e.verifi
 FROM graph_edges e
 JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
   ON e.dst_path = t.path AND e.dst_qual = t.qual
-WHERE e.repo_id = %(repo)s AND e.kind IN ('extends', 'implements')
+WHERE e.repo_id = %(repo)s AND e.repo_id = ANY(%(visible)s::int[]) AND e.kind IN ('extends', 'implements')
 ORDER BY e.verified DESC, e.src_path, e.line"""
 GRAPH_SYMBOL_AT = """
 SELECT f.path, s.qualname, s.kind, s.start_line, s.signature
 FROM files f JOIN symbols s ON s.content_id = f.content_id
 JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
   ON f.path = t.path AND s.qualname = t.qual
-WHERE f.repo_id = %(repo)s"""
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])"""
 # Go: types whose methods (in the same package directory) include every method of an
 # interface: they satisfy it without saying so.
 GRAPH_GO_METHODS = """
 SELECT f.path, s.qualname, s.name
 FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.language = 'go' AND s.kind = 'method' AND s.name = ANY(%(names)s)"""
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.language = 'go' AND s.kind = 'method'
+  AND s.name = ANY(%(names)s)"""
 # File-level links out of (imports, references) and into (importers, users) some files.
 GRAPH_LINKS_FROM = """
 SELECT src_path, dst_path, imports, refs FROM graph_links
-WHERE repo_id = %s AND src_path = ANY(%s) ORDER BY dst_path, src_path"""
+WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND src_path = ANY(%(paths)s)
+ORDER BY dst_path, src_path"""
 GRAPH_LINKS_TO = """
 SELECT src_path, dst_path, imports, refs FROM graph_links
-WHERE repo_id = %s AND dst_path = ANY(%s) ORDER BY src_path, dst_path"""
+WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND dst_path = ANY(%(paths)s)
+ORDER BY src_path, dst_path"""
 GRAPH_IMPORT_SPECS = """
 SELECT dst_path, min(spec) FROM graph_imports
-WHERE repo_id = %s AND src_path = %s AND dst_path IS NOT NULL GROUP BY dst_path"""
+WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND src_path = %(path)s
+  AND dst_path IS NOT NULL GROUP BY dst_path"""
 GRAPH_EXTERNAL_OF = """
-SELECT DISTINCT spec FROM graph_imports WHERE repo_id = %s AND src_path = %s AND dst_path IS NULL
+SELECT DISTINCT spec FROM graph_imports
+WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND src_path = %(path)s AND dst_path IS NULL
 ORDER BY spec"""
 # Per file: language and how many files import it (from the last graph build).
 GRAPH_FILE_META = """
 SELECT f.path, f.language, coalesce(g.imported_by, 0)
 FROM files f LEFT JOIN graph_files g ON g.repo_id = f.repo_id AND g.path = f.path
-WHERE f.repo_id = %s AND f.path = ANY(%s)"""
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 # Exported declarations (not members) of some files, for their first exports.
 GRAPH_EXPORTS = """
 SELECT f.path, s.name, s.kind, s.depth, s.start_line
 FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %s AND f.path = ANY(%s) AND s.exported
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s) AND s.exported
   AND s.kind NOT IN ('method', 'constructor', 'property')
 ORDER BY f.path, s.start_line"""
 # Skeleton: exported declarations of the files under a directory.
 GRAPH_SKELETON = """
 SELECT f.path, f.language, s.name, s.qualname, s.kind, s.start_line, s.parent
 FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND (%(like)s::text IS NULL OR f.path LIKE %(like)s)
-  AND s.exported AND s.kind NOT IN ('method', 'constructor', 'property')
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])
+  AND (%(like)s::text IS NULL OR f.path LIKE %(like)s) AND s.exported AND s.kind NOT IN ('method', 'constructor', 'property')
 ORDER BY f.path, s.start_line"""
 GRAPH_SKELETON_CLASSES = """
 SELECT f.path, s.qualname FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND (%(like)s::text IS NULL OR f.path LIKE %(like)s)
-  AND s.kind IN ('class', 'interface', 'enum', 'function', 'method')"""
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])
+  AND (%(like)s::text IS NULL OR f.path LIKE %(like)s) AND s.kind IN ('class', 'interface', 'enum', 'function', 'method')"""
 # What an answer could not see: skipped files, code in languages without a graph, files
 # whose structure failed to parse, and whether the graph is current.
 GRAPH_COVERAGE = """
-SELECT (SELECT count(*) FROM skipped WHERE repo_id = %(repo)s),
-       (SELECT count(*) FROM files WHERE repo_id = %(repo)s AND language <> ALL(%(graphed)s)
-          AND language <> ALL(%(noncode)s)),
-       (SELECT coalesce(array_agg(DISTINCT language), '{}') FROM files WHERE repo_id = %(repo)s
+WITH v AS (SELECT %(repo)s::int AS id WHERE %(repo)s = ANY(%(visible)s::int[]))
+SELECT (SELECT count(*) FROM skipped WHERE repo_id = (SELECT id FROM v)),
+       (SELECT count(*) FROM files WHERE repo_id = (SELECT id FROM v)
+          AND language <> ALL(%(graphed)s) AND language <> ALL(%(noncode)s)),
+       (SELECT coalesce(array_agg(DISTINCT language), '{}') FROM files
+          WHERE repo_id = (SELECT id FROM v)
           AND language <> ALL(%(graphed)s) AND language <> ALL(%(noncode)s)),
        (SELECT count(*) FROM files f JOIN contents c ON c.id = f.content_id
-          WHERE f.repo_id = %(repo)s AND c.parse_error <> ''),
-       (SELECT version FROM graph_state WHERE repo_id = %(repo)s)"""
-GRAPH_PRIORS = "SELECT path, prior FROM graph_files WHERE repo_id = %s AND path = ANY(%s)"
+          WHERE f.repo_id = (SELECT id FROM v) AND c.parse_error <> ''),
+       (SELECT version FROM graph_state WHERE repo_id = (SELECT id FROM v))"""
+GRAPH_PRIORS = """
+SELECT path, prior FROM graph_files
+WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND path = ANY(%(paths)s)"""
 # Chunk ranking inside the files a long query ranked best (see filerank).
 SEARCH_IN_FILES = """
 WITH g AS (
@@ -608,7 +740,8 @@ SELECT c.id, f.path,
        (SELECT sum(g.w * ts_rank('{0.1, 0.3, 0.6, 1.0}', c.tsv, g.q)) FROM g)
            / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
 FROM files f JOIN chunks c ON c.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.path = ANY(%(paths)s) AND c.tsv @@ %(any)s::tsquery
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
+  AND c.tsv @@ %(any)s::tsquery
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
   AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
@@ -620,6 +753,7 @@ FILE_TERMS_COPY = "COPY file_terms (term, content_id, tf) FROM STDIN"
 FILE_TERM_POSTINGS = """
 SELECT t.term, f.path, t.tf, f.size
 FROM file_terms t JOIN files f ON f.content_id = t.content_id AND f.repo_id = %(repo)s
+  AND f.repo_id = ANY(%(visible)s::int[])
 WHERE t.term = ANY(%(terms)s)"""
 # Every potential edge of a repository: ambiguous resolutions, and references that resolved
 # to nothing matched by name to declarations of a fitting kind (tests and graph_eval).
@@ -680,6 +814,25 @@ WHERE ct.repo_id = %s AND c.symbol = %s"""
 # Files that declare names a long query spells out (top-level or class members).
 DECLARING_FILES = """
 SELECT f.path, count(DISTINCT lower(s.name))
-FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %s
-WHERE lower(s.name) = ANY(%s) AND s.depth <= 1
+FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+  AND f.repo_id = ANY(%(visible)s::int[])
+WHERE lower(s.name) = ANY(%(names)s) AND s.depth <= 1
 GROUP BY f.path"""
+
+# --- statements that return no repository's rows to a caller -----------------------------
+GLOBAL = frozenset({
+    # session settings
+    "SESSION_SETUP", "SESSION_VECTOR_SETUP",
+    # corpus-wide ranking statistics (numbers that weigh terms; no row reaches an answer)
+    "STATS_CORPUS", "STATS_TERMS", "STATS_CONTENTS", "STATS_CHUNK_COUNT",
+    # embedding models (names and dimensions)
+    "EMBED_MODEL_GET", "EMBED_MODEL_NAMES", "EMBED_MODEL_INSERT",
+    # tokens, teams and the audit trail: filtered by the caller's team (%(team)s) or by
+    # the token's own hash
+    "TOKEN_INSERT", "TOKEN_GRANT", "TOKEN_CHECK", "TOKEN_STATE", "TOKEN_LIST", "TOKEN_GET",
+    "TOKEN_REVOKE", "TEAM_GET", "TEAM_INSERT", "TEAM_LIST", "AUDIT_INSERT", "AUDIT_LIST",
+    "REPO_BY_TEAM_NAMES",
+    # the visible set itself: a token's team or grants
+    "REPOS_VISIBLE",
+})
+"""Statements the query path may run without the visibility predicate, and why."""

@@ -9,10 +9,10 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.answers import empty_reason
 from codenav.db import queries as q
 from codenav.graph.patterns import PATTERNS
-from codenav.repos import Repo
 from codenav.versions import GRAPH_VERSION
 
 NON_CODE = ("text", "markdown", "rst", "json", "yaml", "toml", "ini", "xml", "properties",
@@ -31,12 +31,12 @@ def split_symbol(symbol: str) -> tuple[str, str | None]:
     return text, None
 
 
-def locate(conn: psycopg.Connection, repo: Repo, symbol: str, path: str | None = None,
+def locate(conn: psycopg.Connection, scope: Scope, symbol: str, path: str | None = None,
            kinds: list[str] | None = None, limit: int = 10) -> tuple[list[tuple], int]:
     """Declarations named ``symbol`` (a qualified name matches exactly or as a suffix),
     best first, and how many there are in all."""
     name, qual = split_symbol(symbol)
-    params = {"repo": repo.id, "name": name.lower(), "qual": qual.lower() if qual else None,
+    params = {**scope.params(), "name": name.lower(), "qual": qual.lower() if qual else None,
               "suffix": f"%.{qual.lower()}" if qual else None, "path": path, "kinds": kinds,
               "k": limit}
     rows = conn.execute(q.GRAPH_LOCATE, params).fetchall()
@@ -47,14 +47,14 @@ def locate(conn: psycopg.Connection, repo: Repo, symbol: str, path: str | None =
     return rows, total
 
 
-def coverage(conn: psycopg.Connection, repo: Repo) -> dict[str, Any]:
+def coverage(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
     """What no graph answer about this repository can see (cached briefly per index run)."""
-    key = (repo.id, repo.indexed_at)
+    key = (scope.id, scope.repo.indexed_at)
     now = time.monotonic()
     cached = _coverage_cache.get(key)
     if cached is not None and now - cached[0] < _COVERAGE_TTL_S:
         return dict(cached[1])
-    row = conn.execute(q.GRAPH_COVERAGE, {"repo": repo.id, "graphed": list(PATTERNS),
+    row = conn.execute(q.GRAPH_COVERAGE, {**scope.params(), "graphed": list(PATTERNS),
                                           "noncode": list(NON_CODE)}).fetchone()
     skipped, ungraphed, languages, failed, version = row if row else (0, 0, [], 0, None)
     out: dict[str, Any] = {}
@@ -75,19 +75,19 @@ def coverage(conn: psycopg.Connection, repo: Repo) -> dict[str, Any]:
     return dict(out)
 
 
-def unseen(conn: psycopg.Connection, repo: Repo, **extra: Any) -> dict[str, Any] | None:
+def unseen(conn: psycopg.Connection, scope: Scope, **extra: Any) -> dict[str, Any] | None:
     """The ``unseen`` block of an answer: repository coverage plus this answer's own
     blind spots (potential-only references, caps with their real totals)."""
-    out = coverage(conn, repo)
+    out = coverage(conn, scope)
     for key, value in extra.items():
         if value:
             out[key] = value
     return out or None
 
 
-def no_symbol(conn: psycopg.Connection, repo: Repo, symbol: str,
+def no_symbol(conn: psycopg.Connection, scope: Scope, symbol: str,
               path: str | None = None) -> dict[str, str]:
-    empty = empty_reason(conn, repo, path=path)
+    empty = empty_reason(conn, scope, path=path)
     if empty["code"] != "no_match":
         return empty
     where = f" in {path}" if path else ""
@@ -128,9 +128,9 @@ def declaration(row: tuple) -> dict[str, Any]:
     return item
 
 
-def file_priors(conn: psycopg.Connection, repo_id: int, paths: list[str]) -> dict[str, float]:
+def file_priors(conn: psycopg.Connection, scope: Scope, paths: list[str]) -> dict[str, float]:
     """Each file's centrality prior in [0, 1] (absent: the graph has not ranked it)."""
     if not paths:
         return {}
     return {path: float(prior) for path, prior in conn.execute(q.GRAPH_PRIORS,
-                                                              (repo_id, paths))}
+                                                              scope.params(paths=paths))}

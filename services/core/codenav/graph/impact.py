@@ -10,12 +10,12 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.answers import stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.graph.common import locate, no_symbol, unseen
 from codenav.navigate import _file, clean_path
-from codenav.repos import Repo
 
 MAX_DEPTH = 3
 MAX_FILES = 200
@@ -30,15 +30,17 @@ _RELATION = {"call": "calls", "type": "uses type", "extends": "extends",
              "implements": "implements", "import": "imports", "reexport": "re-exports"}
 
 
-def _meta(conn: psycopg.Connection, repo: Repo, paths: list[str]) -> dict[str, dict[str, Any]]:
+def _meta(conn: psycopg.Connection, scope: Scope, paths: list[str]) -> dict[str, dict[str, Any]]:
     """Language, first exported top-level names, and importer count of some files."""
     if not paths:
         return {}
     out: dict[str, dict[str, Any]] = {}
-    for path, language, imported_by in conn.execute(q.GRAPH_FILE_META, (repo.id, paths)):
+    for path, language, imported_by in conn.execute(q.GRAPH_FILE_META,
+                                                    scope.params(paths=paths)):
         out[path] = {"language": language, "exports": [], "imported_by": int(imported_by)}
     exports: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
-    for path, name, kind, depth, _line in conn.execute(q.GRAPH_EXPORTS, (repo.id, paths)):
+    for path, name, kind, depth, _line in conn.execute(q.GRAPH_EXPORTS,
+                                                      scope.params(paths=paths)):
         exports[path].append((depth, kind, name))
     for path, names in exports.items():
         # top-level: the shallowest declarations that are not namespaces (C#, C++, Ruby
@@ -51,7 +53,7 @@ def _meta(conn: psycopg.Connection, repo: Repo, paths: list[str]) -> dict[str, d
     return out
 
 
-def _walk_files(conn: psycopg.Connection, repo: Repo, start: str, depth: int,
+def _walk_files(conn: psycopg.Connection, scope: Scope, start: str, depth: int,
                 forward: bool) -> tuple[dict[str, dict[str, Any]], int]:
     """Files reached from ``start`` through imports (forward) or importers, breadth first;
     a link made only of references (a same-package use needs no import) is
@@ -61,15 +63,16 @@ def _walk_files(conn: psycopg.Connection, repo: Repo, start: str, depth: int,
     seen = {start}
     specs: dict[str, str] = {}
     if forward:
-        specs = {dst: spec for dst, spec in conn.execute(q.GRAPH_IMPORT_SPECS, (repo.id, start))}
+        specs = {dst: spec for dst, spec in conn.execute(q.GRAPH_IMPORT_SPECS,
+                                                         scope.params(path=start))}
     for level in range(1, depth + 1):
         if not frontier:
             break
         sql = q.GRAPH_LINKS_FROM if forward else q.GRAPH_LINKS_TO
         links: dict[str, tuple[str, str]] = {}
-        for src, dst, n_imports, _refs in conn.execute(sql, (repo.id, frontier)):
+        for src, dst, n_imports, _refs in conn.execute(sql, scope.params(paths=frontier)):
             other, parent = (dst, src) if forward else (src, dst)
-            via = "reference" if not n_imports else \
+            via = "reference" if not n_imports else\
                 (specs.get(other, "import") if level == 1 else "import")
             links.setdefault(other, (parent, via))
         nxt = []
@@ -85,7 +88,7 @@ def _walk_files(conn: psycopg.Connection, repo: Repo, start: str, depth: int,
     return found, len(found)
 
 
-def dependencies(conn: psycopg.Connection, repo: Repo, path: str, direction: str = "both",
+def dependencies(conn: psycopg.Connection, scope: Scope, path: str, direction: str = "both",
                  depth: int = 1) -> dict[str, Any]:
     """What ``path`` imports and what imports it, to ``depth`` (1-3), each file with its
     language, first exports and how many files import it."""
@@ -95,16 +98,16 @@ def dependencies(conn: psycopg.Connection, repo: Repo, path: str, direction: str
     if not 1 <= depth <= MAX_DEPTH:
         raise InvalidRequest(f"depth must be between 1 and {MAX_DEPTH}")
     clean = clean_path(path)
-    row = _file(conn, repo, clean)
-    answer: dict[str, Any] = {"repo": repo.name, "path": clean, "language": row[4]}
+    row = _file(conn, scope, clean)
+    answer: dict[str, Any] = {"repo": scope.name, "path": clean, "language": row[4]}
     truncated: dict[str, int] = {}
     lists: dict[str, list[dict[str, Any]]] = {}
     for key, forward in (("imports", True), ("importers", False)):
         if direction not in (key, "both"):
             continue
-        found, total = _walk_files(conn, repo, clean, depth, forward)
+        found, total = _walk_files(conn, scope, clean, depth, forward)
         items = sorted(found.values(), key=lambda f: (f["depth"], f["path"]))[:MAX_FILES]
-        meta = _meta(conn, repo, [f["path"] for f in items])
+        meta = _meta(conn, scope, [f["path"] for f in items])
         for item in items:
             item.update(meta.get(item["path"], {}))
         lists[key] = items
@@ -112,13 +115,14 @@ def dependencies(conn: psycopg.Connection, repo: Repo, path: str, direction: str
             truncated[key] = total
     answer.update(lists)
     if direction in ("imports", "both"):
-        answer["external"] = [r[0] for r in conn.execute(q.GRAPH_EXTERNAL_OF, (repo.id, clean))]
-    own = _meta(conn, repo, [clean]).get(clean, {})
+        answer["external"] = [r[0] for r in conn.execute(q.GRAPH_EXTERNAL_OF,
+                                                         scope.params(path=clean))]
+    own = _meta(conn, scope, [clean]).get(clean, {})
     answer["exports"] = own.get("exports", [])
     answer["summary"] = {k: truncated.get(k, len(v)) for k, v in lists.items()}
     if "external" in answer:
         answer["summary"]["external"] = len(answer["external"])
-    blind = unseen(conn, repo, truncated=truncated)
+    blind = unseen(conn, scope, truncated=truncated)
     if blind:
         answer["unseen"] = blind
     if not any(lists.values()) and not answer.get("external"):
@@ -128,18 +132,18 @@ def dependencies(conn: psycopg.Connection, repo: Repo, path: str, direction: str
     return answer
 
 
-def _is_path(conn: psycopg.Connection, repo: Repo, text: str) -> str | None:
+def _is_path(conn: psycopg.Connection, scope: Scope, text: str) -> str | None:
     if "/" not in text and "." not in posixpath.basename(text):
         return None
     try:
         clean = clean_path(text)
     except InvalidRequest:
         return None
-    found = conn.execute(q.FILE_BY_PATH, (repo.id, clean)).fetchone()
+    found = conn.execute(q.FILE_BY_PATH, scope.params(path=clean)).fetchone()
     return clean if found is not None else None
 
 
-def impact(conn: psycopg.Connection, repo: Repo, symbol_or_path: str,
+def impact(conn: psycopg.Connection, scope: Scope, symbol_or_path: str,
            depth: int = 3) -> dict[str, Any]:
     """Everything that transitively depends on a symbol (calls, type uses, extends,
     implements, imports, overrides) or on a file (imports and references), with the chains
@@ -150,11 +154,11 @@ def impact(conn: psycopg.Connection, repo: Repo, symbol_or_path: str,
     text = symbol_or_path.strip()
     if not text:
         raise InvalidRequest("give a symbol or a path")
-    path = _is_path(conn, repo, text)
+    path = _is_path(conn, scope, text)
     if path is not None:
-        answer = _file_impact(conn, repo, path, depth)
+        answer = _file_impact(conn, scope, path, depth)
     else:
-        answer = _symbol_impact(conn, repo, text, depth)
+        answer = _symbol_impact(conn, scope, text, depth)
     answer["_stats"] = stats(answer, {}, started)
     return answer
 
@@ -163,12 +167,12 @@ Node = tuple[str, str]
 """(path, qualname) of a dependent; qualname '' is file-level code."""
 
 
-def _symbol_impact(conn: psycopg.Connection, repo: Repo, symbol: str,
+def _symbol_impact(conn: psycopg.Connection, scope: Scope, symbol: str,
                    depth: int) -> dict[str, Any]:
-    rows, total_targets = locate(conn, repo, symbol, limit=10)
+    rows, total_targets = locate(conn, scope, symbol, limit=10)
     targets = [(r[0], r[2]) for r in rows]
     kinds = {(r[0], r[2]): r[3] for r in rows}
-    answer: dict[str, Any] = {"repo": repo.name, "target": symbol, "target_kind": "symbol",
+    answer: dict[str, Any] = {"repo": scope.name, "target": symbol, "target_kind": "symbol",
                               "declarations": [{"path": r[0], "qualname": r[2], "kind": r[3],
                                                 "line": r[5]} for r in rows]}
     parent: dict[Node, tuple[Node, str, int]] = {}
@@ -181,15 +185,15 @@ def _symbol_impact(conn: psycopg.Connection, repo: Repo, symbol: str,
         if not frontier:
             break
         found = conn.execute(q.GRAPH_EDGES_TO, {
-            "repo": repo.id, "paths": [p for p, _q in frontier],
+            **scope.params(), "paths": [p for p, _q in frontier],
             "quals": [qq for _p, qq in frontier], "verified": True, "kinds": None,
             "k": 20000}).fetchall()
-        found = _overrides(conn, repo, frontier, kinds) + found  # the stronger relation
+        found = _overrides(conn, scope, frontier, kinds) + found  # the stronger relation
         nxt: list[Node] = []
-        for src, line, scope, kind, _how, dst_path, dst_qual, _ok, _n in found:
-            node = (src, scope)
+        for src, line, within, kind, _how, dst_path, dst_qual, _ok, _n in found:
+            node = (src, within)
             if kind in ("import", "reexport"):
-                barrel = kind == "reexport" or posixpath.basename(src) in _BARRELS or \
+                barrel = kind == "reexport" or posixpath.basename(src) in _BARRELS or\
                     posixpath.basename(src).startswith("index.")
                 if barrel and d == 1 and len(reexports) < MAX_DEPENDENTS:
                     reexports.append({"path": src, "line": line, "name": dst_qual})
@@ -200,7 +204,7 @@ def _symbol_impact(conn: psycopg.Connection, repo: Repo, symbol: str,
             parent[node] = ((dst_path, dst_qual), str(_RELATION.get(kind, kind)), int(line))
             total += 1
             if len(dependents) < MAX_DEPENDENTS:
-                dependents.append({"path": src, "qualname": scope, "line": line,
+                dependents.append({"path": src, "qualname": within, "line": line,
                                    "relation": _RELATION.get(kind, kind), "depth": d,
                                    "depends_on": dst_qual})
             if node[1] and kind not in ("import", "reexport"):
@@ -217,7 +221,7 @@ def _symbol_impact(conn: psycopg.Connection, repo: Repo, symbol: str,
     answer["summary"] = {"dependents": total, "files": len(answer["files"]),
                          "max_depth": max((x["depth"] for x in dependents), default=0),
                          "by_relation": dict(sorted(relations.items()))}
-    potential = _potential_count(conn, repo, rows)
+    potential = _potential_count(conn, scope, rows)
     truncated = {"dependents": total} if total > len(dependents) else {}
     if total_targets > len(targets):
         truncated["declarations"] = total_targets
@@ -226,18 +230,18 @@ def _symbol_impact(conn: psycopg.Connection, repo: Repo, symbol: str,
         counted = f"{potential}+" if potential >= POTENTIAL_CAP else str(potential)
         extra["potential_only"] = (f"{counted} reference(s) to {rows[0][1]!r} match the "
                                    "name only and are not followed (see references)")
-    blind = unseen(conn, repo, **extra)
+    blind = unseen(conn, scope, **extra)
     if blind:
         answer["unseen"] = blind
     if not targets:
-        answer["empty"] = no_symbol(conn, repo, symbol)
+        answer["empty"] = no_symbol(conn, scope, symbol)
     elif not dependents:
         answer["empty"] = {"code": "no_dependents", "message": f"nothing in the index depends "
                            f"on {symbol!r} through a verified edge"}
     return answer
 
 
-def _overrides(conn: psycopg.Connection, repo: Repo, frontier: list[Node],
+def _overrides(conn: psycopg.Connection, scope: Scope, frontier: list[Node],
                kinds: dict[Node, str]) -> list[tuple]:
     """Methods of subclasses that override a method in the frontier: changing the method's
     contract changes theirs."""
@@ -249,7 +253,7 @@ def _overrides(conn: psycopg.Connection, repo: Repo, frontier: list[Node],
     names = defaultdict(set)
     for p, qq in methods:
         names[(p, qq.rpartition(".")[0])].add(qq.rpartition(".")[2])
-    subs = conn.execute(q.GRAPH_SUBCLASSES, {"repo": repo.id, "paths": [o[0] for o in owners],
+    subs = conn.execute(q.GRAPH_SUBCLASSES, {**scope.params(), "paths": [o[0] for o in owners],
                                              "quals": [o[1] for o in owners]}).fetchall()
     wanted = []
     for src, cls, _kind, line, dst_path, dst_qual, ok, _how in subs:
@@ -259,7 +263,7 @@ def _overrides(conn: psycopg.Connection, repo: Repo, frontier: list[Node],
     if not wanted:
         return []
     present = {(p, qq): (line, kind) for p, qq, kind, line, _sig in conn.execute(
-        q.GRAPH_SYMBOL_AT, {"repo": repo.id, "paths": [w[0] for w in wanted],
+        q.GRAPH_SYMBOL_AT, {**scope.params(), "paths": [w[0] for w in wanted],
                             "quals": [w[1] for w in wanted]})}
     out = []
     for src, qual, _line, dst_path, dst_qual in wanted:
@@ -303,29 +307,29 @@ def _files(dependents: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(files.values(), key=lambda f: (f["min_depth"], -f["dependents"], f["path"]))
 
 
-def _potential_count(conn: psycopg.Connection, repo: Repo, rows: list[tuple]) -> int:
+def _potential_count(conn: psycopg.Connection, scope: Scope, rows: list[tuple]) -> int:
     """Name-only references (counted up to POTENTIAL_CAP: ``references`` lists them)."""
     if not rows:
         return 0
-    found = conn.execute(q.GRAPH_UNRESOLVED_COUNT, {"repo": repo.id, "name": rows[0][1],
+    found = conn.execute(q.GRAPH_UNRESOLVED_COUNT, {**scope.params(), "name": rows[0][1],
                                                     "cap": POTENTIAL_CAP}).fetchone()
     return int(found[0]) if found else 0
 
 
-def _file_impact(conn: psycopg.Connection, repo: Repo, path: str, depth: int) -> dict[str, Any]:
-    found, total = _walk_files(conn, repo, path, depth, forward=False)
+def _file_impact(conn: psycopg.Connection, scope: Scope, path: str, depth: int) -> dict[str, Any]:
+    found, total = _walk_files(conn, scope, path, depth, forward=False)
     items = sorted(found.values(), key=lambda f: (f["depth"], f["path"]))[:MAX_FILES]
     parent = {(f["path"], ""): ((f.get("from", path), ""), "imports" if f["via"] != "reference"
                                 else "references", 0) for f in found.values()}
     level = {(f["path"], ""): f["depth"] for f in found.values()}
-    answer: dict[str, Any] = {"repo": repo.name, "target": path, "target_kind": "file",
+    answer: dict[str, Any] = {"repo": scope.name, "target": path, "target_kind": "file",
                               "files": [{"path": f["path"], "depth": f["depth"],
                                          "via": f["via"]} for f in items],
                               "chains": _chains(parent, level)}
     answer["summary"] = {"files": total, "max_depth": max((f["depth"] for f in items),
                                                            default=0)}
     truncated = {"files": total} if total > len(items) else {}
-    blind = unseen(conn, repo, truncated=truncated)
+    blind = unseen(conn, scope, truncated=truncated)
     if blind:
         answer["unseen"] = blind
     if not items:

@@ -11,12 +11,12 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.answers import stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.graph.common import declaration, locate, no_symbol, unseen
 from codenav.navigate import clean_path
-from codenav.repos import Repo
 
 MAX_TARGETS = 10
 MAX_VERIFIED = 200
@@ -30,13 +30,14 @@ CLASS_KINDS = ["class", "interface", "enum", "type", "module"]
 _CALLABLE = frozenset({"function", "method", "constructor", "macro", "property"})
 
 
-def _sizes(conn: psycopg.Connection, repo: Repo, paths: set[str]) -> dict[str, int]:
+def _sizes(conn: psycopg.Connection, scope: Scope, paths: set[str]) -> dict[str, int]:
     if not paths:
         return {}
-    return {r[0]: int(r[1]) for r in conn.execute(q.FILE_META, (repo.id, sorted(paths)))}
+    return {r[0]: int(r[1]) for r in conn.execute(q.FILE_META,
+                                                  scope.params(paths=sorted(paths)))}
 
 
-def definition(conn: psycopg.Connection, repo: Repo, symbol: str,
+def definition(conn: psycopg.Connection, scope: Scope, symbol: str,
                path: str | None = None) -> dict[str, Any]:
     """The declarations of ``symbol``, each with the declarations of the types its
     signature mentions (resolved the way the file's imports resolve)."""
@@ -44,16 +45,16 @@ def definition(conn: psycopg.Connection, repo: Repo, symbol: str,
     if not symbol.strip():
         raise InvalidRequest("symbol is empty", hint="give a name like 'User' or 'User.save'")
     clean = clean_path(path) if path else None
-    rows, total = locate(conn, repo, symbol, clean, limit=MAX_TARGETS)
+    rows, total = locate(conn, scope, symbol, clean, limit=MAX_TARGETS)
     results = []
     for row in rows:
         item = declaration(row)
         words = set(_IDENT.findall(item["signature"]))
         types: dict[tuple[str, str], dict[str, Any]] = {}
         for name, dst_path, dst_qual, kind, start, end, signature, doc in conn.execute(
-                q.GRAPH_TYPES_OF, {"repo": repo.id, "path": item["path"],
+                q.GRAPH_TYPES_OF, {**scope.params(), "path": item["path"],
                                    "scope": item["qualname"]}):
-            if name not in words or (dst_path, dst_qual) in types or \
+            if name not in words or (dst_path, dst_qual) in types or\
                     (dst_path, dst_qual) == (item["path"], item["qualname"]):
                 continue
             entry: dict[str, Any] = {"name": name, "qualname": dst_qual, "kind": kind,
@@ -64,33 +65,33 @@ def definition(conn: psycopg.Connection, repo: Repo, symbol: str,
             types[(dst_path, dst_qual)] = entry
         if types:
             item["types"] = list(types.values())[:MAX_TYPES]
-        unresolved = _unresolved_types(conn, repo, item, words)
+        unresolved = _unresolved_types(conn, scope, item, words)
         if unresolved:
             item["unresolved_types"] = unresolved
         results.append(item)
-    answer: dict[str, Any] = {"repo": repo.name, "symbol": symbol, "results": results}
+    answer: dict[str, Any] = {"repo": scope.name, "symbol": symbol, "results": results}
     extra: dict[str, Any] = {}
     if total > len(results):
         extra["truncated"] = {"declarations": total}
-    blind = unseen(conn, repo, **extra)
+    blind = unseen(conn, scope, **extra)
     if blind:
         answer["unseen"] = blind
     if not results:
-        answer["empty"] = no_symbol(conn, repo, symbol, clean)
+        answer["empty"] = no_symbol(conn, scope, symbol, clean)
     paths = {r["path"] for r in results} | {t["path"] for r in results for t in r.get("types", [])}
-    answer["_stats"] = stats(answer, _sizes(conn, repo, paths), started)
+    answer["_stats"] = stats(answer, _sizes(conn, scope, paths), started)
     return answer
 
 
-def _unresolved_types(conn: psycopg.Connection, repo: Repo, item: dict[str, Any],
+def _unresolved_types(conn: psycopg.Connection, scope: Scope, item: dict[str, Any],
                       words: set[str]) -> list[str]:
     """Type names in the signature that resolved to no indexed declaration (libraries)."""
     refs = [(o, n) for o, n in conn.execute(q.GRAPH_TYPE_REFS, {
-        "repo": repo.id, "path": item["path"], "scope": item["qualname"]}) if n in words]
+        **scope.params(), "path": item["path"], "scope": item["qualname"]}) if n in words]
     if not refs:
         return []
-    resolved = {r[0] for r in conn.execute(q.GRAPH_RESOLVED_ORDS, (repo.id, item["path"],
-                                                                   [o for o, _n in refs]))}
+    resolved = {r[0] for r in conn.execute(q.GRAPH_RESOLVED_ORDS, scope.params(
+        path=item["path"], ords=[o for o, _n in refs]))}
     return sorted({n for o, n in refs if o not in resolved})
 
 
@@ -116,7 +117,7 @@ def _target_kinds(kinds: set[str]) -> list[str]:
     return sorted(out)
 
 
-def references(conn: psycopg.Connection, repo: Repo, symbol: str, path: str | None = None,
+def references(conn: psycopg.Connection, scope: Scope, symbol: str, path: str | None = None,
                include_potential: bool = True) -> dict[str, Any]:
     """Verified references to ``symbol`` (how each resolved), then potential matches by
     name only (why each did not resolve)."""
@@ -124,21 +125,21 @@ def references(conn: psycopg.Connection, repo: Repo, symbol: str, path: str | No
     if not symbol.strip():
         raise InvalidRequest("symbol is empty", hint="give a name like 'User' or 'User.save'")
     clean = clean_path(path) if path else None
-    rows, total_targets = locate(conn, repo, symbol, clean, limit=MAX_TARGETS)
+    rows, total_targets = locate(conn, scope, symbol, clean, limit=MAX_TARGETS)
     targets = [{"path": r[0], "qualname": r[2], "kind": r[3], "line": r[5]} for r in rows]
-    answer: dict[str, Any] = {"repo": repo.name, "symbol": symbol, "targets": targets}
+    answer: dict[str, Any] = {"repo": scope.name, "symbol": symbol, "targets": targets}
     verified: list[dict[str, Any]] = []
     potential: list[dict[str, Any]] = []
     n_verified = n_potential = 0
     if targets:
         several = len({(t["path"], t["qualname"]) for t in targets}) > 1
         edges = conn.execute(q.GRAPH_EDGES_TO, {
-            "repo": repo.id, "paths": [t["path"] for t in targets],
+            **scope.params(), "paths": [t["path"] for t in targets],
             "quals": [t["qualname"] for t in targets], "verified": None, "kinds": None,
             "k": MAX_VERIFIED + MAX_POTENTIAL}).fetchall()
         edge_total = int(edges[0][8]) if edges else 0
-        for src, line, scope, kind, how, dst_path, dst_qual, ok, _total in edges:
-            item: dict[str, Any] = {"path": src, "line": line, "scope": scope, "kind": kind}
+        for src, line, within, kind, how, dst_path, dst_qual, ok, _total in edges:
+            item: dict[str, Any] = {"path": src, "line": line, "scope": within, "kind": kind}
             if several:
                 item["target"] = {"path": dst_path, "qualname": dst_qual}
             if ok:
@@ -147,21 +148,21 @@ def references(conn: psycopg.Connection, repo: Repo, symbol: str, path: str | No
             elif include_potential:
                 item["reason"] = how
                 potential.append(item)
-        n_verified = len(verified) if edge_total <= len(edges) else \
+        n_verified = len(verified) if edge_total <= len(edges) else\
             edge_total - len(potential)
         verified = verified[:MAX_VERIFIED]
         if include_potential:
             name = rows[0][1]
             kinds = _target_kinds({t["kind"] for t in targets})
-            found = conn.execute(q.GRAPH_UNRESOLVED, {"repo": repo.id, "name": name,
+            found = conn.execute(q.GRAPH_UNRESOLVED, {**scope.params(), "name": name,
                                                       "kinds": kinds,
                                                       "k": MAX_POTENTIAL}).fetchall()
             unresolved_total = int(found[0][5]) if found else 0
-            for src, line, scope, kind, qualifier, _total in found:
-                potential.append({"path": src, "line": line, "scope": scope, "kind": kind,
+            for src, line, within, kind, qualifier, _total in found:
+                potential.append({"path": src, "line": line, "scope": within, "kind": kind,
                                   "called_on": qualifier or None,
                                   "reason": _reason(kind, qualifier)})
-            n_potential = len([p for p in potential if "called_on" not in p]) + \
+            n_potential = len([p for p in potential if "called_on" not in p]) +\
                 unresolved_total
             potential = [{k: v for k, v in p.items() if v is not None}
                          for p in potential[:MAX_POTENTIAL]]
@@ -182,27 +183,27 @@ def references(conn: psycopg.Connection, repo: Repo, symbol: str, path: str | No
     if include_potential and n_potential:
         extra["potential_only"] = (f"{n_potential} reference(s) match the name only; review "
                                    "them before changing the declaration")
-    blind = unseen(conn, repo, **extra)
+    blind = unseen(conn, scope, **extra)
     if blind:
         answer["unseen"] = blind
     if not targets:
-        answer["empty"] = no_symbol(conn, repo, symbol, clean)
+        answer["empty"] = no_symbol(conn, scope, symbol, clean)
     elif not verified and not potential:
         answer["empty"] = {"code": "no_references", "message": f"nothing in the index refers "
                            f"to {symbol!r}" + ("" if include_potential else
                                                " through a verified edge")}
     paths = {t["path"] for t in targets} | {v["path"] for v in verified}
-    answer["_stats"] = stats(answer, _sizes(conn, repo, paths), started)
+    answer["_stats"] = stats(answer, _sizes(conn, scope, paths), started)
     return answer
 
 
-def implementations(conn: psycopg.Connection, repo: Repo, symbol: str) -> dict[str, Any]:
+def implementations(conn: psycopg.Connection, scope: Scope, symbol: str) -> dict[str, Any]:
     """Classes that implement the interface (or extend the class) ``symbol``, directly or
     through other classes, each with its methods."""
     started = time.monotonic()
     if not symbol.strip():
         raise InvalidRequest("symbol is empty", hint="give an interface or class name")
-    rows, total_targets = locate(conn, repo, symbol, kinds=CLASS_KINDS, limit=MAX_TARGETS)
+    rows, total_targets = locate(conn, scope, symbol, kinds=CLASS_KINDS, limit=MAX_TARGETS)
     targets = [{"path": r[0], "qualname": r[2], "kind": r[3], "line": r[5],
                 "language": r[11]} for r in rows]
     results: list[dict[str, Any]] = []
@@ -213,7 +214,7 @@ def implementations(conn: psycopg.Connection, repo: Repo, symbol: str) -> dict[s
     for depth in range(1, IMPLEMENTATION_DEPTH + 1):
         if not frontier:
             break
-        found = conn.execute(q.GRAPH_SUBCLASSES, {"repo": repo.id,
+        found = conn.execute(q.GRAPH_SUBCLASSES, {**scope.params(),
                                                   "paths": [p for p, _q in frontier],
                                                   "quals": [qq for _p, qq in frontier]})
         nxt = []
@@ -235,10 +236,10 @@ def implementations(conn: psycopg.Connection, repo: Repo, symbol: str) -> dict[s
         frontier = nxt
     go = [t for t in targets if t["language"] == "go" and t["kind"] == "interface"]
     if go:
-        results += _go_satisfiers(conn, repo, go, seen)
-    _attach_methods(conn, repo, results)
+        results += _go_satisfiers(conn, scope, go, seen)
+    _attach_methods(conn, scope, results)
     results = [{k: v for k, v in r.items() if v is not None} for r in results]
-    answer: dict[str, Any] = {"repo": repo.name, "symbol": symbol,
+    answer: dict[str, Any] = {"repo": scope.name, "symbol": symbol,
                               "targets": [{k: v for k, v in t.items() if k != "language"}
                                           for t in targets],
                               "results": results}
@@ -249,25 +250,25 @@ def implementations(conn: psycopg.Connection, repo: Repo, symbol: str) -> dict[s
     truncated = {"implementations": total} if total > len(results) else {}
     if total_targets > len(targets):
         truncated["targets"] = total_targets
-    blind = unseen(conn, repo, truncated=truncated)
+    blind = unseen(conn, scope, truncated=truncated)
     if blind:
         answer["unseen"] = blind
     if not targets:
-        answer["empty"] = no_symbol(conn, repo, symbol)
+        answer["empty"] = no_symbol(conn, scope, symbol)
     elif not results:
         answer["empty"] = {"code": "no_implementations", "message": f"no indexed class "
                            f"implements or extends {symbol!r}"}
     paths = {r["path"] for r in results} | {t["path"] for t in targets}
-    answer["_stats"] = stats(answer, _sizes(conn, repo, paths), started)
+    answer["_stats"] = stats(answer, _sizes(conn, scope, paths), started)
     return answer
 
 
-def _attach_methods(conn: psycopg.Connection, repo: Repo, results: list[dict[str, Any]]) -> None:
+def _attach_methods(conn: psycopg.Connection, scope: Scope, results: list[dict[str, Any]]) -> None:
     if not results:
         return
     by_class: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for path, qualname, name, kind, line, signature in conn.execute(
-            q.GRAPH_MEMBERS, (repo.id, sorted({r["path"] for r in results}))):
+            q.GRAPH_MEMBERS, scope.params(paths=sorted({r["path"] for r in results}))):
         owner, _dot, _name = qualname.rpartition(".")
         by_class[(path, owner)].append({"name": name, "kind": kind, "line": line,
                                         "signature": signature})
@@ -278,19 +279,19 @@ def _attach_methods(conn: psycopg.Connection, repo: Repo, results: list[dict[str
             r["methods_total"] = len(methods)
 
 
-def _go_satisfiers(conn: psycopg.Connection, repo: Repo, interfaces: list[dict[str, Any]],
+def _go_satisfiers(conn: psycopg.Connection, scope: Scope, interfaces: list[dict[str, Any]],
                    seen: set[tuple[str, str]]) -> list[dict[str, Any]]:
     """Go types whose method set (by name, across their package) covers an interface's."""
     out: list[dict[str, Any]] = []
     for iface in interfaces:
-        members = [r for r in conn.execute(q.GRAPH_MEMBERS, (repo.id, [iface["path"]]))
+        members = [r for r in conn.execute(q.GRAPH_MEMBERS, scope.params(paths=[iface["path"]]))
                    if r[1].rpartition(".")[0] == iface["qualname"]]
         names = sorted({r[2] for r in members})
         if not names:
             continue
         methods: dict[tuple[str, str], set[str]] = defaultdict(set)
         where: dict[tuple[str, str], str] = {}
-        for path, qualname, name in conn.execute(q.GRAPH_GO_METHODS, {"repo": repo.id,
+        for path, qualname, name in conn.execute(q.GRAPH_GO_METHODS, {**scope.params(),
                                                                       "names": names}):
             owner = qualname.rpartition(".")[0]
             if not owner or (path == iface["path"] and owner == iface["qualname"]):
@@ -307,15 +308,16 @@ def _go_satisfiers(conn: psycopg.Connection, repo: Repo, interfaces: list[dict[s
                 out.append({"path": path, "qualname": key[1], "relation": "implements",
                             "depth": 1, "how": "method set (Go interfaces are satisfied "
                             "implicitly; matched by method names)"})
-    _locate_owner_files(conn, repo, out)
+    _locate_owner_files(conn, scope, out)
     return out
 
 
-def _locate_owner_files(conn: psycopg.Connection, repo: Repo, found: list[dict[str, Any]]) -> None:
+def _locate_owner_files(conn: psycopg.Connection, scope: Scope,
+                        found: list[dict[str, Any]]) -> None:
     """A Go type's methods may sit in another file of its package than the type itself."""
     for item in found:
         directory = item["path"].rpartition("/")[0]
-        rows, _total = locate(conn, repo, item["qualname"], kinds=["class", "type"], limit=10)
+        rows, _total = locate(conn, scope, item["qualname"], kinds=["class", "type"], limit=10)
         for row in rows:
             if row[0].rpartition("/")[0] == directory and row[2] == item["qualname"]:
                 item["path"], item["line"] = row[0], row[5]

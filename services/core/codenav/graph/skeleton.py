@@ -10,12 +10,12 @@ from typing import Any
 
 import psycopg
 
+from codenav.access import Scope
 from codenav.answers import stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.graph.common import unseen
 from codenav.navigate import clean_path
-from codenav.repos import Repo
 
 MAX_FILES = 200
 MAX_EXPORTS = 30
@@ -26,21 +26,21 @@ def _like(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
 
 
-def skeleton(conn: psycopg.Connection, repo: Repo, path: str | None = None,
+def skeleton(conn: psycopg.Connection, scope: Scope, path: str | None = None,
              depth: int | None = None) -> dict[str, Any]:
     started = time.monotonic()
-    prefix = clean_path(path).rstrip("/") if path and path.strip() not in ("", ".", "/") \
+    prefix = clean_path(path).rstrip("/") if path and path.strip() not in ("", ".", "/")\
         else ""
     if depth is not None and depth < 0:
         raise InvalidRequest("depth must be 0 or more (0: the directory's own files)")
     like = _like(prefix) if prefix else None
     nesting: dict[str, set[str]] = defaultdict(set)
     for file_path, qualname in conn.execute(q.GRAPH_SKELETON_CLASSES,
-                                            {"repo": repo.id, "like": like}):
+                                            scope.params(like=like)):
         nesting[file_path].add(qualname)
     files: dict[str, dict[str, Any]] = {}
     for file_path, language, _name, qualname, kind, line, _parent in conn.execute(
-            q.GRAPH_SKELETON, {"repo": repo.id, "like": like}):
+            q.GRAPH_SKELETON, scope.params(like=like)):
         rel = file_path[len(prefix) + 1:] if prefix else file_path
         if depth is not None and rel.count("/") > depth:
             continue
@@ -58,16 +58,16 @@ def skeleton(conn: psycopg.Connection, repo: Repo, path: str | None = None,
             item["exports_total"] = item["total"]
         del item["total"]
     shown = items[:MAX_FILES]
-    answer: dict[str, Any] = {"repo": repo.name, "path": prefix or ".", "files": shown,
+    answer: dict[str, Any] = {"repo": scope.name, "path": prefix or ".", "files": shown,
                               "summary": {"files": len(items),
                                           "exports": sum(len(i["exports"]) for i in items)}}
     truncated = {"files": len(items)} if len(items) > len(shown) else {}
-    blind = unseen(conn, repo, truncated=truncated)
+    blind = unseen(conn, scope, truncated=truncated)
     if blind:
         answer["unseen"] = blind
     if not shown:
         pattern = f"^{re.escape(prefix)}/" if prefix else "."
-        exists = conn.execute(q.PATH_EXISTS, (repo.id, pattern)).fetchone()
+        exists = conn.execute(q.PATH_EXISTS, scope.params(regex=pattern)).fetchone()
         if prefix and exists is None:
             answer["empty"] = {"code": "path_not_indexed",
                                "message": f"no indexed file is under {prefix!r}"}

@@ -1,0 +1,175 @@
+"""Administration: tokens, teams, registering and deleting repositories, the audit trail.
+
+One implementation for the API's admin routes and the CLI's operator mode (direct database
+access). An admin administers its own team: its tokens, its repositories, its audit trail.
+Naming a team that does not exist creates it (it holds nothing yet, so nothing leaks); the
+tokens of another existing team are made by that team's admins, or by the operator. A
+restricted admin (one granted explicit repositories) grants at most what it has.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from codenav import repos, roots
+from codenav.access import DEFAULT_TEAM, Caller, Scope, authorize
+from codenav.auth import create_token, ensure_team, revoke_token
+from codenav.config import Settings
+from codenav.db import queries as q
+from codenav.errors import Forbidden, InvalidRequest, NotFound
+
+_DURATION = re.compile(r"^\s*(\d{1,6})\s*([hdw])\s*$")
+AUDIT_SHOWN = 100
+
+
+def parse_expiry(text: str | None, now: datetime | None = None) -> datetime | None:
+    """``30d``, ``12h``, ``2w`` from now (None: no expiry)."""
+    if not text:
+        return None
+    match = _DURATION.match(text)
+    if not match:
+        raise InvalidRequest(f"invalid expiry {text!r}", hint="a number and h, d or w: 30d")
+    count, unit = int(match.group(1)), match.group(2)
+    if count <= 0:
+        raise InvalidRequest("the expiry must be in the future")
+    delta = {"h": timedelta(hours=count), "d": timedelta(days=count),
+             "w": timedelta(weeks=count)}[unit]
+    return (now or datetime.now(UTC)) + delta
+
+
+def record(conn: psycopg.Connection, caller: Caller, action: str, target: str,
+           team_id: int | None, detail: dict[str, Any] | None = None) -> None:
+    """One line of the audit trail."""
+    conn.execute(q.AUDIT_INSERT, (team_id, caller.actor, caller.token_id, action, target,
+                                  json.dumps(detail or {})))
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+# --- tokens and teams --------------------------------------------------------------------
+def create(conn: psycopg.Connection, caller: Caller, name: str, role: str,
+           team: str | None = None, repo_names: list[str] | None = None,
+           expires: str | None = None) -> dict[str, Any]:
+    """A token (shown once in the answer) for ``team`` (default: the caller's)."""
+    authorize(caller, "token.create")
+    team = team or caller.team or DEFAULT_TEAM
+    wanted = sorted(set(repo_names or []))
+    expires_at = parse_expiry(expires)
+    existing = conn.execute(q.TEAM_GET, (team,)).fetchone()
+    if not caller.is_operator and team != caller.team and existing is not None:
+        raise Forbidden(f"team {team!r} already exists; its own admins make its tokens",
+                        hint="ask one of them, or the server's operator")
+    if caller.restricted and team == caller.team:
+        granted = _granted_names(conn, caller)
+        if not wanted or not set(wanted) <= granted:
+            raise Forbidden("this token is limited to " + ", ".join(sorted(granted)) +
+                            "; it can only make tokens limited to some of those",
+                            hint="pass --repos with some of them")
+    created_team = existing is None
+    with conn.transaction():
+        team_id, _ = ensure_team(conn, team, caller.actor)
+        token, token_id = create_token(conn, name, role, team, wanted, expires_at,
+                                       caller.actor)
+        detail = {"role": role, "repos": wanted, "expires_at": _iso(expires_at)}
+        record(conn, caller, "token.create", f"token {token_id} ({name})", team_id, detail)
+        if created_team:  # in the creator's trail, and the new team's
+            for trail in {caller.team_id, team_id}:
+                record(conn, caller, "team.create", team, trail,
+                       {"first_token": token_id, **detail})
+    return {"token": token, "id": token_id, "name": name, "role": role, "team": team,
+            "repos": wanted, "expires_at": _iso(expires_at), "team_created": created_team}
+
+
+def _granted_names(conn: psycopg.Connection, caller: Caller) -> set[str]:
+    from codenav.access import visible_repos
+
+    return {r.name for r in visible_repos(conn, caller)}
+
+
+def list_tokens(conn: psycopg.Connection, caller: Caller) -> dict[str, Any]:
+    authorize(caller, "token.list")
+    rows = conn.execute(q.TOKEN_LIST, {"team": caller.team_id}).fetchall()
+    now = datetime.now(UTC)
+    tokens = []
+    for (token_id, name, role, team, restricted, granted, created, last_used, expires_at,
+         revoked_at, created_by) in rows:
+        state = "revoked" if revoked_at else "expired" if expires_at and expires_at <= now \
+            else "active"
+        tokens.append({"id": token_id, "name": name, "role": role, "team": team,
+                       "repos": list(granted) if restricted else "all of the team's",
+                       "state": state, "created_at": _iso(created),
+                       "last_used_at": _iso(last_used), "expires_at": _iso(expires_at),
+                       "revoked_at": _iso(revoked_at), "created_by": created_by})
+    return {"tokens": tokens, "cache_seconds": 30,
+            "note": "a revoked token stops working within 30 seconds (verified tokens are "
+                    "cached that long)"}
+
+
+def revoke(conn: psycopg.Connection, caller: Caller, token_id: int) -> dict[str, Any]:
+    authorize(caller, "token.revoke")
+    row = conn.execute(q.TOKEN_GET, {"id": token_id, "team": caller.team_id}).fetchone()
+    if row is None or row[4] is not None or not revoke_token(conn, token_id):
+        raise NotFound(f"no active token with id {token_id}", hint="codenav token list")
+    record(conn, caller, "token.revoke", f"token {token_id} ({row[1]})", int(row[2]))
+    return {"revoked": token_id, "name": row[1], "team": row[3],
+            "note": "it stops working within 30 seconds"}
+
+
+def list_teams(conn: psycopg.Connection, caller: Caller) -> dict[str, Any]:
+    """The caller's team, and those it created (empty when made, so they are its to
+    know); the operator: every team."""
+    authorize(caller, "team.list")
+    teams = []
+    for team_id, name, created, created_by, n_repos, n_tokens in conn.execute(
+            q.TEAM_LIST, {"team": caller.team_id, "actor": caller.actor}):
+        teams.append({"name": name, "created_at": _iso(created), "created_by": created_by,
+                      "repos": int(n_repos), "active_tokens": int(n_tokens),
+                      **({"yours": True} if team_id == caller.team_id else {})})
+    return {"teams": teams}
+
+
+def audit(conn: psycopg.Connection, caller: Caller, limit: int = AUDIT_SHOWN) -> dict[str, Any]:
+    """The audit trail of the caller's team (the operator: every team), newest first."""
+    authorize(caller, "audit.list")
+    if not 1 <= limit <= 10_000:
+        raise InvalidRequest("limit must be between 1 and 10000")
+    rows = conn.execute(q.AUDIT_LIST, {"team": caller.team_id, "limit": limit}).fetchall()
+    return {"entries": [{"id": i, "at": _iso(at), "team": team, "actor": actor,
+                         "action": action, "target": target, "detail": detail}
+                        for i, at, team, actor, action, target, detail in rows]}
+
+
+# --- repositories ------------------------------------------------------------------------
+def register(conn: psycopg.Connection, settings: Settings, caller: Caller, root: str,
+             name: str | None = None, index: bool = True) -> repos.Repo:
+    """Register (or re-point) a repository of the caller's team, at an allowed root."""
+    authorize(caller, "repo.register")
+    real = roots.check(settings, root)
+    if caller.restricted:
+        granted = _granted_names(conn, caller)
+        wanted = name or repos.default_name(Path(real))
+        if wanted not in granted:
+            raise Forbidden("this token is limited to " + (", ".join(sorted(granted)) or
+                                                            "no repository"),
+                            hint="register with a token of the team that is not limited")
+    team_id = caller.team_id if caller.team_id is not None else repos.team_id(conn)
+    repo = repos.register(conn, real, name, team_id, index)
+    record(conn, caller, "repo.register", repo.name, team_id,
+           {"root": repo.root, "requested_root": root, "index": index})
+    return repo
+
+
+def delete(conn: psycopg.Connection, caller: Caller, scope: Scope) -> dict[str, Any]:
+    authorize(caller, "repo.delete")
+    collected = repos.delete(conn, scope)
+    record(conn, caller, "repo.delete", scope.name, repos.team_id(conn, scope.repo.team),
+           {"root": scope.repo.root, **collected})
+    return {"deleted": scope.name, "team": scope.repo.team, "collected": collected}

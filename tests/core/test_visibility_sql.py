@@ -1,0 +1,107 @@
+"""Visibility is part of every query: a static check of db/queries.py and its callers.
+
+Every statement the query path runs (functions that answer a ``Caller`` or within a
+``Scope``, in the core and the API) must carry the caller's visible set,
+``%(visible)s``, or be listed in ``queries.GLOBAL`` (statements that return no repository's
+rows). A new query without the predicate fails here, before any test data could show it.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pkgutil
+from pathlib import Path
+
+import codenav
+import codenav_api
+from codenav.db import queries as q
+
+SYSTEM_FUNCTIONS = {
+    # codenav's own jobs (workers), never a caller's request
+    ("codenav.embeddings", "embed_backlog"), ("codenav.embeddings", "ensure_model"),
+    ("codenav.embeddings", "ensure_index"), ("codenav.embeddings", "store_vectors"),
+    # the watcher and operator list every repository; the worker loads one by id
+    ("codenav.repos", "list_repos"), ("codenav.repos", "get"),
+    # registration writes into the caller's team (admin.register decides which)
+    ("codenav.repos", "register"), ("codenav.repos", "team_id"),
+    # deletion runs on a scope resolved through visibility; REPO_DELETE itself is scoped,
+    # the rest is garbage collection of what no repository references
+    ("codenav.repos", "delete"),
+    # the visible set is computed here (REPOS_VISIBLE; REPO_LIST for the operator only)
+    ("codenav.access", "visible_repos"),
+}
+MODULES = [m.name for pkg in (codenav, codenav_api)
+           for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]
+
+
+def _takes_caller(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    for arg in [*fn.args.args, *fn.args.kwonlyargs]:
+        if arg.annotation is not None and any(
+                isinstance(n, ast.Name) and n.id in ("Scope", "Caller")
+                for n in ast.walk(arg.annotation)):
+            return True
+    return False
+
+
+def _query_path() -> dict[tuple[str, str], set[str]]:
+    """(module, function) -> the ``q.NAME`` statements it uses, for every function of a
+    module on the query path (one with a function taking a Caller or a Scope)."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for name in MODULES:
+        module = importlib.import_module(name)
+        tree = ast.parse(Path(inspect.getfile(module)).read_text())
+        functions = [n for n in ast.walk(tree)
+                     if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        if not any(_takes_caller(f) for f in functions):
+            continue
+        for fn in functions:
+            used = {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)
+                    and isinstance(n.value, ast.Name) and n.value.id == "q"}
+            if used:
+                out[(name, fn.name)] = used
+    return out
+
+
+def _text(statement: str) -> str:
+    value = getattr(q, statement)
+    return inspect.getsource(value) if callable(value) else str(value)
+
+
+def test_every_statement_on_the_query_path_carries_the_visible_set() -> None:
+    found = _query_path()
+    assert ("codenav.search", "lexical_ranking") in found  # the walk sees the query path
+    missing = []
+    for (module, function), used in sorted(found.items()):
+        if (module, function) in SYSTEM_FUNCTIONS:
+            continue
+        for statement in sorted(used):
+            if statement in q.GLOBAL or statement in ("hnsw_index_name",):
+                continue
+            if "%(visible)s" not in _text(statement):
+                missing.append(f"{module}.{function}: {statement}")
+    assert not missing, "statements without the visibility predicate:\n" + "\n".join(missing)
+
+
+def test_the_visible_set_is_always_an_int_array_bound_by_name() -> None:
+    for name in dir(q):
+        if name.isupper() and isinstance(getattr(q, name), str):
+            text = getattr(q, name)
+            assert text.count("%(visible)s") == text.count("ANY(%(visible)s::int[])"), name
+
+
+def test_the_global_list_names_only_existing_statements_without_the_predicate() -> None:
+    for name in q.GLOBAL:
+        assert isinstance(getattr(q, name, None), str), name
+        assert "%(visible)s" not in getattr(q, name), name
+
+
+def test_the_check_catches_a_query_path_statement_without_the_predicate() -> None:
+    """The check above is not vacuous: a query-path function that ran a statement without
+    the predicate would be reported."""
+    assert "%(visible)s" not in q.REPO_LIST
+    assert "REPO_LIST" not in q.GLOBAL
+    assert ("codenav.access", "visible_repos") in SYSTEM_FUNCTIONS
+    found = _query_path()
+    assert "REPO_LIST" in found[("codenav.access", "visible_repos")]
