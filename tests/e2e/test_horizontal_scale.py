@@ -233,8 +233,9 @@ def test_two_apis_and_three_workers_index_one_corpus_once_and_answer_alike(
 
     run_dir = tmp_path / "run"  # no `codenav` folder here can shadow the installed packages
     run_dir.mkdir()
-    token = subprocess.run([CODENAV, "token", "create", "--name", "scale"], env=service_env,
-                           cwd=run_dir, capture_output=True, text=True, timeout=60, check=True)
+    token = subprocess.run([CODENAV, "token", "create", "--name", "scale", "--role", "write"],
+                           env=service_env, cwd=run_dir, capture_output=True, text=True,
+                           timeout=60, check=True)
     ports = [free_port(), free_port()]
     cluster = Cluster([f"http://127.0.0.1:{p}" for p in ports], token.stdout.strip(),
                       redis.Redis.from_url(settings.redis_url), settings)
