@@ -48,6 +48,9 @@ K8S_VALUES = {
 }
 """Values that differ from compose on purpose: os.cpu_count() in a pod counts the node's
 CPUs, so the thread and process counts follow the pod's CPU limit instead."""
+REPOSITORY_PATH_ENV = "CODENAV_ALLOWED_ROOTS"
+"""Compose sets it to the checkout it mounts (``${CODENAV_REPO_PATH}``, no default); in a pod
+it must be where the repositories volume is mounted."""
 
 _INTERPOLATION = re.compile(
     r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?+])(?P<arg>[^}]*))?\}"
@@ -339,6 +342,8 @@ def env_mismatches(objects: list[dict[str, Any]], compose: dict[str, Any]) -> li
             if key not in values:
                 continue
             expected = K8S_VALUES.get((name, key), compose_to_k8s(compose_value))
+            if key == REPOSITORY_PATH_ENV:
+                expected = ",".join(sorted(repository_paths(objects))) or "(not mounted)"
             if external and key in ("CODENAV_DATABASE_URL", "CODENAV_REDIS_URL"):
                 expected = f"secret:{key}"
             if values[key] != expected:
@@ -460,6 +465,12 @@ def port_mismatches(objects: list[dict[str, Any]], compose: dict[str, Any]) -> l
         if "--port" in argv and int(argv[argv.index("--port") + 1]) != port:
             out.append(f"{name} listens on {argv[argv.index('--port') + 1]}, not {port}")
     return out
+
+
+def repository_paths(objects: list[dict[str, Any]]) -> set[str]:
+    """Where the workloads mount the repositories volume."""
+    return {m["mountPath"] for w in workloads(objects).values()
+            for m in w.mounts(REPOSITORIES_CLAIM)}
 
 
 def volume_mismatches(objects: list[dict[str, Any]], compose: dict[str, Any]) -> list[str]:
