@@ -673,3 +673,29 @@ SELECT f.path, count(DISTINCT lower(s.name))
 FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %s
 WHERE lower(s.name) = ANY(%s) AND s.depth <= 1
 GROUP BY f.path"""
+
+# --- find_files: per-candidate features (codenav.features) --------------------------------
+# Declared names (and the start of their doc comments) of candidate files: the symbol and
+# doc fields of fielded file scoring.
+FILE_DECLARED = """
+SELECT f.path, s.name, s.depth, left(s.doc, 400)
+FROM files f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = %(repo)s AND f.path = ANY(%(paths)s) AND s.depth <= 2
+LIMIT %(k)s"""
+# Centrality and importer count of candidate files (absent: the graph has not ranked them).
+FILE_GRAPH_RANKS = """
+SELECT path, prior, imported_by FROM graph_files WHERE repo_id = %s AND path = ANY(%s)"""
+# File-level links touching the strongest candidates (their graph neighbours).
+FILE_NEIGHBOURS = """
+SELECT src_path, dst_path, imports + refs FROM graph_links
+WHERE repo_id = %(repo)s AND (src_path = ANY(%(paths)s) OR dst_path = ANY(%(paths)s))
+ORDER BY imports + refs DESC
+LIMIT %(k)s"""
+# Files whose path the query spells out (a stack frame, a module path, a file name).
+FILE_PATHS_LIKE = """
+SELECT path FROM files WHERE repo_id = %(repo)s AND path LIKE ANY(%(patterns)s)
+LIMIT %(k)s"""
+# Line counts of candidate files.
+FILE_LINES = """
+SELECT f.path, co.line_count FROM files f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = %s AND f.path = ANY(%s)"""

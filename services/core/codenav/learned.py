@@ -1,0 +1,87 @@
+"""The trained file ranker: a LightGBM LambdaRank model over ``codenav.features``.
+
+One model per mode family (``lexical``: no semantic features; ``hybrid``: with them), trained
+by ``bench/train_ranker.py`` on the development suite and shipped as LightGBM text files in
+``codenav/models/``. A model file names the features it was trained on; scoring reads them
+by name, so a feature added later is simply ignored by an older model. Without the
+``lightgbm`` package or a loadable model, ``score`` falls back to the linear weights of
+``codenav.weights.FALLBACK`` (and says so through ``ranker_name``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from importlib import resources
+from typing import Any
+
+from codenav import weights as W
+from codenav.features import FEATURES
+
+log = logging.getLogger(__name__)
+
+MODEL_FILES = {"lexical": "find_files_lexical.txt", "hybrid": "find_files_hybrid.txt"}
+_lock = threading.Lock()
+_cache: dict[str, Any] = {}
+
+
+class Model:
+    """A loaded booster and the feature columns it expects."""
+
+    def __init__(self, booster: Any, name: str) -> None:
+        self.booster = booster
+        self.name = name
+        self.columns = [FEATURES.index(f) if f in FEATURES else -1
+                        for f in booster.feature_name()]
+
+    def predict(self, rows: list[list[float]]) -> list[float]:
+        import numpy as np
+
+        matrix = np.array([[row[c] if c >= 0 else 0.0 for c in self.columns] for row in rows],
+                          dtype=np.float64)
+        return [float(x) for x in self.booster.predict(matrix, num_threads=1)]
+
+
+def load_text(text: str, name: str) -> Model:
+    import lightgbm
+
+    return Model(lightgbm.Booster(model_str=text), name)
+
+
+def model_for(family: str) -> Model | None:
+    """The shipped model of ``family`` (``lexical`` or ``hybrid``), loaded once; None when it
+    cannot be loaded (the reason is logged once)."""
+    with _lock:
+        if family in _cache:
+            return _cache[family]  # type: ignore[no-any-return]
+        model: Model | None = None
+        try:
+            text = resources.files("codenav.models").joinpath(MODEL_FILES[family]).read_text(
+                encoding="utf-8")
+            model = load_text(text, MODEL_FILES[family])
+        except (ImportError, OSError, ValueError, KeyError) as exc:
+            log.warning("file ranker model %s not loaded (%s); using the fallback weights",
+                        family, exc)
+        except Exception as exc:  # lightgbm raises its own LightGBMError on a corrupt file
+            log.warning("file ranker model %s not loaded (%s: %s); using the fallback "
+                        "weights", family, type(exc).__name__, exc)
+        _cache[family] = model
+        return model
+
+
+def fallback(rows: list[list[float]]) -> list[float]:
+    index = {name: i for i, name in enumerate(FEATURES)}
+    weights = [(index[name], w) for name, w in W.FALLBACK.items() if name in index]
+    return [sum(row[i] * w for i, w in weights) for row in rows]
+
+
+def score(rows: list[list[float]], family: str,
+          model: Model | None = None) -> tuple[list[float], str]:
+    """A score per feature row (higher ranks first) and the name of what scored them.
+    ``model`` overrides the shipped one (the evaluation scores held-out models this way)."""
+    if not rows:
+        return [], "none"
+    chosen = model if model is not None else model_for(family)
+    if chosen is None:
+        return fallback(rows), "fallback"
+    return chosen.predict(rows), chosen.name
