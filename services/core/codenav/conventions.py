@@ -93,7 +93,7 @@ CONVENTIONS: list[Convention] = [
     Convention(GENERATED, ANY, _DIR + r"(generated|__generated__|autogen|gen-src)" + _END,
                "generated trees"),
     Convention(GENERATED, ANY, r"([._-](pb|pb2|generated|gen|min)\.[A-Za-z0-9]+$|_pb2(_grpc)?"
-               r"\.py$|(^|/|_)parsetab\.py$|(^|/)lextab\.py$|\.(g|designer)\.cs$)",
+               r"\.py$|(^|/|_)parsetab\.py$|(^|/)lextab\.py$|\.(g|[Dd]esigner)\.cs$)",
                "generated files (protobuf, parser tables, designer files, declarations)"),
     Convention(GENERATED, ("python",), r"(^|/)migrations/\d{4}_[^/]*\.py$",
                "Django/Alembic migration files"),

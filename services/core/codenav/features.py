@@ -106,6 +106,15 @@ def _declared_names(query: ParsedQuery, groups: list[Group], long_query: bool) -
     return sorted(n for n in names if len(n) > 2)
 
 
+FILLER_ROLES = (conventions.EXAMPLE, conventions.DOCS, conventions.BENCH)
+
+
+def other_role(role: str, asked: set[str]) -> float:
+    """1 for an example, doc or benchmark the query does not ask for: a file the query is
+    about counts like source."""
+    return 1.0 if role in FILLER_ROLES and role not in asked else 0.0
+
+
 def gather(conn: psycopg.Connection, repo: Repo, query: ParsedQuery, groups: list[Group],
            avg_terms: float, *, include_tests: bool, asked: set[str],
            semantic: SemanticContext | None = None) -> Pool:
@@ -309,8 +318,7 @@ def gather(conn: psycopg.Connection, repo: Repo, query: ParsedQuery, groups: lis
         v["q_idents"] = float(min(len(idents), 10))
         v["generated"] = 1.0 if cand.role in (conventions.GENERATED,
                                               conventions.VENDORED) else 0.0
-        v["other_role"] = 1.0 if cand.role in (conventions.EXAMPLE, conventions.DOCS,
-                                               conventions.BENCH) else 0.0
+        v["other_role"] = other_role(cand.role, asked)
         v["test"] = 1.0 if cand.role in (conventions.TEST, conventions.FIXTURE) else 0.0
     return Pool(groups, list(pool.values()), lexical_order,
                 [p for p in semantic_order if p in pool], long_query)

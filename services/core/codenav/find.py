@@ -29,7 +29,7 @@ from codenav.search import weigh
 from codenav.semantic import MODES, SemanticContext, describe_semantic
 
 MAX_LIMIT = 50
-_FILLERS = (conventions.EXAMPLE, conventions.DOCS, conventions.BENCH)
+_FILLERS = features.FILLER_ROLES
 
 
 def asked_roles(query: ParsedQuery, text: str) -> set[str]:
@@ -71,6 +71,16 @@ def order(candidates: Sequence[Candidate], scores: Sequence[float],
     return ranked
 
 
+def fuse_semantic(candidates: Sequence[Candidate], scores: Sequence[float],
+                  semantic: Sequence[str]) -> list[float]:
+    """A lexical model's scores fused with the semantic order by Reciprocal Rank Fusion
+    (hybrid mode without a hybrid model)."""
+    lexical = [c.path for _s, c in sorted(zip(scores, candidates, strict=True),
+                                          key=lambda sc: (-sc[0], sc[1].path))]
+    fused = rank.rrf([lexical, list(semantic)], weights=[1.0, rank.SEMANTIC_WEIGHT])
+    return [float(fused.get(c.path, 0.0)) * 100 for c in candidates]
+
+
 def semantic_order(pool: Pool) -> list[tuple[float, Candidate]]:
     """``mode="semantic"``: the files of the nearest chunks, nearest first."""
     by_path = {c.path: c for c in pool.candidates}
@@ -91,7 +101,9 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
     if mode == "semantic" and pool.semantic_order:
         ranked = semantic_order(pool)
     else:
-        scores, _name = learned.score([c.vector() for c in pool.candidates], family)
+        scores, name = learned.score([c.vector() for c in pool.candidates], family)
+        if name.endswith("+fusion"):
+            scores = fuse_semantic(pool.candidates, scores, pool.semantic_order)
         ranked = order(pool.candidates, scores, asked)
     top = ranked[:limit]
     sizes = {}

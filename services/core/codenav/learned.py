@@ -78,10 +78,16 @@ def fallback(rows: list[list[float]]) -> list[float]:
 def score(rows: list[list[float]], family: str,
           model: Model | None = None) -> tuple[list[float], str]:
     """A score per feature row (higher ranks first) and the name of what scored them.
-    ``model`` overrides the shipped one (the evaluation scores held-out models this way)."""
+    ``model`` overrides the shipped one (the evaluation scores held-out models this way).
+    Without a hybrid model, hybrid rows are scored by the lexical model and the name says
+    ``+fusion``: the caller then fuses that ranking with the semantic one."""
     if not rows:
         return [], "none"
     chosen = model if model is not None else model_for(family)
+    if chosen is None and family == "hybrid":
+        lexical = model_for("lexical")
+        if lexical is not None:
+            return lexical.predict(rows), lexical.name + "+fusion"
     if chosen is None:
         return fallback(rows), "fallback"
     return chosen.predict(rows), chosen.name
