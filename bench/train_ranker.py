@@ -1,0 +1,301 @@
+"""Train find_files' ranker and score it leave-one-repository-out (LORO).
+
+Reads the features every evaluation run logs per query (``bench/out/features/``: the
+candidate pool find_files scored, each candidate's features) and the runs' results
+(``eval_history.json``, ``eval_swebench.json``: gold files and every other ranker's ranks).
+For each repository of the suite, a LightGBM LambdaRank model is trained on the *other*
+repositories only and ranks that repository's queries exactly as find_files would (same
+candidates, same ordering rule, ``codenav.find.order``); those are the scores reported as
+``find_files LORO``. Nothing about a repository is used to choose the model it is scored
+with. ``--write-model`` then trains on every repository and writes the shipped model
+(``services/core/codenav/models/find_files_<family>.txt``).
+
+    .venv/bin/python bench/train_ranker.py                      # LORO report
+    .venv/bin/python bench/train_ranker.py --write-model        # and ship the model
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import evalkit
+from codenav import features, find, learned
+from codenav.features import FEATURES, Candidate
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out"
+MODELS = ROOT / "services" / "core" / "codenav" / "models"
+
+PARAMS: dict[str, Any] = {
+    "objective": "lambdarank", "metric": "ndcg", "ndcg_eval_at": [1, 5, 10],
+    "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 40,
+    "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
+    "lambdarank_truncation_level": 20, "verbose": -1, "num_threads": 2, "seed": 7,
+}
+_GOLD: dict[tuple[str, str], set[str]] = {}
+"""Gold files of every query loaded (training may use queries outside the scored set)."""
+ROUNDS = 200
+"""Fixed before any LORO score was looked at; changed only by comparing LORO scores."""
+
+
+def load_rows(directory: Path, family: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """Feature rows of ``family`` by (repo, query id)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in sorted(directory.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                row = json.loads(line)
+                if row["family"] == family:
+                    rows[(row["repo"], row["id"])] = row
+    return rows
+
+
+def load_records(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every query of the given result files; a query in several files (a hybrid run beside
+    the main one) keeps the first file's ranks and gains the rankers only a later has."""
+    records: dict[tuple[str, str], dict[str, Any]] = {}
+    metas = {}
+    for path in paths:
+        if not path.exists():
+            continue
+        body = json.loads(path.read_text(encoding="utf-8"))
+        kind = "swebench" if "data" in body["meta"] else "history"
+        for r in body["instances"]:
+            r["suite"] = kind
+            r.setdefault("language", "python" if kind == "swebench" else "?")
+            key = (r["repo"], r["id"])
+            if key in records:
+                for name, ranks in r["ranks"].items():
+                    records[key]["ranks"].setdefault(name, ranks)
+            else:
+                records[key] = r
+        metas.setdefault(kind, body["meta"])
+    return list(records.values()), metas
+
+
+def add_baseline(records: list[dict[str, Any]], path: Path, rankers: list[str]) -> int:
+    """Ranks from an earlier run (the code before this ranker) under ``<name> (before)``,
+    for the queries both runs have; gold files the current run does not count are left
+    out, so both are scored on the same gold. Returns how many queries matched."""
+    body = json.loads(path.read_text(encoding="utf-8"))
+    old = {(r["repo"], r["id"]): r for r in body["instances"]}
+    matched = 0
+    for r in records:
+        before = old.get((r["repo"], r["id"]))
+        if before is None:
+            continue
+        keep = [i for i, g in enumerate(before["gold"]["files"]) if g in r["gold"]["files"]]
+        if not keep:
+            continue
+        matched += 1
+        for name in rankers:
+            ranks = before["ranks"].get(name)
+            if ranks is None or ranks.get("files") is None:
+                continue
+            r["ranks"][f"{name} (before)"] = {"files": [ranks["files"][i] for i in keep],
+                                             "top": ranks.get("top", [])}
+    return matched
+
+
+def matrix(row: dict[str, Any]) -> np.ndarray:
+    """The row's features in ``FEATURES`` order (a log from an older feature set maps by
+    name; a missing feature is 0)."""
+    names = row["features"]
+    index = [names.index(f) if f in names else -1 for f in FEATURES]
+    x = np.array(row["x"], dtype=np.float64).reshape(len(row["x"]), len(names))
+    out = np.zeros((x.shape[0], len(FEATURES)))
+    for j, i in enumerate(index):
+        if i >= 0:
+            out[:, j] = x[:, i]
+    # logs from before other_role knew the asked roles: recompute it as find_files does
+    asked = set(row["asked"])
+    out[:, FEATURES.index("other_role")] = [features.other_role(role, asked)
+                                            for role in row["roles"]]
+    return out
+
+
+def dataset(keys: list[tuple[str, str]], rows: dict[tuple[str, str], dict[str, Any]],
+            gold: dict[tuple[str, str], set[str]]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    xs, ys, groups = [], [], []
+    for key in keys:
+        row = rows[key]
+        labels = np.array([1.0 if p in gold[key] else 0.0 for p in row["paths"]])
+        if not labels.any() or len(labels) < 2:
+            continue  # nothing to learn from a query whose gold is not in the pool
+        xs.append(matrix(row))
+        ys.append(labels)
+        groups.append(len(labels))
+    if not xs:
+        return np.zeros((0, len(FEATURES))), np.zeros(0), []
+    return np.vstack(xs), np.concatenate(ys), groups
+
+
+def train(x: np.ndarray, y: np.ndarray, groups: list[int], rounds: int = ROUNDS) -> Any:
+    import lightgbm
+
+    data = lightgbm.Dataset(x, y, group=groups, feature_name=list(FEATURES),
+                            free_raw_data=False)
+    return lightgbm.train(PARAMS, data, num_boost_round=rounds)
+
+
+def ranking(row: dict[str, Any], scores: list[float]) -> list[str]:
+    """What find_files would answer with these scores (its own ordering rule)."""
+    cands = [Candidate(p, role) for p, role in zip(row["paths"], row["roles"], strict=True)]
+    return [c.path for _s, c in find.order(cands, scores, set(row["asked"]))][:evalkit.DEPTH]
+
+
+def semantic_order(row: dict[str, Any]) -> list[str]:
+    """The row's semantic order, read back from its ``sem_rank`` feature."""
+    col = row["features"].index("sem_rank")
+    ranked = [(x[col], p) for p, x in zip(row["paths"], row["x"], strict=True) if x[col] > 0]
+    return [p for _r, p in sorted(ranked, key=lambda rp: -rp[0])]
+
+
+def score_loro(records: list[dict[str, Any]], rows: dict[tuple[str, str], dict[str, Any]],
+               name: str, rounds: int,
+               train_rows: dict[tuple[str, str], dict[str, Any]] | None = None,
+               fuse: bool = False) -> dict[str, float]:
+    """Adds ranks under ``name`` to every record: each repository ranked by a model
+    trained without it (on ``train_rows``, default ``rows``); ``fuse``: the model's order
+    fused with the semantic order (find_files' hybrid mode without a hybrid model).
+    Returns seconds spent per repository."""
+    gold = {(r["repo"], r["id"]): set(r["gold"]["files"]) for r in records}
+    source = train_rows if train_rows is not None else rows
+    gold_all = {**gold, **{k: v for k, v in _GOLD.items() if k not in gold}}
+    repos = sorted({r["repo"] for r in records})
+    seconds = {}
+    for held in repos:
+        started = time.perf_counter()
+        train_keys = [k for k in source if k[0] != held and k in gold_all]
+        x, y, groups = dataset(train_keys, source, gold_all)
+        booster = train(x, y, groups, rounds)
+        model = learned.Model(booster, f"loro-{held}")
+        for r in records:
+            if r["repo"] != held:
+                continue
+            row = rows.get((r["repo"], r["id"]))
+            files: list[str] = []
+            if row is not None and row["paths"]:
+                scores, _ = learned.score([list(v) for v in matrix(row)], "lexical", model)
+                if fuse:
+                    cands = [Candidate(p, role) for p, role in zip(row["paths"], row["roles"],
+                                                                   strict=True)]
+                    scores = find.fuse_semantic(cands, scores, semantic_order(row))
+                files = ranking(row, scores)
+            r["ranks"][name] = evalkit.record_ranks(r["gold"], evalkit.Ranking(files))
+        seconds[held] = time.perf_counter() - started
+        print(f"  {name}: {held} scored ({seconds[held]:.0f}s)", file=sys.stderr)
+    return seconds
+
+
+def score_fixed(records: list[dict[str, Any]], rows: dict[tuple[str, str], dict[str, Any]],
+                name: str, fallback: bool = True) -> None:
+    """Ranks under ``name`` from the hand-set fallback weights (no training at all)."""
+    for r in records:
+        row = rows.get((r["repo"], r["id"]))
+        files: list[str] = []
+        if row is not None and row["paths"]:
+            files = ranking(row, learned.fallback([list(v) for v in matrix(row)]))
+        r["ranks"][name] = evalkit.record_ranks(r["gold"], evalkit.Ranking(files))
+
+
+def report(records: list[dict[str, Any]], rankers: list[str], notes: list[str]) -> str:
+    history = [r for r in records if r["suite"] == "history"]
+    swe = [r for r in records if r["suite"] == "swebench"]
+    present = [n for n in rankers if any(n in r["ranks"] for r in records)]
+    parts = ["# find_files ranker: leave-one-repository-out", "", *notes, ""]
+    if history:
+        parts += ["## Commit history: hit@5 per language (at least one gold file in the top 5)",
+                  "", evalkit.compact_language_table(history, present), "",
+                  "## Commit history: hit@1/5/10 and MRR per language", "",
+                  evalkit.language_table(history, present), ""]
+    hybrid = [r for r in history if "find_files hybrid LORO" in r["ranks"] or
+              "find_files hybrid" in r["ranks"]]
+    if hybrid:
+        parts += ["## Commit history, the repositories with embeddings: hit@5 per language",
+                  "", evalkit.compact_language_table(hybrid, present), "",
+                  "## The same: hit@1/5/10 and MRR", "", evalkit.language_table(hybrid, present),
+                  ""]
+    if swe:
+        parts += ["## SWE-bench Verified: files (Acc@k: every gold file in the top k)", "",
+                  evalkit.file_table(swe, present, {}), ""]
+        symbols = evalkit.symbol_table(swe, present)
+        if symbols:
+            parts += ["## SWE-bench Verified: modules and functions (search)", "", symbols, ""]
+    return "\n".join(parts) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--features", type=Path, default=OUT / "features")
+    parser.add_argument("--hybrid-features", type=Path,
+                        help="where the hybrid rows are, when a hybrid run logged them "
+                        "elsewhere (default: --features)")
+    parser.add_argument("--results", type=Path, nargs="*",
+                        default=[OUT / "eval_history.json", OUT / "eval_swebench.json"])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--baseline", type=Path, nargs="*", default=[],
+                        help="results of a run before this ranker: its find_files, search "
+                        "and bm25 appear as '<name> (before)' on the same queries")
+    parser.add_argument("--write-model", action="store_true",
+                        help="train on every repository and write the shipped model(s)")
+    parser.add_argument("--out", type=Path, default=OUT / "ranker_loro")
+    args = parser.parse_args()
+    records, metas = load_records(args.results)
+    if not records:
+        raise SystemExit("no evaluation results: run eval_history.py / eval_swebench.py first")
+    for path in args.baseline:
+        add_baseline(records, path, ["find_files", "find_files hybrid", "search", "bm25"])
+    rankers = ["find_files (before)", "find_files hybrid (before)", "search (before)",
+               "bm25 (before)",
+               "find_files", "find_files LORO", "find_files hybrid", "find_files hybrid LORO",
+               "find_files hybrid LORO fusion", "find_files fallback", "search", "search hybrid", "bm25", "bm25 source"]
+    runs = ", ".join(f"{k}: codenav {m.get('codenav_commit')}" for k, m in metas.items())
+    notes = [f"{len(records)} queries from {len({r['repo'] for r in records})} repositories "
+             f"({runs}).", f"LightGBM LambdaRank, {args.rounds} rounds, {PARAMS['num_leaves']} leaves; "
+             "`find_files LORO`: each repository ranked by a model trained without it; "
+             "`find_files`: the model shipped when the run was made (trained on every "
+             "repository, so in-sample); `find_files fallback`: the hand-set weights."]
+    _GOLD.update({(r["repo"], r["id"]): set(r["gold"]["files"]) for r in records})
+    lexical_rows = load_rows(args.features, "lexical")
+    for family in ("lexical", "hybrid"):
+        rows = lexical_rows if family == "lexical" else load_rows(
+            args.hybrid_features or args.features, family)
+        if not rows:
+            continue
+        label = "find_files LORO" if family == "lexical" else "find_files hybrid LORO"
+        mine = [r for r in records if (r["repo"], r["id"]) in rows or
+                (family == "lexical")]
+        if family == "lexical":
+            score_fixed(mine, rows, "find_files fallback")
+        else:  # the lexical model (trained on every other repository) fused with k-NN
+            score_loro(mine, rows, "find_files hybrid LORO fusion", args.rounds,
+                       train_rows=lexical_rows, fuse=True)
+        score_loro(mine, rows, label, args.rounds)
+        if args.write_model:
+            gold = {(r["repo"], r["id"]): set(r["gold"]["files"]) for r in records}
+            x, y, groups = dataset([k for k in rows if k in gold], rows, gold)
+            booster = train(x, y, groups, args.rounds)
+            target = MODELS / learned.MODEL_FILES[family]
+            target.write_text(booster.model_to_string(), encoding="utf-8")
+            notes.append(f"Wrote {target.relative_to(ROOT)} ({target.stat().st_size // 1024} "
+                         f"KB) from {len(groups)} queries.")
+    text = report(records, rankers, notes)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".md").write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
