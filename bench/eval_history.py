@@ -4,9 +4,10 @@ The development suite: 13 public repositories in 12 languages (``LANGUAGE``). A 
 qualifies when it has one parent, touches 1 to ``--max-files`` files, modifies at least one
 existing *source* file (``codenav.conventions``: not a test, fixture, example, doc,
 benchmark, generated or vendored file) in a language codenav parses (the gold), and its
-subject does not name a gold file (by file name, stem or path without extension). The newest ``--commits`` qualifying commits on the
-first-parent line of ``--ref`` are taken, oldest first; each is answered from an index of
-its parent (the tree before the change), indexed incrementally commit by commit. The query
+subject does not name a gold file (by file name, stem or path without extension). The
+newest ``--commits`` qualifying commits on the first-parent line of ``--ref`` are taken,
+oldest first; each is answered from an index of its parent (the tree before the change),
+indexed incrementally commit by commit. The query
 is the subject with a trailing pull-request number (``(#1234)``) removed. Only files of the
 languages codenav parses are indexed. Same rankers and file metrics as eval_swebench.py,
 plus hit@k per language; writes bench/out/eval_history.md and .json, and the file ranker's

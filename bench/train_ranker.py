@@ -21,14 +21,13 @@ import gzip
 import json
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import evalkit
-from codenav import features, find, learned
+from codenav import features, find, learned, weights
 from codenav.features import FEATURES, Candidate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,6 +122,11 @@ def matrix(row: dict[str, Any]) -> np.ndarray:
     return out
 
 
+TRAIN_DEPTH = 60
+"""Training keeps, per query, the gold files and the best others by the fallback weights:
+the ranker is judged on its top 10, and the long tail of a pool only slows training."""
+
+
 def dataset(keys: list[tuple[str, str]], rows: dict[tuple[str, str], dict[str, Any]],
             gold: dict[tuple[str, str], set[str]]) -> tuple[np.ndarray, np.ndarray, list[int]]:
     xs, ys, groups = [], [], []
@@ -131,7 +135,13 @@ def dataset(keys: list[tuple[str, str]], rows: dict[tuple[str, str], dict[str, A
         labels = np.array([1.0 if p in gold[key] else 0.0 for p in row["paths"]])
         if not labels.any() or len(labels) < 2:
             continue  # nothing to learn from a query whose gold is not in the pool
-        xs.append(matrix(row))
+        x = matrix(row)
+        if len(labels) > TRAIN_DEPTH:
+            pre = np.array(learned.fallback([list(v) for v in x]))
+            keep = np.argsort(-pre, kind="stable")[:TRAIN_DEPTH]
+            keep = np.union1d(keep, np.flatnonzero(labels))
+            x, labels = x[keep], labels[keep]
+        xs.append(x)
         ys.append(labels)
         groups.append(len(labels))
     if not xs:
@@ -139,12 +149,120 @@ def dataset(keys: list[tuple[str, str]], rows: dict[tuple[str, str], dict[str, A
     return np.vstack(xs), np.concatenate(ys), groups
 
 
-def train(x: np.ndarray, y: np.ndarray, groups: list[int], rounds: int = ROUNDS) -> Any:
+def train(x: np.ndarray, y: np.ndarray, groups: list[int], rounds: int = ROUNDS,
+          params: dict[str, Any] | None = None) -> Any:
     import lightgbm
 
     data = lightgbm.Dataset(x, y, group=groups, feature_name=list(FEATURES),
                             free_raw_data=False)
-    return lightgbm.train(PARAMS, data, num_boost_round=rounds)
+    return lightgbm.train({**PARAMS, **(params or {})}, data, num_boost_round=rounds)
+
+
+class PairwiseLinear:
+    """A linear ranker (one weight vector for short queries, one for long ones) fitted by
+    pairwise logistic loss on gold-vs-other pairs: the "tuned fusion" alternative to the
+    trees, compared with them by LORO."""
+
+    LONG = float(np.log1p(7))
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, groups: list[int], l2: float = 1e-3,
+                 steps: int = 150, lr: float = 0.5) -> None:
+        self.name = "pairwise-linear"
+        self.w = {False: np.zeros(x.shape[1]), True: np.zeros(x.shape[1])}
+        qcol = FEATURES.index("q_groups")
+        pairs: dict[bool, list[np.ndarray]] = {False: [], True: []}
+        start = 0
+        for size in groups:
+            xs, ys = x[start:start + size], y[start:start + size]
+            start += size
+            pos, neg = xs[ys > 0], xs[ys == 0]
+            if not len(pos) or not len(neg):
+                continue
+            diff = (pos[:, None, :] - neg[None, :, :]).reshape(-1, x.shape[1])
+            pairs[bool(xs[0, qcol] >= self.LONG)].append(diff)
+        for regime, chunks in pairs.items():
+            if not chunks:
+                continue
+            d = np.vstack(chunks)
+            w = np.zeros(x.shape[1])
+            for _ in range(steps):
+                margin = d @ w
+                grad = -(d * (1.0 / (1.0 + np.exp(margin)))[:, None]).mean(axis=0) + l2 * w
+                w -= lr * grad
+            self.w[regime] = w
+
+    def predict(self, rows: Any) -> list[float]:
+        x = np.asarray(rows, dtype=np.float64)
+        qcol = FEATURES.index("q_groups")
+        return [float(r @ self.w[bool(r[qcol] >= self.LONG)]) for r in x]
+
+
+TUNED = ("bm25", "bm25_rank", "cov_idf", "cov_frac", "path_idf", "name_idf", "sym_idf",
+         "sym_top_idf", "doc_idf", "chunk", "chunk_cov", "idents_declared", "ident_frac",
+         "path_mentioned", "prior", "importers", "nbr", "nbr_n", "sem", "sem_rank", "sem_n",
+         "lines", "generated")
+"""The weights tuned fusion may change (the others stay 0)."""
+_STEPS = (0.0, 0.5, 0.8, 1.25, 2.0)
+_NUDGES = (-0.5, -0.2, 0.2, 0.5)
+
+
+class TunedLinear:
+    """Tuned fusion: the linear weights of ``codenav.weights.FALLBACK`` improved by
+    coordinate ascent on the training repositories' MRR + hit@5 (find_files' ordering
+    rule included: unasked examples/docs/benchmarks last). Pure arithmetic at query time."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, groups: list[int],
+                 passes: int = 2) -> None:
+        self.name = "tuned-linear"
+        starts = np.concatenate([[0], np.cumsum(groups)[:-1]]).astype(int)
+        qid = np.repeat(np.arange(len(groups)), groups)
+        filler = x[:, FEATURES.index("other_role")] > 0
+        gold = y > 0
+
+        def objective(w: np.ndarray) -> float:
+            s = x @ w - 1e6 * filler
+            gmax = np.maximum.reduceat(np.where(gold, s, -np.inf), starts)
+            above = np.add.reduceat((s > gmax[qid]).astype(np.int64), starts)
+            rank = 1 + above
+            return float(np.mean(1.0 / rank) + np.mean(rank <= 5))
+
+        w = np.array([weights.FALLBACK.get(f, 0.0) for f in FEATURES])
+        unseen = ~np.any(x != 0, axis=0)  # no signal (semantic features in lexical rows)
+        w[unseen] = 0.0
+        best = objective(w)
+        for _ in range(passes):
+            for name in TUNED:
+                j = FEATURES.index(name)
+                if unseen[j]:
+                    continue
+                trials = [w[j] * m for m in _STEPS] + [w[j] + d for d in _NUDGES]
+                for value in trials:
+                    old = w[j]
+                    w[j] = value
+                    got = objective(w)
+                    if got > best + 1e-9:
+                        best = got
+                    else:
+                        w[j] = old
+        self.w = w
+        self.objective = best
+
+    def predict(self, rows: Any) -> list[float]:
+        return [float(v) for v in np.asarray(rows, dtype=np.float64) @ self.w]
+
+    def weights(self) -> dict[str, float]:
+        return {f: round(float(v), 4) for f, v in zip(FEATURES, self.w, strict=True) if v}
+
+
+SWEEP: list[tuple[str, dict[str, Any], int]] = [
+    ("lambdarank 15 leaves, 200 rounds", {}, 200),
+    ("lambdarank 7 leaves, 300 rounds", {"num_leaves": 7}, 300),
+    ("lambdarank 31 leaves, 100 rounds", {"num_leaves": 31, "min_data_in_leaf": 80}, 100),
+    ("rank_xendcg 15 leaves, 200 rounds", {"objective": "rank_xendcg"}, 200),
+    ("pairwise linear", {"linear": True}, 0),
+    ("tuned fusion", {"tuned": True}, 0),
+]
+"""The configurations ``--sweep`` compares (by LORO scores only)."""
 
 
 def ranking(row: dict[str, Any], scores: list[float]) -> list[str]:
@@ -163,7 +281,7 @@ def semantic_order(row: dict[str, Any]) -> list[str]:
 def score_loro(records: list[dict[str, Any]], rows: dict[tuple[str, str], dict[str, Any]],
                name: str, rounds: int,
                train_rows: dict[tuple[str, str], dict[str, Any]] | None = None,
-               fuse: bool = False) -> dict[str, float]:
+               fuse: bool = False, params: dict[str, Any] | None = None) -> dict[str, float]:
     """Adds ranks under ``name`` to every record: each repository ranked by a model
     trained without it (on ``train_rows``, default ``rows``); ``fuse``: the model's order
     fused with the semantic order (find_files' hybrid mode without a hybrid model).
@@ -177,8 +295,13 @@ def score_loro(records: list[dict[str, Any]], rows: dict[tuple[str, str], dict[s
         started = time.perf_counter()
         train_keys = [k for k in source if k[0] != held and k in gold_all]
         x, y, groups = dataset(train_keys, source, gold_all)
-        booster = train(x, y, groups, rounds)
-        model = learned.Model(booster, f"loro-{held}")
+        model: Any
+        if params and params.get("linear"):
+            model = PairwiseLinear(x, y, groups)
+        elif params and params.get("tuned"):
+            model = TunedLinear(x, y, groups)
+        else:
+            model = learned.Model(train(x, y, groups, rounds, params), f"loro-{held}")
         for r in records:
             if r["repo"] != held:
                 continue
@@ -247,8 +370,17 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, nargs="*", default=[],
                         help="results of a run before this ranker: its find_files, search "
                         "and bm25 appear as '<name> (before)' on the same queries")
+    parser.add_argument("--kind", choices=["tuned", "lambdarank"], default="tuned",
+                        help="the ranker trained, scored and shipped: tuned linear fusion "
+                        "(chosen: it scored best leave-one-repository-out, see SWEEP) or "
+                        "LightGBM LambdaRank")
+    parser.add_argument("--sweep", action="store_true",
+                        help="compare the SWEEP configurations by their LORO scores")
     parser.add_argument("--write-model", action="store_true",
-                        help="train on every repository and write the shipped model(s)")
+                        help="train on every repository and write the shipped lexical model")
+    parser.add_argument("--write-hybrid", action="store_true",
+                        help="with --write-model, also ship a hybrid model (else hybrid "
+                        "mode fuses the lexical model with k-NN)")
     parser.add_argument("--out", type=Path, default=OUT / "ranker_loro")
     args = parser.parse_args()
     records, metas = load_records(args.results)
@@ -257,17 +389,34 @@ def main() -> int:
     for path in args.baseline:
         add_baseline(records, path, ["find_files", "find_files hybrid", "search", "bm25"])
     rankers = ["find_files (before)", "find_files hybrid (before)", "search (before)",
-               "bm25 (before)",
-               "find_files", "find_files LORO", "find_files hybrid", "find_files hybrid LORO",
-               "find_files hybrid LORO fusion", "find_files fallback", "search", "search hybrid", "bm25", "bm25 source"]
+               "bm25 (before)", "find_files", "find_files LORO", "find_files hybrid",
+               "find_files hybrid LORO", "find_files hybrid LORO fusion",
+               "find_files fallback", "search", "search hybrid", "bm25", "bm25 source"]
+    lexical_rows = load_rows(args.features, "lexical")
+    logged = {repo for repo, _id in lexical_rows}
+    partial = sorted({r["repo"] for r in records} - logged)
+    records = [r for r in records if r["repo"] in logged]
     runs = ", ".join(f"{k}: codenav {m.get('codenav_commit')}" for k, m in metas.items())
     notes = [f"{len(records)} queries from {len({r['repo'] for r in records})} repositories "
-             f"({runs}).", f"LightGBM LambdaRank, {args.rounds} rounds, {PARAMS['num_leaves']} leaves; "
-             "`find_files LORO`: each repository ranked by a model trained without it; "
+             f"({runs}).",
+             ("tuned linear fusion (coordinate ascent from the fallback weights on MRR + "
+              "hit@5)" if args.kind == "tuned" else
+              f"LightGBM LambdaRank, {args.rounds} rounds, {PARAMS['num_leaves']} leaves") +
+             "; `find_files LORO`: each repository ranked by a model trained without it; "
              "`find_files`: the model shipped when the run was made (trained on every "
              "repository, so in-sample); `find_files fallback`: the hand-set weights."]
+    if partial:  # a run stopped inside these: no complete feature log to score
+        notes.append("Left out (their run was stopped before their features were complete): "
+                     + ", ".join(partial) + ".")
     _GOLD.update({(r["repo"], r["id"]): set(r["gold"]["files"]) for r in records})
-    lexical_rows = load_rows(args.features, "lexical")
+    if args.sweep:
+        names = []
+        for label, params, rounds in SWEEP:
+            score_loro(records, lexical_rows, label, rounds, params=params)
+            names.append(label)
+        text = report(records, ["bm25 source", *names], notes)
+        print(text)
+        return 0
     for family in ("lexical", "hybrid"):
         rows = lexical_rows if family == "lexical" else load_rows(
             args.hybrid_features or args.features, family)
@@ -276,20 +425,36 @@ def main() -> int:
         label = "find_files LORO" if family == "lexical" else "find_files hybrid LORO"
         mine = [r for r in records if (r["repo"], r["id"]) in rows or
                 (family == "lexical")]
+        params = {"tuned": True} if args.kind == "tuned" else None
         if family == "lexical":
             score_fixed(mine, rows, "find_files fallback")
         else:  # the lexical model (trained on every other repository) fused with k-NN
             score_loro(mine, rows, "find_files hybrid LORO fusion", args.rounds,
-                       train_rows=lexical_rows, fuse=True)
-        score_loro(mine, rows, label, args.rounds)
-        if args.write_model:
+                       train_rows=lexical_rows, fuse=True, params=params)
+        score_loro(mine, rows, label, args.rounds, params=params)
+        if args.write_model and (family == "lexical" or args.write_hybrid):
             gold = {(r["repo"], r["id"]): set(r["gold"]["files"]) for r in records}
-            x, y, groups = dataset([k for k in rows if k in gold], rows, gold)
-            booster = train(x, y, groups, args.rounds)
-            target = MODELS / learned.MODEL_FILES[family]
-            target.write_text(booster.model_to_string(), encoding="utf-8")
-            notes.append(f"Wrote {target.relative_to(ROOT)} ({target.stat().st_size // 1024} "
-                         f"KB) from {len(groups)} queries.")
+            keys = [k for k in rows if k in gold]
+            x, y, groups = dataset(keys, rows, gold)
+            stem = MODELS / learned.MODEL_FILES[family]
+            for old in (stem.with_suffix(".json"), stem.with_suffix(".txt")):
+                old.unlink(missing_ok=True)
+            if args.kind == "tuned":
+                tuned = TunedLinear(x, y, groups)
+                target = stem.with_suffix(".json")
+                target.write_text(json.dumps({
+                    "kind": "linear", "family": family, "weights": tuned.weights(),
+                    "trained_on": sorted({k[0] for k in keys}), "queries": len(groups),
+                    "objective": "MRR + hit@5 on the training queries",
+                    "trained": time.strftime("%Y-%m-%d")}, indent=1) + "\n",
+                    encoding="utf-8")
+            else:
+                target = stem.with_suffix(".txt")
+                target.write_text(train(x, y, groups, args.rounds).model_to_string(),
+                                  encoding="utf-8")
+            notes.append(f"Wrote {target.relative_to(ROOT)} ({target.stat().st_size} bytes) "
+                         f"from {len(groups)} queries of {len({k[0] for k in keys})} "
+                         "repositories.")
     text = report(records, rankers, notes)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".md").write_text(text, encoding="utf-8")

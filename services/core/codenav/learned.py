@@ -1,15 +1,19 @@
-"""The trained file ranker: a LightGBM LambdaRank model over ``codenav.features``.
+"""The trained file ranker over ``codenav.features``.
 
 One model per mode family (``lexical``: no semantic features; ``hybrid``: with them), trained
-by ``bench/train_ranker.py`` on the development suite and shipped as LightGBM text files in
-``codenav/models/``. A model file names the features it was trained on; scoring reads them
-by name, so a feature added later is simply ignored by an older model. Without the
-``lightgbm`` package or a loadable model, ``score`` falls back to the linear weights of
-``codenav.weights.FALLBACK`` (and says so through ``ranker_name``).
+by ``bench/train_ranker.py`` on the development suite and chosen by leave-one-repository-out
+scores. Two kinds ship in ``codenav/models/``: a tuned linear fusion
+(``find_files_<family>.json``: a weight per feature, pure arithmetic, no dependency) and a
+LightGBM LambdaRank model (``find_files_<family>.txt``, used when the ``lightgbm`` package is
+installed and no JSON model is there). A model names the features it was trained on;
+scoring reads them by name, so a feature added later is simply ignored by an older model.
+Without a loadable model, ``score`` falls back to the weights of
+``codenav.weights.FALLBACK`` (and says so in the name it returns).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from importlib import resources
@@ -20,7 +24,8 @@ from codenav.features import FEATURES
 
 log = logging.getLogger(__name__)
 
-MODEL_FILES = {"lexical": "find_files_lexical.txt", "hybrid": "find_files_hybrid.txt"}
+MODEL_FILES = {"lexical": "find_files_lexical", "hybrid": "find_files_hybrid"}
+"""Model file stems per family: ``.json`` (linear) is tried first, then ``.txt`` (LightGBM)."""
 _lock = threading.Lock()
 _cache: dict[str, Any] = {}
 
@@ -34,6 +39,9 @@ class Model:
         self.columns = [FEATURES.index(f) if f in FEATURES else -1
                         for f in booster.feature_name()]
 
+    def feature_name(self) -> list[str]:
+        return list(self.booster.feature_name())
+
     def predict(self, rows: list[list[float]]) -> list[float]:
         import numpy as np
 
@@ -42,27 +50,53 @@ class Model:
         return [float(x) for x in self.booster.predict(matrix, num_threads=1)]
 
 
+class LinearModel:
+    """Tuned fusion: a weight per feature (``{"kind": "linear", "weights": {...}}``)."""
+
+    def __init__(self, spec: dict[str, Any], name: str) -> None:
+        if spec.get("kind") != "linear" or not isinstance(spec.get("weights"), dict):
+            raise ValueError(f"{name}: not a linear model (kind and weights expected)")
+        self.name = name
+        self.spec = spec
+        self.pairs = [(FEATURES.index(f), float(w)) for f, w in spec["weights"].items()
+                      if f in FEATURES]
+
+    def feature_name(self) -> list[str]:
+        return list(self.spec["weights"])
+
+    def predict(self, rows: list[list[float]]) -> list[float]:
+        return [sum(row[i] * w for i, w in self.pairs) for row in rows]
+
+
 def load_text(text: str, name: str) -> Model:
     import lightgbm
 
     return Model(lightgbm.Booster(model_str=text), name)
 
 
-def model_for(family: str) -> Model | None:
+def load_linear(text: str, name: str) -> LinearModel:
+    return LinearModel(json.loads(text), name)
+
+
+def model_for(family: str) -> Model | LinearModel | None:
     """The shipped model of ``family`` (``lexical`` or ``hybrid``), loaded once; None when it
     cannot be loaded (the reason is logged once)."""
     with _lock:
         if family in _cache:
             return _cache[family]  # type: ignore[no-any-return]
-        model: Model | None = None
+        model: Model | LinearModel | None = None
+        folder = resources.files("codenav.models")
         try:
-            text = resources.files("codenav.models").joinpath(MODEL_FILES[family]).read_text(
-                encoding="utf-8")
-            model = load_text(text, MODEL_FILES[family])
+            linear = folder.joinpath(MODEL_FILES[family] + ".json")
+            if linear.is_file():
+                model = load_linear(linear.read_text(encoding="utf-8"), linear.name)
+            else:
+                tree = folder.joinpath(MODEL_FILES[family] + ".txt")
+                model = load_text(tree.read_text(encoding="utf-8"), tree.name)
         except (ImportError, OSError, ValueError, KeyError) as exc:
             log.warning("file ranker model %s not loaded (%s); using the fallback weights",
                         family, exc)
-        except Exception as exc:  # lightgbm raises its own LightGBMError on a corrupt file
+        except Exception as exc:  # noqa: BLE001 - lightgbm's own LightGBMError, corrupt file
             log.warning("file ranker model %s not loaded (%s: %s); using the fallback "
                         "weights", family, type(exc).__name__, exc)
         _cache[family] = model
@@ -76,7 +110,7 @@ def fallback(rows: list[list[float]]) -> list[float]:
 
 
 def score(rows: list[list[float]], family: str,
-          model: Model | None = None) -> tuple[list[float], str]:
+          model: Any = None) -> tuple[list[float], str]:
     """A score per feature row (higher ranks first) and the name of what scored them.
     ``model`` overrides the shipped one (the evaluation scores held-out models this way).
     Without a hybrid model, hybrid rows are scored by the lexical model and the name says
