@@ -274,15 +274,15 @@ def gather(conn: psycopg.Connection, repo: Repo, query: ParsedQuery, groups: lis
     for cand in pool.values():
         path = cand.path
         v = cand.values
-        r = by_path.get(path)
-        if r is not None:
-            v["bm25"] = r.score / best
-            cand.path_groups = set(r.path_groups)
-            cand.mentions = {i: c for i, c in r.counts.items() if i not in r.path_groups}
-            matched = set(r.counts)
+        hit = by_path.get(path)
+        if hit is not None:
+            v["bm25"] = hit.score / best
+            cand.path_groups = set(hit.path_groups)
+            cand.mentions = {i: c for i, c in hit.counts.items() if i not in hit.path_groups}
+            matched = set(hit.counts)
             v["cov_idf"] = sum(groups[i].idf for i in matched) / total_idf
             v["cov_frac"] = len(matched) / n_groups
-            v["path_idf"] = sum(groups[i].idf for i in r.path_groups) / total_idf
+            v["path_idf"] = sum(groups[i].idf for i in hit.path_groups) / total_idf
             name = set(path_terms(path.rsplit("/", 1)[-1]))
             v["name_idf"] = sum(groups[i].idf for i, terms in enumerate(group_terms)
                                 if terms & name) / total_idf
@@ -305,7 +305,7 @@ def gather(conn: psycopg.Connection, repo: Repo, query: ParsedQuery, groups: lis
         if path in nbr:
             v["nbr"] = nbr[path]
             v["nbr_n"] = float(min(nbr_n[path], 8))
-            if r is None:
+            if hit is None:
                 cand.neighbour_of = nbr_from.get(path)
         if path in near:
             sims = near[path]

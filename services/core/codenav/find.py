@@ -3,10 +3,12 @@
 Candidates come from every signal the index has (``codenav.features``: whole-file BM25,
 fielded matches on path, declared names, docs and chunks, identifiers and paths the query
 spells out, graph neighbours, the nearest chunks in hybrid mode); a learned ranker
-(``codenav.learned``) scores them. Tests, fixtures, examples, docs and benchmarks (by the
-conventions of each ecosystem, ``codenav.conventions``) stay out unless the query is about
-them; examples, docs and benchmarks only fill the answer up to ``limit`` after the source
-files. Every result says why it matched.
+(``codenav.learned``) scores them: a tuned linear fusion for lexical mode, the hand-set
+weights of ``codenav.weights`` for hybrid mode (each chosen leave-one-repository-out).
+Tests, fixtures, examples, docs and benchmarks (by the conventions of each ecosystem,
+``codenav.conventions``) stay out unless the query is about them; examples, docs and
+benchmarks only fill the answer up to ``limit`` after the source files. Every result says
+why it matched.
 """
 
 from __future__ import annotations
@@ -71,21 +73,13 @@ def order(candidates: Sequence[Candidate], scores: Sequence[float],
     return ranked
 
 
-def fuse_semantic(candidates: Sequence[Candidate], scores: Sequence[float],
-                  semantic: Sequence[str]) -> list[float]:
-    """A lexical model's scores fused with the semantic order by Reciprocal Rank Fusion
-    (hybrid mode without a hybrid model)."""
-    lexical = [c.path for _s, c in sorted(zip(scores, candidates, strict=True),
-                                          key=lambda sc: (-sc[0], sc[1].path))]
-    fused = rank.rrf([lexical, list(semantic)], weights=[1.0, rank.SEMANTIC_WEIGHT])
-    return [float(fused.get(c.path, 0.0)) * 100 for c in candidates]
-
-
 def semantic_order(pool: Pool) -> list[tuple[float, Candidate]]:
     """``mode="semantic"``: the files of the nearest chunks, nearest first."""
     by_path = {c.path: c for c in pool.candidates}
-    out = [(by_path[p].semantic[0] if by_path[p].semantic else 0.0, by_path[p])
-           for p in pool.semantic_order]
+    out = []
+    for path in pool.semantic_order:
+        near = by_path[path].semantic
+        out.append((near[0] if near is not None else 0.0, by_path[path]))
     return out or [(0.0, c) for c in pool.candidates]
 
 
@@ -101,9 +95,7 @@ def find_files(conn: psycopg.Connection, repo: Repo, text: str, limit: int = 7,
     if mode == "semantic" and pool.semantic_order:
         ranked = semantic_order(pool)
     else:
-        scores, name = learned.score([c.vector() for c in pool.candidates], family)
-        if name.endswith("+fusion"):
-            scores = fuse_semantic(pool.candidates, scores, pool.semantic_order)
+        scores, _name = learned.score([c.vector() for c in pool.candidates], family)
         ranked = order(pool.candidates, scores, asked)
     top = ranked[:limit]
     sizes = {}

@@ -7,14 +7,15 @@ scores. Two kinds ship in ``codenav/models/``: a tuned linear fusion
 LightGBM LambdaRank model (``find_files_<family>.txt``, used when the ``lightgbm`` package is
 installed and no JSON model is there). A model names the features it was trained on;
 scoring reads them by name, so a feature added later is simply ignored by an older model.
-Without a loadable model, ``score`` falls back to the weights of
-``codenav.weights.FALLBACK`` (and says so in the name it returns).
+Without a loadable model (and for ``hybrid``, which ships none), ``score`` uses the weights
+of ``codenav.weights.FALLBACK`` (and says so in the name it returns).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from importlib import resources
 from typing import Any
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 MODEL_FILES = {"lexical": "find_files_lexical", "hybrid": "find_files_hybrid"}
 """Model file stems per family: ``.json`` (linear) is tried first, then ``.txt`` (LightGBM)."""
 _lock = threading.Lock()
-_cache: dict[str, Any] = {}
+_cache: dict[str, Model | LinearModel | None] = {}
 
 
 class Model:
@@ -50,22 +51,36 @@ class Model:
         return [float(x) for x in self.booster.predict(matrix, num_threads=1)]
 
 
+LONG_QUERY = math.log1p(7)
+"""``q_groups`` from which a query is long (an issue text, ``filerank.LONG_QUERY_GROUPS``)."""
+
+
 class LinearModel:
-    """Tuned fusion: a weight per feature (``{"kind": "linear", "weights": {...}}``)."""
+    """Tuned fusion: a weight per feature, for short queries (``weights``) and for long
+    ones (``long_weights``, optional): ``{"kind": "linear", "weights": {...}, ...}``."""
 
     def __init__(self, spec: dict[str, Any], name: str) -> None:
         if spec.get("kind") != "linear" or not isinstance(spec.get("weights"), dict):
             raise ValueError(f"{name}: not a linear model (kind and weights expected)")
         self.name = name
         self.spec = spec
-        self.pairs = [(FEATURES.index(f), float(w)) for f, w in spec["weights"].items()
-                      if f in FEATURES]
+        self.short = self._pairs(spec["weights"])
+        self.long = self._pairs(spec.get("long_weights") or spec["weights"])
+        self._q = FEATURES.index("q_groups")
+
+    @staticmethod
+    def _pairs(weights: dict[str, Any]) -> list[tuple[int, float]]:
+        return [(FEATURES.index(f), float(w)) for f, w in weights.items() if f in FEATURES]
 
     def feature_name(self) -> list[str]:
-        return list(self.spec["weights"])
+        return sorted(set(self.spec["weights"]) | set(self.spec.get("long_weights") or {}))
 
     def predict(self, rows: list[list[float]]) -> list[float]:
-        return [sum(row[i] * w for i, w in self.pairs) for row in rows]
+        out = []
+        for row in rows:
+            pairs = self.long if row[self._q] >= LONG_QUERY else self.short
+            out.append(sum(row[i] * w for i, w in pairs))
+        return out
 
 
 def load_text(text: str, name: str) -> Model:
@@ -83,7 +98,7 @@ def model_for(family: str) -> Model | LinearModel | None:
     cannot be loaded (the reason is logged once)."""
     with _lock:
         if family in _cache:
-            return _cache[family]  # type: ignore[no-any-return]
+            return _cache[family]
         model: Model | LinearModel | None = None
         folder = resources.files("codenav.models")
         try:
@@ -113,15 +128,12 @@ def score(rows: list[list[float]], family: str,
           model: Any = None) -> tuple[list[float], str]:
     """A score per feature row (higher ranks first) and the name of what scored them.
     ``model`` overrides the shipped one (the evaluation scores held-out models this way).
-    Without a hybrid model, hybrid rows are scored by the lexical model and the name says
-    ``+fusion``: the caller then fuses that ranking with the semantic one."""
+    A family without a shipped model is scored by the fallback weights: for ``hybrid``
+    they scored best leave-one-repository-out (better than the lexical model fused with
+    k-NN, and than a hybrid-tuned model; see bench/README.md)."""
     if not rows:
         return [], "none"
     chosen = model if model is not None else model_for(family)
-    if chosen is None and family == "hybrid":
-        lexical = model_for("lexical")
-        if lexical is not None:
-            return lexical.predict(rows), lexical.name + "+fusion"
     if chosen is None:
         return fallback(rows), "fallback"
     return chosen.predict(rows), chosen.name

@@ -3,8 +3,10 @@
 The ranker (``codenav.features`` gathers candidates and their features, ``codenav.learned``
 scores them) is chosen and tuned on the development suite with leave-one-repository-out
 evaluation only (``bench/train_ranker.py``); nothing here was set by looking at the
-repository a score is reported for. ``FALLBACK`` is the hand-set linear fusion used when
-no trained model can be loaded (the ``lightgbm`` package missing, a corrupt model file).
+repository a score is reported for. ``FALLBACK`` is the hand-set linear fusion: it scores
+hybrid mode (it did better there, leave-one-repository-out, than any tuned alternative with
+the default MiniLM embeddings), the starting point of the tuned lexical model, and lexical
+mode too when the shipped model cannot be loaded.
 """
 
 from __future__ import annotations
@@ -35,4 +37,5 @@ FALLBACK: dict[str, float] = {
     "path_mentioned": 2.0, "prior": 0.2, "nbr": 0.3, "sem": 1.5, "sem_rank": 1.0,
     "generated": -0.8,
 }
-"""Linear weights over the features, for when no trained model loads."""
+"""Linear weights over the features (``codenav.features.FEATURES``), set by hand before any
+evaluation."""
