@@ -101,7 +101,8 @@ class Checkout:
             git(root.parent, "clone", "-q", "--shared", "--no-checkout", str(mirror), root.name)
         # codenav's ignore rules do not re-include directories with `!*/` after `*`, so
         # ignore every name with a dot and re-include the wanted extensions.
-        lines = ["# written by bench/evalkit.py", "*.*", *(f"!*{e}" for e in sorted(extensions))]
+        lines = ["# written by bench/evalkit.py", "*.*", *(f"!*{e}" for e in sorted(extensions)),
+                 "!*.*/"]  # directories with a dot (Src/Newtonsoft.Json/) stay walkable
         if exclude_tests:  # gold files are never tests; every ranker sees the same corpus
             lines += test_excludes
         exclude = root / ".git" / "info" / "exclude"

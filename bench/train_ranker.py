@@ -21,13 +21,14 @@ import gzip
 import json
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import evalkit
-from codenav import features, find, learned, weights
+from codenav import features, find, learned, rank, weights
 from codenav.features import FEATURES, Candidate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,12 +59,15 @@ def load_rows(directory: Path, family: str) -> dict[tuple[str, str], dict[str, A
     return rows
 
 
-def load_records(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Every query of the given result files; a query in several files (a hybrid run beside
-    the main one) keeps the first file's ranks and gains the rankers only a later has."""
+def load_records(paths: list[Path], extra: list[Path] | None = None,
+                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every query of the given result files; a query in several files keeps the first
+    file's ranks and gains the rankers only a later one has. ``extra`` files (a hybrid run
+    beside the main ones) only add rankers to queries the main files have."""
     records: dict[tuple[str, str], dict[str, Any]] = {}
     metas = {}
-    for path in paths:
+    main = len(paths)
+    for n, path in enumerate([*paths, *(extra or [])]):
         if not path.exists():
             continue
         body = json.loads(path.read_text(encoding="utf-8"))
@@ -75,7 +79,7 @@ def load_records(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any
             if key in records:
                 for name, ranks in r["ranks"].items():
                     records[key]["ranks"].setdefault(name, ranks)
-            else:
+            elif n < main:
                 records[key] = r
         metas.setdefault(kind, body["meta"])
     return list(records.values()), metas
@@ -130,6 +134,7 @@ the ranker is judged on its top 10, and the long tail of a pool only slows train
 def dataset(keys: list[tuple[str, str]], rows: dict[tuple[str, str], dict[str, Any]],
             gold: dict[tuple[str, str], set[str]]) -> tuple[np.ndarray, np.ndarray, list[int]]:
     xs, ys, groups = [], [], []
+    KEPT.clear()
     for key in keys:
         row = rows[key]
         labels = np.array([1.0 if p in gold[key] else 0.0 for p in row["paths"]])
@@ -144,9 +149,14 @@ def dataset(keys: list[tuple[str, str]], rows: dict[tuple[str, str], dict[str, A
         xs.append(x)
         ys.append(labels)
         groups.append(len(labels))
+        KEPT.append(key)
     if not xs:
         return np.zeros((0, len(FEATURES))), np.zeros(0), []
     return np.vstack(xs), np.concatenate(ys), groups
+
+
+KEPT: list[tuple[str, str]] = []
+"""The queries the last ``dataset`` call kept, in order (their repository weighs them)."""
 
 
 def train(x: np.ndarray, y: np.ndarray, groups: list[int], rounds: int = ROUNDS,
@@ -209,11 +219,36 @@ _NUDGES = (-0.5, -0.2, 0.2, 0.5)
 class TunedLinear:
     """Tuned fusion: the linear weights of ``codenav.weights.FALLBACK`` improved by
     coordinate ascent on the training repositories' MRR + hit@5 (find_files' ordering
-    rule included: unasked examples/docs/benchmarks last). Pure arithmetic at query time."""
+    rule included: unasked examples/docs/benchmarks last), one weight vector for short
+    queries and one for long ones (an issue text; ``codenav.learned.LONG_QUERY``), each
+    tuned on its own queries. Pure arithmetic at query time."""
 
     def __init__(self, x: np.ndarray, y: np.ndarray, groups: list[int],
-                 passes: int = 2) -> None:
+                 passes: int = 2, balance: bool = True) -> None:
         self.name = "tuned-linear"
+        repos = [k[0] for k in KEPT] if len(KEPT) == len(groups) else ["?"] * len(groups)
+        counts: dict[str, int] = defaultdict(int)
+        for repo in repos:
+            counts[repo] += 1
+        qweight = np.array([1.0 / counts[r] if balance else 1.0 for r in repos])
+        qcol = FEATURES.index("q_groups")
+        starts = np.concatenate([[0], np.cumsum(groups)[:-1]]).astype(int)
+        long_query = x[starts, qcol] >= learned.LONG_QUERY
+        self.w = {}
+        for regime in (False, True):
+            chosen = np.flatnonzero(long_query == regime)
+            rows = np.concatenate([np.arange(starts[i], starts[i] + groups[i])
+                                   for i in chosen]) if len(chosen) else np.zeros(0, int)
+            sizes = [groups[i] for i in chosen]
+            self.w[regime] = self._tune(x[rows], y[rows], sizes, passes,
+                                        qweight[chosen]) if sizes else \
+                np.array([weights.FALLBACK.get(f, 0.0) for f in FEATURES])
+
+    @staticmethod
+    def _tune(x: np.ndarray, y: np.ndarray, groups: list[int], passes: int,
+              qweight: np.ndarray) -> np.ndarray:
+        """Coordinate ascent; every repository weighs the same in the objective."""
+        qweight = qweight / qweight.sum()
         starts = np.concatenate([[0], np.cumsum(groups)[:-1]]).astype(int)
         qid = np.repeat(np.arange(len(groups)), groups)
         filler = x[:, FEATURES.index("other_role")] > 0
@@ -224,7 +259,7 @@ class TunedLinear:
             gmax = np.maximum.reduceat(np.where(gold, s, -np.inf), starts)
             above = np.add.reduceat((s > gmax[qid]).astype(np.int64), starts)
             rank = 1 + above
-            return float(np.mean(1.0 / rank) + np.mean(rank <= 5))
+            return float(np.sum(qweight * (1.0 / rank + (rank <= 5))))
 
         w = np.array([weights.FALLBACK.get(f, 0.0) for f in FEATURES])
         unseen = ~np.any(x != 0, axis=0)  # no signal (semantic features in lexical rows)
@@ -235,8 +270,7 @@ class TunedLinear:
                 j = FEATURES.index(name)
                 if unseen[j]:
                     continue
-                trials = [w[j] * m for m in _STEPS] + [w[j] + d for d in _NUDGES]
-                for value in trials:
+                for value in [w[j] * m for m in _STEPS] + [w[j] + d for d in _NUDGES]:
                     old = w[j]
                     w[j] = value
                     got = objective(w)
@@ -244,14 +278,19 @@ class TunedLinear:
                         best = got
                     else:
                         w[j] = old
-        self.w = w
-        self.objective = best
+        return w
 
     def predict(self, rows: Any) -> list[float]:
-        return [float(v) for v in np.asarray(rows, dtype=np.float64) @ self.w]
+        x = np.asarray(rows, dtype=np.float64)
+        qcol = FEATURES.index("q_groups")
+        return [float(r @ self.w[bool(r[qcol] >= learned.LONG_QUERY)]) for r in x]
 
-    def weights(self) -> dict[str, float]:
-        return {f: round(float(v), 4) for f, v in zip(FEATURES, self.w, strict=True) if v}
+    def spec(self) -> dict[str, Any]:
+        def named(w: np.ndarray) -> dict[str, float]:
+            return {f: round(float(v), 4) for f, v in zip(FEATURES, w, strict=True) if v}
+
+        return {"kind": "linear", "weights": named(self.w[False]),
+                "long_weights": named(self.w[True])}
 
 
 SWEEP: list[tuple[str, dict[str, Any], int]] = [
@@ -269,6 +308,16 @@ def ranking(row: dict[str, Any], scores: list[float]) -> list[str]:
     """What find_files would answer with these scores (its own ordering rule)."""
     cands = [Candidate(p, role) for p, role in zip(row["paths"], row["roles"], strict=True)]
     return [c.path for _s, c in find.order(cands, scores, set(row["asked"]))][:evalkit.DEPTH]
+
+
+def fuse_semantic(candidates: list[Candidate], scores: list[float],
+                  semantic: list[str]) -> list[float]:
+    """A lexical model's scores fused with the semantic order by Reciprocal Rank Fusion
+    (an alternative for hybrid mode, compared by LORO)."""
+    lexical = [c.path for _s, c in sorted(zip(scores, candidates, strict=True),
+                                          key=lambda sc: (-sc[0], sc[1].path))]
+    fused = rank.rrf([lexical, semantic], weights=[1.0, rank.SEMANTIC_WEIGHT])
+    return [float(fused.get(c.path, 0.0)) * 100 for c in candidates]
 
 
 def semantic_order(row: dict[str, Any]) -> list[str]:
@@ -296,7 +345,9 @@ def score_loro(records: list[dict[str, Any]], rows: dict[tuple[str, str], dict[s
         train_keys = [k for k in source if k[0] != held and k in gold_all]
         x, y, groups = dataset(train_keys, source, gold_all)
         model: Any
-        if params and params.get("linear"):
+        if not groups:  # nothing to train on (a suite of one repository)
+            model = None
+        elif params and params.get("linear"):
             model = PairwiseLinear(x, y, groups)
         elif params and params.get("tuned"):
             model = TunedLinear(x, y, groups)
@@ -308,11 +359,13 @@ def score_loro(records: list[dict[str, Any]], rows: dict[tuple[str, str], dict[s
             row = rows.get((r["repo"], r["id"]))
             files: list[str] = []
             if row is not None and row["paths"]:
-                scores, _ = learned.score([list(v) for v in matrix(row)], "lexical", model)
+                vectors = [list(v) for v in matrix(row)]
+                scores = model.predict(vectors) if model is not None else \
+                    learned.fallback(vectors)
                 if fuse:
                     cands = [Candidate(p, role) for p, role in zip(row["paths"], row["roles"],
                                                                    strict=True)]
-                    scores = find.fuse_semantic(cands, scores, semantic_order(row))
+                    scores = fuse_semantic(cands, scores, semantic_order(row))
                 files = ranking(row, scores)
             r["ranks"][name] = evalkit.record_ranks(r["gold"], evalkit.Ranking(files))
         seconds[held] = time.perf_counter() - started
@@ -366,6 +419,9 @@ def main() -> int:
                         "elsewhere (default: --features)")
     parser.add_argument("--results", type=Path, nargs="*",
                         default=[OUT / "eval_history.json", OUT / "eval_swebench.json"])
+    parser.add_argument("--hybrid-results", type=Path, nargs="*", default=[],
+                        help="results of a hybrid run: they add its rankers (find_files "
+                        "hybrid, search hybrid) to the queries of --results")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--baseline", type=Path, nargs="*", default=[],
                         help="results of a run before this ranker: its find_files, search "
@@ -374,6 +430,8 @@ def main() -> int:
                         help="the ranker trained, scored and shipped: tuned linear fusion "
                         "(chosen: it scored best leave-one-repository-out, see SWEEP) or "
                         "LightGBM LambdaRank")
+    parser.add_argument("--families", nargs="*", default=["lexical", "hybrid"],
+                        choices=["lexical", "hybrid"], help="which model families to score")
     parser.add_argument("--sweep", action="store_true",
                         help="compare the SWEEP configurations by their LORO scores")
     parser.add_argument("--write-model", action="store_true",
@@ -383,7 +441,7 @@ def main() -> int:
                         "mode fuses the lexical model with k-NN)")
     parser.add_argument("--out", type=Path, default=OUT / "ranker_loro")
     args = parser.parse_args()
-    records, metas = load_records(args.results)
+    records, metas = load_records(args.results, args.hybrid_results)
     if not records:
         raise SystemExit("no evaluation results: run eval_history.py / eval_swebench.py first")
     for path in args.baseline:
@@ -391,7 +449,9 @@ def main() -> int:
     rankers = ["find_files (before)", "find_files hybrid (before)", "search (before)",
                "bm25 (before)", "find_files", "find_files LORO", "find_files hybrid",
                "find_files hybrid LORO", "find_files hybrid LORO fusion",
-               "find_files fallback", "search", "search hybrid", "bm25", "bm25 source"]
+               "find_files hybrid fallback",
+               "find_files fallback", "search", "search hybrid", "bm25", "bm25 -tests",
+               "bm25 source"]
     lexical_rows = load_rows(args.features, "lexical")
     logged = {repo for repo, _id in lexical_rows}
     partial = sorted({r["repo"] for r in records} - logged)
@@ -417,7 +477,7 @@ def main() -> int:
         text = report(records, ["bm25 source", *names], notes)
         print(text)
         return 0
-    for family in ("lexical", "hybrid"):
+    for family in args.families:
         rows = lexical_rows if family == "lexical" else load_rows(
             args.hybrid_features or args.features, family)
         if not rows:
@@ -428,7 +488,9 @@ def main() -> int:
         params = {"tuned": True} if args.kind == "tuned" else None
         if family == "lexical":
             score_fixed(mine, rows, "find_files fallback")
-        else:  # the lexical model (trained on every other repository) fused with k-NN
+        else:  # the hand-set weights (what hybrid mode ships), and the lexical model
+            # (trained on every other repository) fused with k-NN
+            score_fixed(mine, rows, "find_files hybrid fallback")
             score_loro(mine, rows, "find_files hybrid LORO fusion", args.rounds,
                        train_rows=lexical_rows, fuse=True, params=params)
         score_loro(mine, rows, label, args.rounds, params=params)
@@ -443,7 +505,7 @@ def main() -> int:
                 tuned = TunedLinear(x, y, groups)
                 target = stem.with_suffix(".json")
                 target.write_text(json.dumps({
-                    "kind": "linear", "family": family, "weights": tuned.weights(),
+                    **tuned.spec(), "family": family,
                     "trained_on": sorted({k[0] for k in keys}), "queries": len(groups),
                     "objective": "MRR + hit@5 on the training queries",
                     "trained": time.strftime("%Y-%m-%d")}, indent=1) + "\n",
