@@ -44,9 +44,10 @@ bench: install ## indexing, search and live-index benchmarks (CORPUS=path adds a
 	$(PY) bench/live_bench.py
 	$(PY) bench/redact_bench.py
 
-eval: install ## retrieval quality: SWE-bench Verified, then commit history (bench/README.md)
+eval: install ## retrieval quality: SWE-bench Verified, commit history, the ranker left-one-repo-out
 	$(PY) bench/eval_swebench.py $(EVAL_ARGS)
 	$(PY) bench/eval_history.py $(HISTORY_ARGS)
+	$(PY) bench/train_ranker.py $(RANKER_ARGS)
 
 check: install ## ruff and mypy
 	$(VENV)/bin/ruff check services tests bench

@@ -1,16 +1,20 @@
 """File retrieval on a repository's own history: commit subject -> the files it modified.
 
-For repositories in languages other than Python. A commit qualifies when it has one parent,
-touches 1 to ``--max-files`` files, modifies at least one existing non-test file in a
-language codenav parses (the gold), and its subject does not name a gold file (by file name,
-stem or path without extension). The newest ``--commits`` qualifying commits on the
-first-parent line of ``--ref`` are taken, oldest first; each is answered from an index of
-its parent (the tree before the change), indexed incrementally commit by commit. The query
+The development suite: 13 public repositories in 12 languages (``LANGUAGE``). A commit
+qualifies when it has one parent, touches 1 to ``--max-files`` files, modifies at least one
+existing *source* file (``codenav.conventions``: not a test, fixture, example, doc,
+benchmark, generated or vendored file) in a language codenav parses (the gold), and its
+subject does not name a gold file (by file name, stem or path without extension). The
+newest ``--commits`` qualifying commits on the first-parent line of ``--ref`` are taken,
+oldest first; each is answered from an index of its parent (the tree before the change),
+indexed incrementally commit by commit. The query
 is the subject with a trailing pull-request number (``(#1234)``) removed. Only files of the
-languages codenav parses are indexed. Same rankers and file metrics as eval_swebench.py;
-writes bench/out/eval_history.md and .json.
+languages codenav parses are indexed. Same rankers and file metrics as eval_swebench.py,
+plus hit@k per language; writes bench/out/eval_history.md and .json, and the file ranker's
+features per repository to bench/out/features/ (``bench/train_ranker.py``).
 
-    .venv/bin/python bench/eval_history.py gin-gonic/gin apache/kafka colinhacks/zod
+    .venv/bin/python bench/eval_history.py                           # the suite
+    .venv/bin/python bench/eval_history.py --repos gin-gonic/gin --commits 30   # quicker
 """
 
 from __future__ import annotations
@@ -26,13 +30,22 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import evalkit
-from codenav import rank
+from codenav import conventions
 from codenav.languages import is_structured, language_for
 from evalkit import Checkout, Query, RepoTiming, Runner
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-DEFAULT_REPOS = ["gin-gonic/gin", "apache/kafka", "colinhacks/zod"]
+LANGUAGE = {
+    "gin-gonic/gin": "go", "colinhacks/zod": "typescript", "expressjs/express": "javascript",
+    "square/okhttp": "kotlin", "apache/commons-lang": "java", "tokio-rs/tokio": "rust",
+    "pallets/click": "python", "psf/black": "python", "rack/rack": "ruby",
+    "laravel/framework": "php", "JamesNK/Newtonsoft.Json": "csharp", "redis/redis": "c",
+    "fmtlib/fmt": "cpp",
+}
+"""The development suite: 13 repositories, 12 languages (Apache Kafka, the speed corpus, is
+left out on purpose). A repository not listed is reported under its main language."""
+DEFAULT_REPOS = list(LANGUAGE)
 _PR_SUFFIX = re.compile(r"\s*\(#\d+\)\s*$")
 
 
@@ -84,7 +97,7 @@ def select(mirror: Path, ref: str, wanted: int, max_files: int,
             continue
         gold = [parts[-1] for parts in changes if parts[0] == "M" and
                 PurePosixPath(parts[-1]).suffix.lower() in extensions and
-                not rank.is_test_path(parts[-1])]
+                conventions.role(parts[-1]) == conventions.SOURCE]
         if not gold:
             dropped["no_eligible_file"] += 1
             continue
@@ -97,10 +110,16 @@ def select(mirror: Path, ref: str, wanted: int, max_files: int,
     return chosen[::-1], dropped
 
 
+def main_language(extensions: set[str]) -> str:
+    return sorted(language_for("x" + e) for e in extensions)[0] if extensions else "?"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("repos", nargs="*", default=DEFAULT_REPOS, help="owner/name")
+    parser.add_argument("repos", nargs="*", help="owner/name (default: the 13 of the suite)")
+    parser.add_argument("--repos", dest="repo_list", nargs="*", default=[],
+                        help="the same, as an option")
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"),
                         help="directory of git mirrors, <owner>+<name>/repo")
     parser.add_argument("--workdir", type=Path, default=Path("/work/eval-work"),
@@ -117,7 +136,14 @@ def main() -> int:
     parser.add_argument("--reuse-index", action="store_true",
                         help="keep each repository's store from a previous run")
     parser.add_argument("--out", type=Path, default=OUT / "eval_history")
+    parser.add_argument("--features", type=Path, default=OUT / "features",
+                        help="directory for the ranker's features per repository "
+                        "(bench/train_ranker.py reads them)")
+    parser.add_argument("--merge", type=Path,
+                        help="a previous run's .json: its repositories' results are kept "
+                        "and those repositories are not run again (a run in parts)")
     args = parser.parse_args()
+    args.repos = args.repos + args.repo_list or DEFAULT_REPOS
     workdir = args.workdir.resolve()
     if workdir == ROOT or ROOT in workdir.parents:
         raise SystemExit(f"--workdir must be outside {ROOT}")
@@ -135,7 +161,20 @@ def main() -> int:
             "max_files": args.max_files, "exclude_tests": args.exclude_tests,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"),
             **evalkit.code_version()}
+    if args.merge:
+        previous = json.loads(args.merge.read_text(encoding="utf-8"))
+        done = set(previous["timing"])
+        records += [r for r in previous["instances"] if r["repo"] in done]
+        for r in records:
+            r.setdefault("language", LANGUAGE.get(r["repo"], "?"))
+        timing.update({repo: RepoTiming(**t) for repo, t in previous["timing"].items()})
+        selection.update(previous["meta"].get("selection", {}))
+        meta["merged"] = {"from": str(args.merge), "repos": sorted(done),
+                          "codenav_commit": previous["meta"]["codenav_commit"]}
+        meta["repos"] = sorted(done | set(args.repos))
     for repo in args.repos:
+        if repo in timing:
+            continue
         slug = repo.replace("/", "+")
         mirror = args.mirrors / slug / "repo"
         if not mirror.is_dir():
@@ -159,7 +198,9 @@ def main() -> int:
                  for c in commits]
         got, timing[repo] = evalkit.evaluate_repository(
             repo, checkout, steps, workdir / "stores" / f"history-{slug}", runner,
-            fresh=not args.reuse_index, processes=args.processes)
+            fresh=not args.reuse_index, processes=args.processes,
+            features_path=args.features / f"history-{slug}.jsonl.gz" if args.features else None,
+            info={"language": LANGUAGE.get(repo, main_language(extensions))})
         records += got
         write(args.out, meta, selection, records, runner, timing, time.perf_counter() - started)
     print(write(args.out, meta, selection, records, runner, timing,
@@ -177,8 +218,12 @@ def write(out: Path, meta: dict[str, Any], selection: dict[str, dict[str, Any]],
         notes.append(f"- {repo}: {sel['selected']} commits {sel['from']} .. {sel['to']}, "
                      f"indexed {' '.join(sel['extensions'])}; dropped on the way: " +
                      ", ".join(f"{k} {v}" for k, v in sel["dropped"].items()))
-    text = evalkit.report("Commit-history retrieval (query: subject, gold: modified files)",
-                          records, runner, timing, notes, by_repo=True)
+    if meta.get("merged"):
+        notes.append(f"Run in parts: {', '.join(meta['merged']['repos'])} come from "
+                     f"{meta['merged']['from']} (codenav {meta['merged']['codenav_commit']}).")
+    text = evalkit.report("Commit-history retrieval (query: subject, gold: modified source "
+                          "files)", records, runner, timing, notes, by_repo=True,
+                          by_language=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".md").write_text(text, encoding="utf-8")
     body = evalkit.results_json({**meta, "selection": selection, "seconds": round(seconds, 1)},

@@ -84,6 +84,9 @@ def main() -> int:
                         help="a previous run's .json: its repositories' results are kept "
                         "and those repositories are not run again (a run in parts)")
     parser.add_argument("--out", type=Path, default=OUT / "eval_swebench")
+    parser.add_argument("--features", type=Path, default=OUT / "features",
+                        help="directory for the ranker's features per repository "
+                        "(bench/train_ranker.py reads them)")
     args = parser.parse_args()
     workdir = args.workdir.resolve()
     if workdir == ROOT or ROOT in workdir.parents:
@@ -134,7 +137,9 @@ def main() -> int:
 
         got, timing[repo] = evalkit.evaluate_repository(
             repo, checkout, steps, workdir / "stores" / slug, runner,
-            fresh=not args.reuse_index, processes=args.processes, on_step=progress)
+            fresh=not args.reuse_index, processes=args.processes, on_step=progress,
+            features_path=args.features / f"swebench-{slug}.jsonl.gz" if args.features
+            else None, info={"language": "python"})
         records += got
         write(args.out, meta, records, runner, timing, time.perf_counter() - started)
     print(write(args.out, meta, records, runner, timing, time.perf_counter() - started))

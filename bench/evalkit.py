@@ -11,7 +11,9 @@ the installed codenav does not know is skipped and listed as such.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import inspect
+import json
 import logging
 import math
 import os
@@ -29,7 +31,7 @@ from typing import Any
 
 import psycopg
 
-from codenav import find, rank, repos, search
+from codenav import conventions, features, find, rank, repos, search
 from codenav.access import Scope
 from codenav.config import Settings
 from codenav.db import migrations
@@ -100,7 +102,8 @@ class Checkout:
             git(root.parent, "clone", "-q", "--shared", "--no-checkout", str(mirror), root.name)
         # codenav's ignore rules do not re-include directories with `!*/` after `*`, so
         # ignore every name with a dot and re-include the wanted extensions.
-        lines = ["# written by bench/evalkit.py", "*.*", *(f"!*{e}" for e in sorted(extensions))]
+        lines = ["# written by bench/evalkit.py", "*.*", *(f"!*{e}" for e in sorted(extensions)),
+                 "!*.*/"]  # directories with a dot (Src/Newtonsoft.Json/) stay walkable
         if exclude_tests:  # gold files are never tests; every ranker sees the same corpus
             lines += test_excludes
         exclude = root / ".git" / "info" / "exclude"
@@ -284,6 +287,14 @@ def _without_tests(source: str) -> RankFn:
     return run
 
 
+def _source_only(source: str) -> RankFn:
+    def run(ctx: Context, text: str) -> Ranking:
+        files = ctx.outputs[source].files
+        return Ranking([p for p in files if conventions.role(p) == conventions.SOURCE])
+
+    return run
+
+
 RANKERS: list[Ranker] = [
     Ranker("find_files", _find(), "lexical", find.find_files),
     Ranker("search", _search(), "lexical", search.search),
@@ -295,9 +306,12 @@ RANKERS: list[Ranker] = [
     Ranker("bm25 unsplit", _bm25("unsplit")),
     Ranker("search -tests", _without_tests("search"), view=True),
     Ranker("bm25 -tests", _without_tests("bm25"), view=True),
+    Ranker("bm25 source", _source_only("bm25"), view=True),
 ]
 """Every ranker, in the order they run and are reported. Views (``-tests``: the same
-ranking with test files removed, as find_files does) come after their source."""
+ranking with test files removed; ``source``: only files of the source role, by
+``codenav.conventions``, the strongest fair baseline for find_files) come after their
+source."""
 
 
 def select_rankers(names: list[str] | None) -> tuple[list[Ranker], dict[str, str]]:
@@ -479,6 +493,11 @@ def acc_at(ranks: list[int | None], k: int) -> bool:
     return all(r is not None and r <= k for r in ranks)
 
 
+def hit_at(ranks: list[int | None], k: int) -> bool:
+    """At least one gold item in the top k."""
+    return any(r is not None and r <= k for r in ranks)
+
+
 def reciprocal_rank(ranks: list[int | None]) -> float:
     found = [r for r in ranks if r is not None]
     return 1.0 / min(found) if found else 0.0
@@ -495,6 +514,7 @@ def summarize(records: list[dict[str, Any]], ranker: str, level: str = "files",
     out: dict[str, Any] = {"n": len(ranks)}
     for k in ks:
         out[f"acc@{k}"] = 100.0 * sum(acc_at(x, k) for x in ranks) / len(ranks)
+        out[f"hit@{k}"] = 100.0 * sum(hit_at(x, k) for x in ranks) / len(ranks)
     out["mrr"] = sum(reciprocal_rank(x) for x in ranks) / len(ranks)
     return out
 
@@ -531,6 +551,46 @@ def file_table(records: list[dict[str, Any]], rankers: list[str],
         rows.append([name, str(s["n"]), *(fmt(s[f"acc@{k}"]) for k in KS), fmt(s["mrr"], 3),
                      fmt(median(latency.get(name, [])), 0)])
     return table(["ranker", "n", "Acc@1", "Acc@3", "Acc@5", "Acc@10", "MRR", "p50 ms"], rows)
+
+
+HIT_KS = (1, 5, 10)
+
+
+def language_table(records: list[dict[str, Any]], rankers: list[str],
+                   metric: str = "hit") -> str:
+    """Per language and overall: hit@1/5/10 (at least one gold file in the top k) or
+    Acc@k (all of them), and MRR, one row per ranker."""
+    languages = sorted({r.get("language", "?") for r in records})
+    groups = [(lang, [r for r in records if r.get("language", "?") == lang])
+              for lang in languages] + [("all", records)]
+    header = ["ranker"]
+    for lang, mine in groups:
+        header += [f"{lang} (n={len(mine)}) {metric}@{k}" for k in HIT_KS] + [f"{lang} MRR"]
+    rows = []
+    for name in rankers:
+        cells = [name]
+        for _lang, mine in groups:
+            s = summarize(mine, name, ks=HIT_KS)
+            cells += [fmt(s[f"{metric}@{k}"]) if s else "–" for k in HIT_KS]
+            cells.append(fmt(s["mrr"], 3) if s else "–")
+        rows.append(cells)
+    return table(header, rows)
+
+
+def compact_language_table(records: list[dict[str, Any]], rankers: list[str],
+                           k: int = 5, metric: str = "hit") -> str:
+    """One cell per language: the ranker's hit@k (or Acc@k), languages as columns."""
+    languages = sorted({r.get("language", "?") for r in records})
+    groups = [(lang, [r for r in records if r.get("language", "?") == lang])
+              for lang in languages] + [("all", records)]
+    rows = []
+    for name in rankers:
+        cells = [name]
+        for _lang, mine in groups:
+            s = summarize(mine, name, ks=(k,))
+            cells.append(fmt(s[f"{metric}@{k}"]) if s else "–")
+        rows.append(cells)
+    return table(["ranker", *(f"{lang} (n={len(m)})" for lang, m in groups)], rows)
 
 
 def split_table(records: list[dict[str, Any]], rankers: list[str]) -> str:
@@ -612,14 +672,55 @@ class _Embeddings:
                 return done
 
 
+class FeatureLog:
+    """Per query, the candidate pool ``find_files`` scores and every candidate's features
+    (gzip JSON lines, one file per repository), for training the file ranker and scoring
+    it leave-one-repository-out (``bench/train_ranker.py``). A row per query and model
+    family: ``lexical`` always, ``hybrid`` when an embedder is configured."""
+
+    def __init__(self, path: Path, families: tuple[str, ...]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.families = families
+        self._tmp = path.with_suffix(".partial")
+        self._out = gzip.open(self._tmp, "wt", encoding="utf-8")
+
+    def record(self, ctx: Context, query: Query, repo: str) -> None:
+        for family in self.families:
+            scope = Scope.system(ctx.repo)
+            semantic = ctx.embedder.context(ctx.conn, scope, query.text, family) \
+                if family == "hybrid" and ctx.embedder is not None else None
+            try:
+                _q, pool, asked, used = find.collect(ctx.conn, scope, query.text, False,
+                                                     family, semantic)
+            except UserError:
+                continue
+            if used != family:
+                continue  # hybrid degraded to lexical: nothing new to learn from
+            self._out.write(json.dumps({
+                "id": query.id, "repo": repo, "family": family, "asked": sorted(asked),
+                "features": list(features.FEATURES),
+                "paths": [c.path for c in pool.candidates],
+                "roles": [c.role for c in pool.candidates],
+                "x": [[round(v, 4) for v in c.vector()] for c in pool.candidates],
+            }) + "\n")
+
+    def close(self) -> None:
+        self._out.close()
+        os.replace(self._tmp, self.path)
+
+
 def evaluate_repository(name: str, checkout: Checkout, steps: list[tuple[str, list[Query]]],
                         home: Path, runner: Runner, *, fresh: bool = True, processes: int = 0,
                         on_step: Callable[[list[dict[str, Any]], RepoTiming], None] | None = None,
+                        features_path: Path | None = None, info: dict[str, Any] | None = None,
                         ) -> tuple[list[dict[str, Any]], RepoTiming]:
     """Index ``checkout`` at each step's commit in turn (incrementally: reconcile after a
     checkout re-reads only what changed; embeddings completed when a semantic mode runs),
     then run every ranker on the step's queries. ``on_step`` sees the records so far after
-    each step (so a long repository's partial results survive an interrupted run)."""
+    each step (so a long repository's partial results survive an interrupted run);
+    ``features_path`` gets the ranker's features of every query (``FeatureLog``); ``info``
+    is copied into every record (the repository's language)."""
     records: list[dict[str, Any]] = []
     timing = RepoTiming()
     began = time.perf_counter()
@@ -627,6 +728,8 @@ def evaluate_repository(name: str, checkout: Checkout, steps: list[tuple[str, li
         conn = query_connection(settings)
         vectors = _Embeddings(settings) if wants_embeddings(runner.rankers,
                                                             runner.skipped) else None
+        log_features = FeatureLog(features_path, ("lexical", "hybrid") if vectors else
+                                  ("lexical",)) if features_path else None
         try:
             repo = repos.register(conn, str(checkout.root), re.sub(r"[^\w.-]", "-", name))
             corpus = Corpus(checkout.root, settings.max_file_bytes)
@@ -655,8 +758,11 @@ def evaluate_repository(name: str, checkout: Checkout, steps: list[tuple[str, li
                 ctx = Context(conn, repo, corpus, vectors.queries if vectors else None)
                 for query in queries:
                     outputs = runner.run(ctx, query.text)
+                    if log_features is not None:
+                        log_features.record(ctx, query, name)
                     records.append({
-                        "id": query.id, "repo": name, "commit": sha, **query.info,
+                        "id": query.id, "repo": name, "commit": sha, **(info or {}),
+                        **query.info,
                         "gold": query.gold,
                         "missing_gold": [g for g in query.gold["files"] if g not in corpus],
                         "wants_tests": parse_query(query.text).wants_tests,
@@ -665,6 +771,8 @@ def evaluate_repository(name: str, checkout: Checkout, steps: list[tuple[str, li
                 if on_step is not None:
                     timing.total_s = time.perf_counter() - began
                     on_step(records, timing)
+            if log_features is not None:
+                log_features.close()
         finally:
             conn.close()
     timing.total_s = time.perf_counter() - began
@@ -697,8 +805,10 @@ def symbol_table(records: list[dict[str, Any]], rankers: list[str]) -> str | Non
 
 
 def report(title: str, records: list[dict[str, Any]], runner: Runner,
-           timing: dict[str, RepoTiming], notes: list[str], by_repo: bool = False) -> str:
-    """The markdown report; ``by_repo`` adds a files table per repository."""
+           timing: dict[str, RepoTiming], notes: list[str], by_repo: bool = False,
+           by_language: bool = False) -> str:
+    """The markdown report; ``by_repo`` adds a files table per repository, ``by_language``
+    hit@k per language."""
     names = [r.name for r in runner.rankers if r.name not in runner.skipped]
     timing_rows = {k: {"commits": t.commits, "files": t.files,
                        "first_index_s": t.first_index_s, "incremental_s": t.incremental_s,
@@ -706,6 +816,11 @@ def report(title: str, records: list[dict[str, Any]], runner: Runner,
     parts = [f"# {title}", "", *notes, "",
              "## Files (Acc@k: every gold file in the top k; MRR: first gold file)", "",
              file_table(records, names, runner.latency), ""]
+    if by_language:
+        parts += ["## hit@5 per language (at least one gold file in the top 5)", "",
+                  compact_language_table(records, names), "",
+                  "## hit@1/5/10 and MRR per language", "", language_table(records, names),
+                  ""]
     if by_repo:
         for repo in timing:
             mine = [r for r in records if r["repo"] == repo]

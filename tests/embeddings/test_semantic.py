@@ -12,7 +12,7 @@ import httpx
 import psycopg
 import pytest
 
-from codenav import embeddings, indexer, repos, search
+from codenav import embeddings, find, indexer, repos, search
 from codenav.access import Scope
 from codenav.config import Settings
 from codenav.db import queries as q
@@ -96,6 +96,44 @@ def test_hybrid_search_finds_code_by_meaning(semantic_settings: Settings,
     assert hybrid["match_confidence"]["level"] in ("high", "medium")
     lexical = search.search(conn, Scope.system(repo), text, 5, mode="lexical")
     assert "note" not in lexical
+
+
+def test_find_files_hybrid_ranks_the_file_that_means_the_query(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    root = make_polyglot(tmp_path)
+    repo, _ = _index_and_embed(semantic_settings, conn, root, "poly")
+    qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
+    text = "where do we try an upload again after it fails"
+    scope = Scope.system(repo)
+    answer = find.find_files(conn, scope, text, 5, mode="hybrid",
+                             semantic=qe.context(conn, scope, text, "hybrid"))
+    assert answer["results"][0]["path"] == "web/server.go", answer
+    assert "close in meaning" in answer["results"][0]["reason"]
+    assert "note" not in answer
+
+
+def test_a_query_prefix_goes_before_queries_only(semantic_settings: Settings,
+                                                 conn: psycopg.Connection,
+                                                 tmp_path: Path) -> None:
+    prefix = "Represent this query for searching relevant code: "
+    settings = Settings.load(env={"CODENAV_DATABASE_URL": semantic_settings.database_url,
+                                  "CODENAV_EMBED_URL": semantic_settings.embed_url,
+                                  "CODENAV_EMBED_QUERY_PREFIX": prefix,
+                                  "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS},
+                             dotenv=Path("/nonexistent"))
+    client = EmbedClient.from_settings(settings)
+    assert client is not None and client.query_prefix == prefix
+    repo, _ = _index_and_embed(settings, conn, make_polyglot(tmp_path), "poly")
+    ctx = QueryEmbedder(client).context(conn, Scope.system(repo), "retry upload", "hybrid")
+    assert ctx is not None and ctx.vector is not None
+    plain = EmbedClient(semantic_settings.embed_url)
+    # a text sent alone always gets the same vector (the embedder's determinism contract)
+    [with_prefix], [without] = plain.embed([prefix + "retry upload"]), plain.embed(
+        ["retry upload"])
+    assert max(abs(a - b) for a, b in zip(ctx.vector, with_prefix, strict=True)) < 1e-4
+    assert max(abs(a - b) for a, b in zip(ctx.vector, without, strict=True)) > 0.02
+    plain.close()
+    client.close()
 
 
 def test_search_degrades_to_lexical_when_the_embedder_is_down(

@@ -83,6 +83,10 @@ class Settings:
     embed_url: str = ""
     embed_model: str = ""
     embed_key: str = ""
+    embed_query_prefix: str = ""
+    """Text put before every query (never before code) sent to the embedder: models trained
+    with an instruction want it (CodeRankEmbed: ``Represent this query for searching
+    relevant code: ``)."""
 
     @property
     def home_path(self) -> Path:

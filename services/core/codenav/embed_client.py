@@ -45,9 +45,11 @@ def _normalise(vec: list[float]) -> list[float]:
 
 class EmbedClient:
     def __init__(self, base_url: str, model: str = "", key: str = "",
-                 timeout: float = 120.0) -> None:
+                 timeout: float = 120.0, query_prefix: str = "") -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
+        self.query_prefix = query_prefix
+        """Put before query texts (``QueryEmbedder``), never before indexed code."""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
         self._info: ModelInfo | None = None
@@ -58,7 +60,8 @@ class EmbedClient:
         """The configured client, or None when semantic search is not configured."""
         if not settings.embed_url:
             return None
-        return cls(settings.embed_url, settings.embed_model, settings.embed_key, timeout)
+        return cls(settings.embed_url, settings.embed_model, settings.embed_key, timeout,
+                   settings.embed_query_prefix)
 
     def close(self) -> None:
         self._http.close()

@@ -10,25 +10,13 @@ import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+from codenav import conventions
+
 RRF_K = 60
 QUALIFIED_BOOST = 1.6
 SEMANTIC_WEIGHT = 1.0
 """RRF weight of the vector k-NN list in hybrid search."""
 """A declaration whose owner and name the query both names (``Owner member``)."""
-
-_TEST_PATH = re.compile(
-    r"(^|/)(tests?|__tests__|spec|specs|testing|testdata|test_data|fixtures?|e2e|"
-    r"integration[-_]tests?)(/|$)|(^|/)(test_[^/]*|[^/]*_test|[^/]*Tests?|[^/]*Spec|"
-    r"[^/]*[._-](test|spec)s?)\.[a-z0-9]+$|(^|/)conftest\.py$"
-)
-_GENERATED_PATH = re.compile(
-    r"(^|/)(generated|gen|__generated__|autogen|third[-_]party|vendor|vendored|_vendor|"
-    r"external|externals|extern|node_modules|migrations)(/|$)|"
-    r"[._-](pb|pb2|generated|gen|min)\.[a-z0-9]+$|_pb2(_grpc)?\.py$|(^|/|_)parsetab\.py$|"
-    r"(^|/)lextab\.py$"
-)
-_DOC_PATH = re.compile(r"(^|/)(docs?|documentation|examples?|samples?)(/|$)|\.(md|rst|txt)$")
-
 
 def idf(df: int, n_docs: int) -> float:
     """BM25's IDF, floored so very common terms still count a little."""
@@ -48,21 +36,24 @@ def rrf(rankings: Sequence[Sequence[Hashable]], k: int = RRF_K,
 
 
 def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
+    """Tests and test fixtures, by the conventions of the file's ecosystem."""
+    return conventions.is_test(path)
 
 
 def is_generated_path(path: str) -> bool:
-    return bool(_GENERATED_PATH.search(path))
+    return conventions.role(path) in (conventions.GENERATED, conventions.VENDORED)
 
 
 def is_doc_path(path: str) -> bool:
-    return bool(_DOC_PATH.search(path))
+    """Documentation, examples and benchmarks: around the code, rarely what a task edits."""
+    return conventions.role(path) in (conventions.DOCS, conventions.EXAMPLE, conventions.BENCH)
 
 
 _CONFIG_PATH = re.compile(r"\.(ya?ml|json|toml|ini|cfg|conf|properties|xml)$|"
                           r"(^|/)(Makefile|Dockerfile|.*\.gradle|setup\.cfg)$")
 _DOCS_WORDS = re.compile(r"\b(docs?|documentation|readme|guide|tutorial|config|"
-                         r"configuration|settings?|yaml|json|toml|changelog)\b", re.IGNORECASE)
+                         r"configuration|settings?|yaml|json|toml|changelog|architecture|"
+                         r"overview|examples?|samples?|demos?|benchmarks?)\b", re.IGNORECASE)
 
 
 def is_config_path(path: str) -> bool:

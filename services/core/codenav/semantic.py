@@ -72,7 +72,7 @@ class QueryEmbedder:
             if cached is not None:
                 self._vectors.move_to_end(text)
                 return cached
-        vector = self.client.embed([text])[0]
+        vector = self.client.embed([self.client.query_prefix + text])[0]
         with self._lock:
             self._vectors[text] = vector
             while len(self._vectors) > 512:

@@ -819,6 +819,36 @@ FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(rep
 WHERE lower(s.name) = ANY(%(names)s) AND s.depth <= 1
 GROUP BY f.path"""
 
+# --- find_files: per-candidate features (codenav.features) --------------------------------
+# Declared names (and the start of their doc comments) of candidate files: the symbol and
+# doc fields of fielded file scoring.
+FILE_DECLARED = """
+SELECT f.path, s.name, s.depth, left(s.doc, 400)
+FROM files f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
+  AND s.depth <= 2
+LIMIT %(k)s"""
+# Centrality and importer count of candidate files (absent: the graph has not ranked them).
+FILE_GRAPH_RANKS = """
+SELECT path, prior, imported_by FROM graph_files
+WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND path = ANY(%(paths)s)"""
+# File-level links touching the strongest candidates (their graph neighbours).
+FILE_NEIGHBOURS = """
+SELECT src_path, dst_path, imports + refs FROM graph_links
+WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+  AND (src_path = ANY(%(paths)s) OR dst_path = ANY(%(paths)s))
+ORDER BY imports + refs DESC
+LIMIT %(k)s"""
+# Files whose path the query spells out (a stack frame, a module path, a file name).
+FILE_PATHS_LIKE = """
+SELECT path FROM files
+WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND path LIKE ANY(%(patterns)s)
+LIMIT %(k)s"""
+# Line counts of candidate files.
+FILE_LINES = """
+SELECT f.path, co.line_count FROM files f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
+
 # --- statements that return no repository's rows to a caller -----------------------------
 GLOBAL = frozenset({
     # session settings

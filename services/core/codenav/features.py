@@ -1,0 +1,324 @@
+"""Candidate files for ``find_files`` and the features the file ranker scores them by.
+
+Every signal the index holds, per file: whole-file BM25 over the code-aware terms; fielded
+matches (path, file name, declared names, doc comments, the best chunk); identifiers,
+paths and stack-trace frames the query spells out; the code graph (centrality, importers,
+neighbours of the strongest candidates); and, in hybrid mode, the similarity of the file's
+nearest chunks. ``codenav.learned`` turns a candidate's features into a score.
+
+Features are plain floats in ``FEATURES`` order, normalised per query where their scale
+depends on the query (BM25 over the best BM25), so one model serves short and long queries.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import psycopg
+
+from codenav import conventions, embeddings, filerank
+from codenav import weights as W
+from codenav.access import Scope
+from codenav.db import queries as q
+from codenav.query import Group, ParsedQuery, tsquery_for
+from codenav.semantic import SemanticContext
+from codenav.tokens import identifier_terms, path_terms, words
+
+FEATURES = (
+    "bm25", "bm25_rank", "cov_idf", "cov_frac", "path_idf", "name_idf", "sym_idf",
+    "sym_top_idf", "doc_idf", "chunk", "chunk_cov", "idents_declared", "ident_frac",
+    "path_mentioned", "prior", "importers", "nbr", "nbr_n", "sem", "sem_rank", "sem_n",
+    "lines", "depth", "q_groups", "q_idents", "generated", "other_role", "test",
+)
+"""The model's input columns, in order."""
+
+
+@dataclass
+class Candidate:
+    path: str
+    role: str
+    values: dict[str, float] = field(default_factory=dict)
+    path_groups: set[int] = field(default_factory=set)
+    symbol_groups: set[int] = field(default_factory=set)
+    symbols: list[str] = field(default_factory=list)
+    mentions: dict[int, float] = field(default_factory=dict)
+    semantic: tuple[float, str | None] | None = None
+    neighbour_of: str | None = None
+    mentioned: bool = False
+
+    def vector(self) -> list[float]:
+        return [self.values.get(name, 0.0) for name in FEATURES]
+
+
+@dataclass
+class Pool:
+    """The candidates of one query, and what the explanations need."""
+
+    groups: list[Group]
+    candidates: list[Candidate]
+    lexical_order: list[str]
+    semantic_order: list[str]
+    long_query: bool
+
+
+_PATH_TOKEN = re.compile(r"[\w$@.\\/-]*\w\.(?:py|pyi|go|java|kt|kts|scala|swift|rs|c|h|cc|cpp|"
+                         r"cxx|hpp|hh|cs|rb|php|js|jsx|mjs|cjs|ts|tsx|mts|cts)\b")
+
+
+def path_patterns(query: ParsedQuery) -> list[str]:
+    """LIKE patterns for files the query names: ``pkg/mod.py``, ``Foo.java:12``, a stack
+    frame's ``com.acme.Foo.bar``, a module path ``_pytest.capture``."""
+    out: dict[str, None] = {}
+    for token in _PATH_TOKEN.findall(query.raw):
+        token = token.replace("\\", "/").lstrip("./")
+        if len(token) < 4:
+            continue
+        if "/" in token:
+            out[_like(token)] = None
+            out["%/" + _like(token)] = None
+        else:
+            out[_like(token)] = None
+            out["%/" + _like(token)] = None
+    for ident in query.identifiers:
+        parts = [p for p in re.split(r"::|\.|/|\\", ident) if p]
+        if len(parts) < 2:
+            continue
+        for end in range(len(parts), 1, -1):  # a.b.C.method -> a/b/C/method, a/b/C, a/b
+            stem = "/".join(_like(p) for p in parts[:end])
+            out[stem + ".%"] = None
+            out["%/" + stem + ".%"] = None
+            out["%/" + stem + "/\\_\\_init\\_\\_.py"] = None
+    return list(out)[:W.PATH_PATTERNS]
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _declared_names(query: ParsedQuery, groups: list[Group], long_query: bool) -> list[str]:
+    names = {i.replace("::", ".").replace("\\", ".").split(".")[-1].lower()
+             for i in query.identifiers}
+    if not long_query:
+        names |= {g.terms[0] for g in groups}
+    return sorted(n for n in names if len(n) > 2)
+
+
+FILLER_ROLES = (conventions.EXAMPLE, conventions.DOCS, conventions.BENCH)
+
+
+def other_role(role: str, asked: set[str]) -> float:
+    """1 for an example, doc or benchmark the query does not ask for: a file the query is
+    about counts like source."""
+    return 1.0 if role in FILLER_ROLES and role not in asked else 0.0
+
+
+def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: list[Group],
+           avg_terms: float, *, include_tests: bool, asked: set[str],
+           semantic: SemanticContext | None = None) -> Pool:
+    """The candidate files of a query with their features. ``groups`` are the weighted
+    query groups (``codenav.search.weigh``); ``asked`` the non-source roles the query is
+    about (``codenav.conventions.asked_roles``)."""
+    groups = filerank.usable_groups(groups)
+    long_query = len(groups) >= filerank.LONG_QUERY_GROUPS
+    total_idf = sum(g.idf for g in groups) or 1.0
+    group_terms = [set(g.terms) for g in groups]
+    keep_tests = include_tests or conventions.TEST in asked
+    pool: dict[str, Candidate] = {}
+
+    def get(path: str) -> Candidate | None:
+        cand = pool.get(path)
+        if cand is None:
+            role = conventions.role(path)
+            if role in (conventions.TEST, conventions.FIXTURE) and not keep_tests:
+                return None
+            cand = pool[path] = Candidate(path, role)
+        return cand
+
+    # 1. whole-file BM25: every file with a query term, scored; the best join the pool
+    ranked = filerank.rank_files(conn, scope, groups, 1_000_000) if groups else []
+    by_path = {r.path: r for r in ranked}
+    lexical_order: list[str] = []
+    for r in ranked:
+        if len(lexical_order) >= W.BM25_DEPTH:
+            break
+        if get(r.path) is not None:
+            lexical_order.append(r.path)
+    best = max((r.score for r in ranked), default=0.0) or 1.0
+    bm_rank = {p: i for i, p in enumerate(lexical_order)}
+
+    # 2. chunks (short queries): the best chunk of each file, declarations matching a group
+    chunk_best: dict[str, float] = {}
+    chunk_cov: dict[str, int] = {}
+    if groups and not long_query:
+        rows = conn.execute(q.FIND_CHUNKS, {
+            "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
+            "any": tsquery_for([t for g in groups for t in g.terms]),
+            "avg_terms": avg_terms, **scope.params(), "k": W.CHUNK_DEPTH}).fetchall()
+        for path, symbol, kind, matched, score in rows:
+            cand = get(path)
+            if cand is None:
+                continue
+            chunk_best[path] = max(chunk_best.get(path, 0.0), float(score or 0.0))
+            chunk_cov[path] = max(chunk_cov.get(path, 0), len(matched))
+            if symbol and kind not in ("block", "text", "section"):
+                sym_terms = set(identifier_terms(symbol))
+                if any(terms & sym_terms for terms in group_terms) and \
+                        symbol not in cand.symbols:
+                    cand.symbols.append(symbol)
+
+    # 3. files declaring what the query names, and files whose path it spells out
+    declared_count: dict[str, int] = {}
+    names = _declared_names(query, groups, long_query)
+    if names:
+        for path, count in conn.execute(q.DECLARING_FILES, scope.params(names=names)):
+            if get(path) is not None:
+                declared_count[path] = int(count)
+    patterns = path_patterns(query)
+    if patterns:
+        for (path,) in conn.execute(q.FILE_PATHS_LIKE, scope.params(patterns=patterns,
+                                                                k=W.PATH_MATCHES)):
+            cand = get(path)
+            if cand is not None:
+                cand.mentioned = True
+
+    # 4. semantic: the files of the nearest chunks
+    semantic_order: list[str] = []
+    near: dict[str, list[float]] = defaultdict(list)
+    if semantic is not None and semantic.usable:
+        assert semantic.model is not None and semantic.vector is not None
+        hits = embeddings.knn(conn, semantic.model, semantic.vector, scope,
+                              {"language": None, "kind": None, "exported": False,
+                               "path_re": None}, W.SEMANTIC_DEPTH)
+        symbols = {r[0]: r[2] for r in conn.execute(q.CHUNK_DETAILS,
+                                                    scope.params(ids=[h[0] for h in hits]))} \
+            if hits else {}
+        for chunk_id, path, dist in hits:
+            cand = get(path)
+            if cand is None:
+                continue
+            if path not in near:
+                semantic_order.append(path)
+                cand.semantic = (1.0 - dist, symbols.get(chunk_id))
+            near[path].append(1.0 - dist)
+
+    # 5. graph neighbours of the strongest candidates
+    seeds = lexical_order[:W.NEIGHBOUR_SEEDS] + [p for p in semantic_order[:W.NEIGHBOUR_SEEDS]
+                                                 if p not in lexical_order[:W.NEIGHBOUR_SEEDS]]
+    seed_strength = {p: max(by_path[p].score / best if p in by_path else 0.0,
+                            near[p][0] if p in near else 0.0) for p in seeds}
+    nbr: dict[str, float] = defaultdict(float)
+    nbr_n: dict[str, int] = defaultdict(int)
+    nbr_from: dict[str, str] = {}
+    added = 0
+    if seeds:
+        for src, dst, _weight in conn.execute(q.FILE_NEIGHBOURS, scope.params(
+                paths=seeds, k=W.NEIGHBOUR_LINKS)):
+            for seed, other in ((src, dst), (dst, src)):
+                if seed not in seed_strength or other == seed:
+                    continue
+                if other not in pool:
+                    if added >= W.NEIGHBOUR_NEW:
+                        continue
+                    if get(other) is None:
+                        continue
+                    added += 1
+                if seed_strength[seed] > nbr[other]:
+                    nbr[other] = seed_strength[seed]
+                    nbr_from[other] = seed
+                nbr_n[other] += 1
+
+    # keep the pool bounded: the best by a cheap pre-score
+    if len(pool) > W.MAX_CANDIDATES:
+        def pre(c: Candidate) -> float:
+            lex = 1.0 / (1 + bm_rank[c.path]) if c.path in bm_rank else 0.0
+            return lex + (near[c.path][0] if c.path in near else 0.0) + \
+                (1.0 if c.mentioned else 0.0) + 0.2 * declared_count.get(c.path, 0) + \
+                0.3 * chunk_best.get(c.path, 0.0)
+        kept = sorted(pool.values(), key=lambda c: (-pre(c), c.path))[:W.MAX_CANDIDATES]
+        pool = {c.path: c for c in kept}
+    paths = sorted(pool)
+
+    # 6. per-candidate fields: declared names and docs, graph ranks, sizes
+    sym_hits: dict[str, set[int]] = defaultdict(set)
+    sym_top: dict[str, set[int]] = defaultdict(set)
+    doc_hits: dict[str, set[int]] = defaultdict(set)
+    term_group: dict[str, list[int]] = defaultdict(list)
+    for i, terms in enumerate(group_terms):
+        for t in terms:
+            term_group[t].append(i)
+    if paths and groups:
+        for path, name, depth, doc in conn.execute(q.FILE_DECLARED, scope.params(
+                paths=paths, k=W.DECLARED_ROWS)):
+            for t in identifier_terms(name):
+                for i in term_group.get(t, ()):
+                    sym_hits[path].add(i)
+                    if depth == 0:
+                        sym_top[path].add(i)
+            if doc:
+                for w in words(doc):
+                    for t in identifier_terms(w)[:1]:
+                        for i in term_group.get(t, ()):
+                            doc_hits[path].add(i)
+    graph = {p: (float(prior), int(imp)) for p, prior, imp in
+             conn.execute(q.FILE_GRAPH_RANKS, scope.params(paths=paths))} if paths else {}
+    lines = {p: int(n) for p, n in conn.execute(q.FILE_LINES, scope.params(paths=paths))} \
+        if paths else {}
+
+    chunk_max = max(chunk_best.values(), default=0.0) or 1.0
+    n_groups = max(len(groups), 1)
+    idents = [i for i in query.identifiers if len(i) > 2]
+    q_groups = math.log1p(len(groups))
+    for cand in pool.values():
+        path = cand.path
+        v = cand.values
+        hit = by_path.get(path)
+        if hit is not None:
+            v["bm25"] = hit.score / best
+            cand.path_groups = set(hit.path_groups)
+            cand.mentions = {i: c for i, c in hit.counts.items() if i not in hit.path_groups}
+            matched = set(hit.counts)
+            v["cov_idf"] = sum(groups[i].idf for i in matched) / total_idf
+            v["cov_frac"] = len(matched) / n_groups
+            v["path_idf"] = sum(groups[i].idf for i in hit.path_groups) / total_idf
+            name = set(path_terms(path.rsplit("/", 1)[-1]))
+            v["name_idf"] = sum(groups[i].idf for i, terms in enumerate(group_terms)
+                                if terms & name) / total_idf
+        if path in bm_rank:
+            v["bm25_rank"] = 1.0 / (1 + bm_rank[path])
+        cand.symbol_groups = sym_hits.get(path, set())
+        v["sym_idf"] = sum(groups[i].idf for i in cand.symbol_groups) / total_idf
+        v["sym_top_idf"] = sum(groups[i].idf for i in sym_top.get(path, ())) / total_idf
+        v["doc_idf"] = sum(groups[i].idf for i in doc_hits.get(path, ())) / total_idf
+        if path in chunk_best:
+            v["chunk"] = chunk_best[path] / chunk_max
+            v["chunk_cov"] = chunk_cov[path] / n_groups
+        if path in declared_count:
+            v["idents_declared"] = float(min(declared_count[path], 4))
+            v["ident_frac"] = min(declared_count[path] / max(len(names), 1), 1.0)
+        v["path_mentioned"] = 1.0 if cand.mentioned else 0.0
+        prior, importers = graph.get(path, (0.0, 0))
+        v["prior"] = prior
+        v["importers"] = math.log1p(importers)
+        if path in nbr:
+            v["nbr"] = nbr[path]
+            v["nbr_n"] = float(min(nbr_n[path], 8))
+            if hit is None:
+                cand.neighbour_of = nbr_from.get(path)
+        if path in near:
+            sims = near[path]
+            v["sem"] = sims[0]
+            v["sem_rank"] = 1.0 / (1 + semantic_order.index(path))
+            v["sem_n"] = float(min(len(sims), 8))
+        v["lines"] = math.log1p(lines.get(path, 0))
+        v["depth"] = float(path.count("/"))
+        v["q_groups"] = q_groups
+        v["q_idents"] = float(min(len(idents), 10))
+        v["generated"] = 1.0 if cand.role in (conventions.GENERATED,
+                                              conventions.VENDORED) else 0.0
+        v["other_role"] = other_role(cand.role, asked)
+        v["test"] = 1.0 if cand.role in (conventions.TEST, conventions.FIXTURE) else 0.0
+    return Pool(groups, list(pool.values()), lexical_order,
+                [p for p in semantic_order if p in pool], long_query)

@@ -1,0 +1,139 @@
+"""The trained file ranker over ``codenav.features``.
+
+One model per mode family (``lexical``: no semantic features; ``hybrid``: with them), trained
+by ``bench/train_ranker.py`` on the development suite and chosen by leave-one-repository-out
+scores. Two kinds ship in ``codenav/models/``: a tuned linear fusion
+(``find_files_<family>.json``: a weight per feature, pure arithmetic, no dependency) and a
+LightGBM LambdaRank model (``find_files_<family>.txt``, used when the ``lightgbm`` package is
+installed and no JSON model is there). A model names the features it was trained on;
+scoring reads them by name, so a feature added later is simply ignored by an older model.
+Without a loadable model (and for ``hybrid``, which ships none), ``score`` uses the weights
+of ``codenav.weights.FALLBACK`` (and says so in the name it returns).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+from importlib import resources
+from typing import Any
+
+from codenav import weights as W
+from codenav.features import FEATURES
+
+log = logging.getLogger(__name__)
+
+MODEL_FILES = {"lexical": "find_files_lexical", "hybrid": "find_files_hybrid"}
+"""Model file stems per family: ``.json`` (linear) is tried first, then ``.txt`` (LightGBM)."""
+_lock = threading.Lock()
+_cache: dict[str, Model | LinearModel | None] = {}
+
+
+class Model:
+    """A loaded booster and the feature columns it expects."""
+
+    def __init__(self, booster: Any, name: str) -> None:
+        self.booster = booster
+        self.name = name
+        self.columns = [FEATURES.index(f) if f in FEATURES else -1
+                        for f in booster.feature_name()]
+
+    def feature_name(self) -> list[str]:
+        return list(self.booster.feature_name())
+
+    def predict(self, rows: list[list[float]]) -> list[float]:
+        import numpy as np
+
+        matrix = np.array([[row[c] if c >= 0 else 0.0 for c in self.columns] for row in rows],
+                          dtype=np.float64)
+        return [float(x) for x in self.booster.predict(matrix, num_threads=1)]
+
+
+LONG_QUERY = math.log1p(7)
+"""``q_groups`` from which a query is long (an issue text, ``filerank.LONG_QUERY_GROUPS``)."""
+
+
+class LinearModel:
+    """Tuned fusion: a weight per feature, for short queries (``weights``) and for long
+    ones (``long_weights``, optional): ``{"kind": "linear", "weights": {...}, ...}``."""
+
+    def __init__(self, spec: dict[str, Any], name: str) -> None:
+        if spec.get("kind") != "linear" or not isinstance(spec.get("weights"), dict):
+            raise ValueError(f"{name}: not a linear model (kind and weights expected)")
+        self.name = name
+        self.spec = spec
+        self.short = self._pairs(spec["weights"])
+        self.long = self._pairs(spec.get("long_weights") or spec["weights"])
+        self._q = FEATURES.index("q_groups")
+
+    @staticmethod
+    def _pairs(weights: dict[str, Any]) -> list[tuple[int, float]]:
+        return [(FEATURES.index(f), float(w)) for f, w in weights.items() if f in FEATURES]
+
+    def feature_name(self) -> list[str]:
+        return sorted(set(self.spec["weights"]) | set(self.spec.get("long_weights") or {}))
+
+    def predict(self, rows: list[list[float]]) -> list[float]:
+        out = []
+        for row in rows:
+            pairs = self.long if row[self._q] >= LONG_QUERY else self.short
+            out.append(sum(row[i] * w for i, w in pairs))
+        return out
+
+
+def load_text(text: str, name: str) -> Model:
+    import lightgbm
+
+    return Model(lightgbm.Booster(model_str=text), name)
+
+
+def load_linear(text: str, name: str) -> LinearModel:
+    return LinearModel(json.loads(text), name)
+
+
+def model_for(family: str) -> Model | LinearModel | None:
+    """The shipped model of ``family`` (``lexical`` or ``hybrid``), loaded once; None when it
+    cannot be loaded (the reason is logged once)."""
+    with _lock:
+        if family in _cache:
+            return _cache[family]
+        model: Model | LinearModel | None = None
+        folder = resources.files("codenav.models")
+        try:
+            linear = folder.joinpath(MODEL_FILES[family] + ".json")
+            if linear.is_file():
+                model = load_linear(linear.read_text(encoding="utf-8"), linear.name)
+            else:
+                tree = folder.joinpath(MODEL_FILES[family] + ".txt")
+                model = load_text(tree.read_text(encoding="utf-8"), tree.name)
+        except (ImportError, OSError, ValueError, KeyError) as exc:
+            log.warning("file ranker model %s not loaded (%s); using the fallback weights",
+                        family, exc)
+        except Exception as exc:  # noqa: BLE001 - lightgbm's own LightGBMError, corrupt file
+            log.warning("file ranker model %s not loaded (%s: %s); using the fallback "
+                        "weights", family, type(exc).__name__, exc)
+        _cache[family] = model
+        return model
+
+
+def fallback(rows: list[list[float]]) -> list[float]:
+    index = {name: i for i, name in enumerate(FEATURES)}
+    weights = [(index[name], w) for name, w in W.FALLBACK.items() if name in index]
+    return [sum(row[i] * w for i, w in weights) for row in rows]
+
+
+def score(rows: list[list[float]], family: str,
+          model: Any = None) -> tuple[list[float], str]:
+    """A score per feature row (higher ranks first) and the name of what scored them.
+    ``model`` overrides the shipped one (the evaluation scores held-out models this way).
+    A family without a shipped model is scored by the fallback weights: for ``hybrid``
+    they scored best leave-one-repository-out (better than the lexical model fused with
+    k-NN, and than a hybrid-tuned model; see bench/README.md)."""
+    if not rows:
+        return [], "none"
+    chosen = model if model is not None else model_for(family)
+    if chosen is None:
+        return fallback(rows), "fallback"
+    return chosen.predict(rows), chosen.name

@@ -1,0 +1,152 @@
+"""find_files on a small repository made for the purpose: ecosystem conventions keep tests,
+examples, docs and benchmarks out unless the query is about them, the answer is filled up
+to ``limit``, and paths the query spells out (a stack frame) come first."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from codenav import conventions, features, find, indexer, learned, repos
+from codenav.access import Scope
+from codenav.config import Settings
+from codenav.query import parse_query
+
+FILES = {
+    "src/main/java/com/acme/retry/RetryPolicy.java":
+        "package com.acme.retry;\n/** Decides when a failed upload is retried. */\n"
+        "public class RetryPolicy {\n  int maxAttempts;\n"
+        "  boolean shouldRetry(int attempt) { return attempt < maxAttempts; }\n}\n",
+    "src/main/java/com/acme/retry/Backoff.java":
+        "package com.acme.retry;\npublic class Backoff {\n"
+        "  long delayFor(int attempt) { return 100L << attempt; }\n}\n",
+    "src/main/java/com/acme/upload/Uploader.java":
+        "package com.acme.upload;\nimport com.acme.retry.RetryPolicy;\n"
+        "public class Uploader {\n  RetryPolicy policy;\n"
+        "  void upload(byte[] data) { if (policy.shouldRetry(1)) { send(data); } }\n"
+        "  void send(byte[] data) {}\n}\n",
+    "src/test/java/com/acme/retry/RetryPolicyTest.java":
+        "package com.acme.retry;\npublic class RetryPolicyTest {\n"
+        "  void retriesFailedUpload() { new RetryPolicy().shouldRetry(1); }\n}\n",
+    "examples/retry-demo/Main.java":
+        "public class Main {\n  void retry() { /* retry a failed upload with a policy */ }\n}\n",
+    "benchmarks/RetryBenchmark.java":
+        "public class RetryBenchmark {\n  void retryPolicy() { /* retry policy attempts */ }\n}\n",
+    "docs/retries.md": "# Retries\n\nA failed upload is retried by the retry policy.\n",
+    "src/main/java/com/acme/util/Strings.java":
+        "package com.acme.util;\npublic class Strings {\n"
+        "  static String join(String a, String b) { return a + b; }\n}\n",
+}
+
+
+@pytest.fixture
+def repo(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> repos.Repo:
+    root = tmp_path / "acme"
+    for rel, text in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    r = repos.register(conn, str(root), "acme")
+    indexer.reconcile(settings, r.id)
+    return r
+
+
+def _paths(answer: dict) -> list[str]:
+    return [r["path"] for r in answer["results"]]
+
+
+def test_tests_examples_docs_and_benchmarks_stay_out_of_the_top_unless_asked(
+        conn: psycopg.Connection, repo: repos.Repo) -> None:
+    answer = find.find_files(conn, Scope.system(repo), "retry failed upload policy", 3,
+                             mode="lexical")
+    assert _paths(answer) and all(
+        conventions.role(p) == conventions.SOURCE for p in _paths(answer)), answer
+    assert "src/test/java/com/acme/retry/RetryPolicyTest.java" not in _paths(
+        find.find_files(conn, Scope.system(repo), "retry failed upload policy", 20, mode="lexical"))
+    demo = find.find_files(conn, Scope.system(repo), "retry demo example", 3, mode="lexical")
+    assert "examples/retry-demo/Main.java" in _paths(demo), demo
+    assert [r["role"] for r in demo["results"]
+            if r["path"] == "examples/retry-demo/Main.java"] == ["example"]
+    tests = find.find_files(conn, Scope.system(repo), "retry policy tests", 7, mode="lexical")
+    assert "src/test/java/com/acme/retry/RetryPolicyTest.java" in _paths(tests)
+
+
+def test_an_answer_is_filled_up_to_limit_when_that_many_files_match(
+        conn: psycopg.Connection, repo: repos.Repo) -> None:
+    answer = find.find_files(conn, Scope.system(repo), "retry policy", 6, mode="lexical")
+    paths = _paths(answer)
+    assert len(paths) == 6, answer
+    # the source files come first; examples, benchmarks and docs only fill the rest
+    roles = [conventions.role(p) for p in paths]
+    first_filler = next(i for i, r in enumerate(roles) if r != conventions.SOURCE)
+    assert all(r != conventions.SOURCE for r in roles[first_filler:]), roles
+    assert conventions.TEST not in roles
+
+
+def test_a_path_or_stack_frame_in_the_query_ranks_that_file_first(
+        conn: psycopg.Connection, repo: repos.Repo) -> None:
+    trace = ("NullPointerException when joining names\n"
+             "  at com.acme.util.Strings.join(Strings.java:3)\n"
+             "  at com.acme.upload.Uploader.upload(Uploader.java:5)")
+    answer = find.find_files(conn, Scope.system(repo), trace, 5, mode="lexical")
+    assert _paths(answer)[0] in ("src/main/java/com/acme/util/Strings.java",
+                                 "src/main/java/com/acme/upload/Uploader.java"), answer
+    assert "the query names its path" in answer["results"][0]["reason"]
+
+
+def test_graph_neighbours_of_a_strong_candidate_join_the_pool(
+        conn: psycopg.Connection, repo: repos.Repo) -> None:
+    query = parse_query("RetryPolicy shouldRetry")
+    from codenav.search import weigh
+
+    w = weigh(conn, query)
+    pool = features.gather(conn, Scope.system(repo), query, w.groups, w.avg_terms,
+                           include_tests=False, asked=set())
+    by_path = {c.path: c for c in pool.candidates}
+    uploader = by_path["src/main/java/com/acme/upload/Uploader.java"]
+    assert uploader.values["nbr"] > 0  # it imports RetryPolicy, the strongest candidate
+    assert by_path["src/main/java/com/acme/retry/RetryPolicy.java"].values["bm25_rank"] == 1.0
+
+
+def test_the_shipped_ranker_models_load_and_name_only_known_features() -> None:
+    for family in learned.MODEL_FILES:
+        model = learned.model_for(family)
+        if family == "hybrid" and model is None:
+            continue  # hybrid answers fall back to the lexical model fused with k-NN
+        assert model is not None, f"the {family} model did not load"
+        names = model.feature_name()
+        assert names and set(names) <= set(features.FEATURES), names
+        scores, name = learned.score([[0.0] * len(features.FEATURES),
+                                      [1.0] * len(features.FEATURES)], family)
+        assert len(scores) == 2 and name.startswith(learned.MODEL_FILES[family])
+
+
+def test_a_model_file_of_the_wrong_shape_is_refused_with_an_error() -> None:
+    with pytest.raises(ValueError, match="not a linear model"):
+        learned.load_linear('{"kind": "trees"}', "broken.json")
+    with pytest.raises(ValueError):
+        learned.load_linear("not json at all", "broken.json")
+
+
+def test_without_a_model_the_fallback_weights_rank_by_evidence() -> None:
+    strong = {"bm25": 1.0, "bm25_rank": 1.0, "cov_idf": 1.0, "name_idf": 0.5}
+    weak = {"bm25": 0.2, "bm25_rank": 0.1, "cov_idf": 0.3}
+    rows = [[values.get(f, 0.0) for f in features.FEATURES] for values in (weak, strong)]
+    scores = learned.fallback(rows)
+    assert scores[1] > scores[0]
+
+
+def test_a_linear_model_weighs_long_queries_with_their_own_weights() -> None:
+    model = learned.LinearModel({"kind": "linear", "weights": {"bm25": 1.0},
+                                 "long_weights": {"path_idf": 2.0}}, "two-regimes.json")
+
+    def row(q_groups: float) -> list[float]:
+        values = {"bm25": 1.0, "path_idf": 0.25, "q_groups": q_groups}
+        return [values.get(f, 0.0) for f in features.FEATURES]
+
+    short, long = model.predict([row(math.log1p(3)), row(math.log1p(40))])
+    assert (short, long) == (1.0, 0.5)
+    assert model.feature_name() == ["bm25", "path_idf"]
