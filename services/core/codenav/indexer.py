@@ -11,6 +11,7 @@ import logging
 import multiprocessing
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ import psycopg
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
-from codenav.errors import NotFound, Unavailable
+from codenav.errors import Interrupted, NotFound, Unavailable
 from codenav.gitinfo import head_commit, wait_for_checkout
 from codenav.graph import build as graph
 from codenav.graph import facts
@@ -83,12 +84,15 @@ def _progress_writer(conn: psycopg.Connection, run_id: int) -> Callable[..., Non
 
 
 def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
-              job_id: str | None = None, defer_graph: bool = False) -> RunSummary:
+              job_id: str | None = None, defer_graph: bool = False,
+              stop: threading.Event | None = None) -> RunSummary:
     """Bring the index of ``repo_id`` in line with disk, for ``paths`` or the whole tree.
 
     With ``defer_graph``, a first index leaves its graph build to the caller (a separate
     job), so the repository is searchable sooner; later runs always update the graph in
-    the same run, so it never points at a vanished definition."""
+    the same run, so it never points at a vanished definition. ``stop`` ends the run
+    after the batch in hand (``Interrupted``; the run is recorded as stopped): a first
+    index keeps what it published, and the next run parses only the rest."""
     started = time.monotonic()
     conn = connect(settings, application_name="codenav-indexer")
     try:
@@ -103,7 +107,12 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
                                             job_id)).fetchone()[0]  # type: ignore[index]
         summary = RunSummary(run_id=run_id)
         try:
-            _reconcile(settings, conn, repo_id, root, paths, summary, defer_graph)
+            _reconcile(settings, conn, repo_id, root, paths, summary, defer_graph, stop)
+        except Interrupted as exc:
+            conn.execute(q.RUN_FINISH, ("stopped", "stopped", f"{exc.message}; it runs again",
+                                        summary.files_total, 0, summary.files_parsed,
+                                        summary.files_deleted, run_id))
+            raise
         except BaseException as exc:
             conn.execute(q.RUN_FINISH, ("failed", "error", f"{type(exc).__name__}: {exc}"[:500],
                                         summary.files_total, 0, summary.files_parsed,
@@ -213,7 +222,8 @@ def _like_prefix(path: str) -> str:
 
 
 def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root: Path,
-               paths: list[str] | None, summary: RunSummary, defer_graph: bool = False) -> None:
+               paths: list[str] | None, summary: RunSummary, defer_graph: bool = False,
+               stop: threading.Event | None = None) -> None:
     if not root.is_dir():
         raise NotFound(f"repository root {root} is not a directory on this machine",
                        hint="mount the repository at the same path for the worker")
@@ -256,10 +266,14 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root:
         pending += batch_results
         done += len(batch_results)
         summary.files_parsed += sum(1 for r in batch_results if r.parsed)
-        if initial and len(pending) >= 500:  # first index: publish progressively
+        stopping = stop is not None and stop.is_set()
+        if initial and (len(pending) >= 500 or (stopping and pending)):
+            # a first index publishes progressively (and what it has when it stops)
             _apply(conn, repo_id, pending, [], [], None, summary, known, final=False)
             pending = []
         progress("parse", len(entries), done, summary.files_parsed, 0)
+        if stopping:
+            raise Interrupted(f"stopped after {done} of {len(entries)} files")
     progress("commit", len(entries), done, summary.files_parsed, len(gone), force=True)
     _apply(conn, repo_id, pending, sorted(gone), skips, paths, summary, known)
     if defer_graph and initial:
