@@ -44,9 +44,14 @@ def job(job_id: str, svc: Services = Depends(services)) -> dict[str, Any]:
     info = queue.job_info(svc.redis, job_id)
     with svc.connection() as conn:
         run = run_info(conn.execute(q.RUN_BY_JOB, (job_id,)).fetchone())
+        repo_id = info.pop("repo_id", None) if info else None
+        latest = run_info(conn.execute(q.RUN_LATEST, (repo_id,)).fetchone()) \
+            if repo_id is not None else None
     if info is None and run is None:
         raise NotFound(f"no job {job_id!r}", hint="jobs are kept for a day after they finish")
     out: dict[str, Any] = info or {"job_id": job_id, "state": "unknown"}
     if run is not None:
         out["run"] = run
+    if latest is not None:
+        out["repo_run"] = latest  # the repository's latest run, whichever job runs it
     return out
