@@ -35,10 +35,14 @@ class Services:
         self.pool = ConnectionPool(dsn(settings), min_size=1, max_size=12, open=False,
                                    kwargs={"autocommit": True, "application_name": "codenav-api",
                                            "prepare_threshold": PREPARE_THRESHOLD},
-                                   configure=_configure, timeout=10)
+                                   configure=_configure, timeout=10,
+                                   # a connection broken by a store restart is replaced
+                                   # before use, not handed to a request
+                                   check=ConnectionPool.check_connection)
         self.redis: redis.Redis = queue.connect_redis(settings)
         self.tokens = TokenVerifier()
-        self.semantic = QueryEmbedder(EmbedClient.from_settings(settings, timeout=5.0))
+        self.semantic = QueryEmbedder(EmbedClient.from_settings(
+            settings, timeout=settings.embed_query_budget_ms / 1000))
 
     def open(self) -> None:
         self.pool.open(wait=False)
@@ -84,11 +88,16 @@ class Services:
         repo = repos.resolve(conn, repo_name) if repo_name else None
         answer = status.status(conn, repo)
         error = None
+        workers = None
         try:
             answer["queue"] = queue.queue_depth(self.redis, self.settings)
+            workers = {lane: len(names) for lane, names in
+                       queue.live_workers(self.redis).items()}
         except redis.RedisError as exc:
             error = type(exc).__name__
             answer["queue"] = {"error": "queue unreachable"}
+        embedder = self._probe_embedder()
+        answer["services"] = status.health(error, workers, embedder)
         for entry in answer["repos"]:
             repo_id = entry.pop("id")
             pending: dict[str, str] = {}
@@ -103,20 +112,32 @@ class Services:
                     error = type(exc).__name__
             entry["freshness"] = freshness.repo_freshness(pending, waiting,
                                                           entry.get("last_run"), watcher, error)
-            entry["embeddings"] = self._embedding_status(conn, repo_id)
+            entry["embeddings"] = self._embedding_status(conn, repo_id, embedder)
             if pending and entry["index_status"] == "ready":
                 entry["index_status"] = "stale"
         return answer
 
-    def _embedding_status(self, conn: psycopg.Connection, repo_id: int) -> dict[str, Any]:
+    def _probe_embedder(self) -> str | None:
+        """``ok``, or why the embedder does not serve (None: none is configured)."""
+        client = self.semantic.client
+        if client is None:
+            return None
+        try:
+            client.reset()  # ask now: it may have died or come back since
+            client.info()
+        except CodenavError as exc:
+            return exc.message
+        return "ok"
+
+    def _embedding_status(self, conn: psycopg.Connection, repo_id: int,
+                          embedder: str | None) -> dict[str, Any]:
         """Embedding coverage of a repo for the configured model (embedded / total)."""
         client = self.semantic.client
         if client is None:
             return {"configured": False, "note": "semantic search is off (CODENAV_EMBED_URL)"}
-        try:
-            info = client.info()
-        except CodenavError as exc:
-            return {"configured": True, "available": False, "note": exc.message}
+        if embedder != "ok":
+            return {"configured": True, "available": False, "note": embedder}
+        info = client.info()
         model = embeddings.find_model(conn, info.name)
         return {"configured": True, "available": True,
                 **embeddings.coverage(conn, model, repo_id)}
