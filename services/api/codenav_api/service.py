@@ -86,16 +86,17 @@ class Services:
 
     def status(self, conn: psycopg.Connection, repo_name: str | None) -> dict[str, Any]:
         repo = repos.resolve(conn, repo_name) if repo_name else None
-        answer = status.status(conn, repo)
         error = None
         workers = None
-        try:
-            answer["queue"] = queue.queue_depth(self.redis, self.settings)
+        try:  # the queue first: its state is what changes fastest
+            depth: dict[str, Any] = queue.queue_depth(self.redis, self.settings)
             workers = {lane: len(names) for lane, names in
                        queue.live_workers(self.redis).items()}
         except redis.RedisError as exc:
             error = type(exc).__name__
-            answer["queue"] = {"error": "queue unreachable"}
+            depth = {"error": "queue unreachable"}
+        answer = status.status(conn, repo)
+        answer["queue"] = depth
         embedder = self._probe_embedder()
         answer["services"] = status.health(error, workers, embedder)
         for entry in answer["repos"]:

@@ -169,6 +169,8 @@ class EmbeddingProgress:
             return True
         self._unreachable_since = None
         total, embedded = int(emb.get("total", 0)), int(emb.get("embedded", 0))
+        if not total:  # nothing indexed yet: nothing to embed yet either
+            return False
         if self.first is None:
             self.first = embedded
             self.started = time.monotonic()

