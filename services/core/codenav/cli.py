@@ -61,18 +61,18 @@ def _bar(done: int, total: int, started: float, phase: str, name: str) -> str:
 
 
 def wait_for_job(settings: Settings, job_id: str, name: str, quiet: bool = False,
-                 timeout: float = 24 * 3600) -> dict[str, Any]:
+                 timeout: float = 24 * 3600, baseline: int | None = None) -> dict[str, Any]:
     """Poll a job until its work is done, drawing a progress bar on stderr.
 
-    Done means the job ended, or a full run of the repository that started after the wait
-    began has finished while the job still waited (another request did the work, and the
-    job will find nothing left to do). The bar shows the repository's run in progress,
-    whichever job runs it, so it never shows a run that stopped."""
+    Done means the job ended, or a full run of the repository newer than ``baseline`` (by
+    default the latest run when the wait begins) has finished while the job still waited:
+    another request did the work, and the job will find nothing left to do. The bar shows
+    the repository's run in progress, whichever job runs it, so it never shows a run that
+    stopped."""
     started = time.monotonic()
     info: dict[str, Any] = {}
     tty = sys.stderr.isatty()
     last_draw = 0.0
-    baseline: int | None = None
     while time.monotonic() - started < timeout:
         info = _api(settings, "GET", f"/v1/jobs/{job_id}")
         run = info.get("run") or {}

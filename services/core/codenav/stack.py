@@ -53,11 +53,11 @@ STABLE_S = 20.0
 BACKOFF_S = (0.5, 30.0)
 CRASH_LOOP = 5
 """Quick deaths in a row that stop the stack."""
-SERVICES_STOP_S = 7.0
+SERVICES_STOP_S = 5.5
 """Watcher, API and workers get this long to stop before they are killed (a worker's own
-hard stop comes first, at 6 s)."""
-EMBEDDER_STOP_S = 2.0
-DATA_STOP_S = 5.0
+hard stop comes first, at 4 s); then the embedder and the data stores: at most 10 s."""
+EMBEDDER_STOP_S = 1.5
+DATA_STOP_S = 3.0
 
 
 class CrashLoop(Unavailable):

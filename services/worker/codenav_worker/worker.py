@@ -30,9 +30,9 @@ from codenav.proc import die_with_parent
 
 log = logging.getLogger("codenav.worker")
 
-SOFT_STOP_S = 3.0
+SOFT_STOP_S = 2.0
 """After a stop request, a job that has not reached a checkpoint is interrupted."""
-HARD_STOP_S = 6.0
+HARD_STOP_S = 4.0
 """...and a horse still alive this long after the request is killed (its job requeued)."""
 STOP_SIGNAL = signal.SIGUSR1
 """Worker -> horse: stop at the next checkpoint."""
