@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 import redis
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from codenav import embeddings, find, freshness, navigate, queue, repos, search, status
 from codenav.auth import TokenVerifier
@@ -24,6 +24,8 @@ from codenav.graph import tools as graph_tools
 from codenav.graph.tools import GRAPH_TOOLS
 from codenav.semantic import QueryEmbedder
 
+POOL_TIMEOUT_S = 3.0
+
 
 def _configure(conn: psycopg.Connection) -> None:
     conn.execute(q.SESSION_SETUP)
@@ -35,7 +37,9 @@ class Services:
         self.pool = ConnectionPool(dsn(settings), min_size=1, max_size=12, open=False,
                                    kwargs={"autocommit": True, "application_name": "codenav-api",
                                            "prepare_threshold": PREPARE_THRESHOLD},
-                                   configure=_configure, timeout=10,
+                                   # a request waits this long for a connection, then
+                                   # answers 503 (the store is down, or overloaded)
+                                   configure=_configure, timeout=POOL_TIMEOUT_S,
                                    # a connection broken by a store restart is replaced
                                    # before use, not handed to a request
                                    check=ConnectionPool.check_connection)
@@ -58,6 +62,10 @@ class Services:
         try:
             with self.pool.connection() as conn:
                 yield conn
+        except PoolTimeout:
+            raise Unavailable(f"database unavailable: no connection within {POOL_TIMEOUT_S:g}s",
+                              hint="the store is down or overloaded; `codenav up` restarts "
+                              "it, and answers resume by themselves") from None
         except psycopg.OperationalError as exc:
             raise Unavailable(f"database unavailable: {str(exc).splitlines()[0]}") from None
 

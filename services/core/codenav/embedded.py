@@ -147,8 +147,11 @@ class EmbeddedPostgres:
             _clear_stale_postmaster(stale, self.pgdata)
         with self.log_path.open("ab") as log:
             return subprocess.Popen(
+                # After a kill, one syncfs() of the data directory's file system before
+                # recovery, not an fsync() per file (seconds on a big or busy store).
                 [str(_pg_bin() / "postgres"), "-D", str(self.pgdata), "-p", str(self.port),
-                 "-h", "127.0.0.1", "-k", str(self.home / "run")],
+                 "-h", "127.0.0.1", "-k", str(self.home / "run"),
+                 "-c", "recovery_init_sync_method=syncfs"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, **_as_user(user))
 
