@@ -168,7 +168,7 @@ class EmbeddedPostgres:
         proc = self.spawn()
         try:
             _wait(self.ready, timeout, "postgres", proc, self.log_path)
-            self._ensure_database()
+            self.ensure_database()
         except BaseException:
             stop_process(proc, signal.SIGQUIT, timeout=5)
             raise
@@ -183,7 +183,7 @@ class EmbeddedPostgres:
         except psycopg.OperationalError:
             return False
 
-    def _ensure_database(self) -> None:
+    def ensure_database(self) -> None:
         import psycopg
 
         with psycopg.connect(self.url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:

@@ -140,21 +140,20 @@ class Stack:
     def start(self) -> None:
         self._acquire_home()
         self.say(f"state in {self.home}")
-        self._pg = EmbeddedPostgres(self.home, free_port())
-        self._redis = EmbeddedRedis(self.home, free_port())
-        store = Child("store", lambda _c: self._pg.spawn(),  # type: ignore[union-attr]
-                      self._pg.ready, log_path=self._pg.log_path)
-        queue_child = Child("queue", lambda _c: self._redis.spawn(),  # type: ignore[union-attr]
-                            self._redis.ready, log_path=self._redis.log_path)
+        # Ports chosen once: a restarted store or queue comes back on the same one.
+        pg = self._pg = EmbeddedPostgres(self.home, free_port())
+        rd = self._redis = EmbeddedRedis(self.home, free_port())
+        store = Child("store", lambda _c: pg.spawn(), pg.ready, log_path=pg.log_path)
+        queue_child = Child("queue", lambda _c: rd.spawn(), rd.ready, log_path=rd.log_path)
         self.children = [store, queue_child]
         for child in self.children:  # both at once, then wait for both
             self._start(child)
         self._wait_for(store, 60.0)
         self._wait_for(queue_child, 30.0)
-        self._pg._ensure_database()
+        pg.ensure_database()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = child_env({**os.environ, "CODENAV_DATABASE_URL": self._pg.url,
-                              "CODENAV_REDIS_URL": self._redis.url,
+        self.env = child_env({**os.environ, "CODENAV_DATABASE_URL": pg.url,
+                              "CODENAV_REDIS_URL": rd.url,
                               "CODENAV_HOME": str(self.home),
                               "CODENAV_API_PORT": str(self.port),
                               "CODENAV_API_HOST": "127.0.0.1"})
@@ -194,7 +193,7 @@ class Stack:
         self._supervisor.start()
         api = next(c for c in self.children if c.name == "api")
         self._wait_for(api, 60.0)
-        self._write_stack_file(self._pg.url)
+        self._write_stack_file(pg.url)
 
     def _service(self, name: str, module_args: list[str], *, lane: str | None = None,
                  ready: Callable[[], bool] | None = None) -> Child:
