@@ -3,12 +3,13 @@ becomes searchable, how fast a branch switch becomes consistent, how long an edi
 its embedding, and the realistic case: edits and hybrid searches while the embedding
 backlog of a large corpus runs.
 
-Real processes: Postgres, Redis, the API, a worker and the watcher sidecar, on a generated
-git repository. The embedding phase runs a second, smaller stack whose worker embeds (an
-embedder at CODENAV_EMBED_URL, or one started here), after its first backlog is done, so
-the lag is that of a steady-state edit. The backlog phase starts the whole stack as a user
-does (``codenav up``) on a copy of ``--corpus`` (default: this interpreter's standard
-library), waits for its first index and code graph, and measures while the embedding
+Real processes: Postgres, Redis, the API, an index worker and the watcher sidecar, on a
+generated git repository. The embedding phase runs a second, smaller stack with an embedding
+worker too (an embedder at CODENAV_EMBED_URL, or one started here), after its first backlog
+is done, so the lag is that of a steady-state edit. The backlog phase starts the whole
+stack as a user does (``codenav up``) on a copy of ``--corpus`` (default: this
+interpreter's standard library), waits for its first index and code graph, and measures
+while the embedding
 backlog is still running: edit to searchable, and hybrid search over HTTP with a new query
 each time (query vectors are cached, so repeats would skip the embedder). Not a test: it
 prints what it measured.
@@ -119,9 +120,12 @@ def stack(base: Path, files: int, embed_url: str = "") -> Iterator[Live]:
             repo = repos.register(conn, str(root), "live")
         logs = base / "logs"
         logs.mkdir()
+        lanes = [("worker", ["-m", "codenav_worker", "--lane", "index"])]
+        if embed_url:  # embedding has a lane (a worker) of its own
+            lanes.append(("embed-worker", ["-m", "codenav_worker", "--lane", "embed"]))
         for name, argv in (("api", ["-m", "codenav_api", "--no-migrate", "--port",
                                     str(api_port)]),
-                           ("worker", ["-m", "codenav_worker"]),
+                           *lanes,
                            ("watcher", ["-m", "codenav_watcher"])):
             services.append(subprocess.Popen(
                 [sys.executable, *argv], env=env, start_new_session=True,
