@@ -9,10 +9,10 @@ worker too (an embedder at CODENAV_EMBED_URL, or one started here), after its fi
 is done, so the lag is that of a steady-state edit. The backlog phase starts the whole
 stack as a user does (``codenav up``) on a copy of ``--corpus`` (default: this
 interpreter's standard library), waits for its first index and code graph, and measures
-while the embedding
-backlog is still running: edit to searchable, and hybrid search over HTTP with a new query
-each time (query vectors are cached, so repeats would skip the embedder). Not a test: it
-prints what it measured.
+while the embedding backlog is still running: edit to searchable (and again with the
+backlog paused, as a control), and hybrid search over HTTP with a new query each time
+(query vectors are cached, so repeats would skip the embedder). Not a test: it prints what
+it measured.
 """
 
 from __future__ import annotations
