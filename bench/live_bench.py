@@ -267,6 +267,17 @@ def copy_corpus(source: Path, dest: Path) -> Path:
     return dest
 
 
+def _editable(path: Path) -> bool:
+    """A Python module, or a Java file ending with the body of a class (not a
+    package-info.java) to add a method to."""
+    if path.suffix == ".py":
+        return True
+    if path.suffix != ".java":
+        return False
+    text = path.read_text(errors="replace")
+    return "class " in text and text.rstrip().endswith("}")
+
+
 def _edit(path: Path, i: int, run: str) -> str:
     """Save an edit that declares a new symbol (inside the class of a Java file), named
     for this run, so a reused index cannot answer with an earlier run's edit."""
@@ -321,7 +332,7 @@ def backlog_case(base: Path, corpus: Path, edits: int, searches: int) -> dict[st
             repo = repos.resolve(conn, None)
             # edits to source files (tests and generated code rank lower by design)
             files = [r[0] for r in conn.execute(q.FILES_STATE, (repo.id,)).fetchall()
-                     if r[0].endswith((".java", ".py")) and not is_test_path(r[0])
+                     if _editable(root / r[0]) and not is_test_path(r[0])
                      and not is_generated_path(r[0])]
             from index_bench import make_queries
 
