@@ -171,3 +171,25 @@ def test_workers_of_a_stack_that_died_whole_are_all_recovered_at_the_next_start(
     assert queue.requeue_abandoned(r, settings, everyone=True) == [job_id]
     assert queue.workers(r) == []
     assert r.keys("rq:scheduler-lock:*") == []  # the next workers' schedulers take over
+
+
+def test_a_stop_during_a_graph_build_interrupts_it_without_a_failure_and_it_runs_again(
+        settings: Settings, service_env: dict[str, str], conn: psycopg.Connection,
+        tmp_path: Path) -> None:
+    repo = repos.register(conn, str(_stdlib_sample(tmp_path, limit=1200)), "stdlib")
+    r = redis.Redis.from_url(settings.redis_url)
+    queue.request_full(r, settings, repo.id)
+    proc = _worker(service_env)
+    # The graph job has no checkpoint: the stop interrupts it where it is (or kills it).
+    wait_until(lambda: r.exists(f"codenav:running:graph:{repo.id}"), 300, "the graph build")
+    graph_job = queue.waiting(r, repo.id)["graph"].removeprefix("running (").rstrip(")")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+    assert _job(r, graph_job).get_status() != JobStatus.FAILED
+    waiting = queue.waiting(r, repo.id)
+    assert "graph" in waiting and not waiting["graph"].startswith("running")
+    _worker(service_env, "--burst").wait(300)
+    built = conn.execute("SELECT files_resolved FROM graph_state WHERE repo_id = %s",
+                         (repo.id,)).fetchone()
+    assert built is not None and built[0] > 0
+    assert queue.waiting(r, repo.id) == {}

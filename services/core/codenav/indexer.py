@@ -7,6 +7,7 @@ It is idempotent: running it twice, or after a crash half-way, converges to the 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -109,18 +111,20 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
         try:
             _reconcile(settings, conn, repo_id, root, paths, summary, defer_graph, stop)
         except Interrupted as exc:
-            conn.execute(q.RUN_FINISH, ("stopped", "stopped", f"{exc.message}; it runs again",
-                                        summary.files_total, 0, summary.files_parsed,
-                                        summary.files_deleted, run_id))
+            _record_end(settings, conn, ("stopped", "stopped", f"{exc.message}; it runs again",
+                                         summary.files_total, 0, summary.files_parsed,
+                                         summary.files_deleted, run_id))
             raise
         except BaseException as exc:
-            conn.execute(q.RUN_FINISH, ("failed", "error", f"{type(exc).__name__}: {exc}"[:500],
-                                        summary.files_total, 0, summary.files_parsed,
-                                        summary.files_deleted, run_id))
+            _record_end(settings, conn, ("failed", "error",
+                                         f"{type(exc).__name__}: {exc}"[:500],
+                                         summary.files_total, 0, summary.files_parsed,
+                                         summary.files_deleted, run_id))
             raise
-        finally:
-            conn.execute(q.WRITERS_SHARED_UNLOCK)
-            conn.execute(q.REPO_UNLOCK, (repo_id,))
+        finally:  # an interrupted query can leave the session unusable: closing it unlocks
+            with contextlib.suppress(psycopg.Error):
+                conn.execute(q.WRITERS_SHARED_UNLOCK)
+                conn.execute(q.REPO_UNLOCK, (repo_id,))
         collect_garbage(conn)
         # Term statistics move slowly: refresh them after big changes, not on every save.
         if stats_are_stale(conn, summary.files_parsed, summary.files_total):
@@ -137,6 +141,16 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
         return summary
     finally:
         conn.close()
+
+
+def _record_end(settings: Settings, conn: psycopg.Connection, args: tuple[Any, ...]) -> None:
+    """Record how a run ended, on a new session if an interruption broke this one."""
+    try:
+        conn.execute(q.RUN_FINISH, args)
+    except psycopg.Error:
+        with contextlib.suppress(psycopg.Error, Unavailable), \
+                connect(settings, application_name="codenav-indexer") as fresh:
+            fresh.execute(q.RUN_FINISH, args)
 
 
 def _scan_paths(root: Path, rules: IgnoreRules, paths: list[str], max_bytes: int,

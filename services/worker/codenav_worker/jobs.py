@@ -7,12 +7,15 @@ handler): at the next checkpoint, or where they are once the soft deadline passe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+import psycopg
 
 from codenav import queue
 from codenav.config import Settings
@@ -68,7 +71,10 @@ def resumable(kind: str) -> Callable[[JobFunc], JobFunc]:
                 if STOP.is_set():
                     raise Interrupted("the worker is stopping")
                 return func(repo_id)
-            except Interrupted as exc:
+            except Exception as error:
+                exc = _interruption(error)
+                if exc is None:
+                    raise
                 _RUNNING_JOB.clear()
                 again = queue.request_again(queue.connect_redis(settings()), settings(), kind,
                                             repo_id)
@@ -81,6 +87,17 @@ def resumable(kind: str) -> Callable[[JobFunc], JobFunc]:
         return run
 
     return wrap
+
+
+def _interruption(error: BaseException | None) -> Interrupted | None:
+    """The ``Interrupted`` behind ``error``: raised mid-query, it can surface as the error
+    of the cleanup that followed (a rollback on the interrupted session)."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, Interrupted):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
 
 
 def _job_id() -> str | None:
@@ -121,8 +138,9 @@ def build_graph(repo_id: int) -> dict[str, Any]:
             try:
                 facts.fill_pending(s, db, repo_id)  # what the first index left for this job
                 done = graph.update(db, repo_id, [], [])  # builds in full when marked stale
-            finally:
-                db.execute(q.REPO_UNLOCK, (repo_id,))
+            finally:  # an interrupted query can leave the session unusable: closing unlocks
+                with contextlib.suppress(psycopg.Error):
+                    db.execute(q.REPO_UNLOCK, (repo_id,))
     finally:
         queue.mark_finished(rconn, "graph", repo_id)
     return {"files": done.files if done else 0,
