@@ -41,7 +41,7 @@ bench: install ## indexing, search and live-index benchmarks (CORPUS=path adds a
 	$(PY) bench/index_bench.py $(if $(CORPUS),--corpus "$(CORPUS)") --semantic 120 --fill-vectors
 	$(if $(CORPUS),$(PY) bench/graph_bench.py --corpus "$(CORPUS)")
 	$(PY) bench/embed_pipeline_bench.py
-	$(PY) bench/live_bench.py
+	$(PY) bench/live_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
 	$(PY) bench/redact_bench.py
 
 eval: install ## retrieval quality: SWE-bench Verified, commit history, the ranker left-one-repo-out

@@ -41,7 +41,7 @@ DOCKERIGNORE = ROOT / ".dockerignore"
 DOCKERFILES = sorted(ROOT.glob("services/*/Dockerfile"))
 MCP_EXAMPLES = sorted((ROOT / "deploy").glob("mcp-client*.example.json"))
 
-SERVICES = {"store", "queue", "embedder", "migrate", "api", "worker", "watcher"}
+SERVICES = {"store", "queue", "embedder", "migrate", "api", "worker", "embed-worker", "watcher"}
 ONE_SHOT = {"migrate"}
 SECRET_WORDS = ("PASSWORD", "SECRET", "TOKEN", "AUTH", "KEY")
 PYTHONS = ("python", "python3")
@@ -432,7 +432,7 @@ def test_every_dependency_is_a_defined_service() -> None:
 def test_api_and_worker_reach_the_embedder_service_by_default() -> None:
     embedder = _service("embedder")
     assert _argv(embedder["command"])[-2:] == ["--port", "8766"]
-    for name in ("api", "worker"):
+    for name in ("api", "worker", "embed-worker"):
         url = _interpolate(_environment(_service(name))["CODENAV_EMBED_URL"])
         assert url == "http://embedder:8766", name
     assert _dockerfile_of("embedder").service == "embedder"
@@ -454,7 +454,7 @@ def test_every_dependency_waits_for_health_or_for_migrate_to_succeed() -> None:
             expected = ("service_completed_successfully" if dependency in ONE_SHOT
                         else "service_healthy")
             assert spec.get("condition") == expected, f"{name} -> {dependency}"
-    for name in ("api", "worker", "watcher"):
+    for name in ("api", "worker", "embed-worker", "watcher"):
         assert set(_service(name)["depends_on"]) == {"store", "queue", "migrate"}, name
 
 
@@ -513,7 +513,7 @@ def test_database_and_redis_urls_carry_the_required_secrets() -> None:
         (ref,) = _refs(match["password"])
         assert ref.name == secret and ref.required
         assert match["host"] in _compose()["services"]
-    for name in ("migrate", "worker", "watcher"):
+    for name in ("migrate", "worker", "embed-worker", "watcher"):
         service_env = _environment(_service(name))
         assert service_env["CODENAV_DATABASE_URL"] == env["CODENAV_DATABASE_URL"], name
         assert service_env["CODENAV_REDIS_URL"] == env["CODENAV_REDIS_URL"], name

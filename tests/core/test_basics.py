@@ -164,3 +164,29 @@ def test_embed_client_reads_base64_and_float_vectors_alike() -> None:
     assert _decode(values) == values  # an endpoint that ignores encoding_format
     with pytest.raises(Exception, match="vector of type"):
         _decode({"not": "a vector"})
+
+
+def test_the_embedding_backlog_does_not_keep_the_index_from_being_fresh() -> None:
+    watcher = {"mode": "events", "at": 1e18, "watched_dirs": 3}
+    from codenav import freshness
+
+    state = freshness.repo_freshness({}, {"embed": "embed-1-abc"}, {"state": "done"}, watcher)
+    assert state["fresh"] is True  # the index is current; the vectors are reported apart
+    assert state["embedding"] == "queued"
+    busy = freshness.repo_freshness({}, {"embed": "embed-1-abc", "paths": "paths-1-def"},
+                                    {"state": "done"}, watcher)
+    assert busy["fresh"] is False and busy["queued_jobs"] == {"paths": "paths-1-def"}
+
+
+def test_status_says_what_is_degraded_while_a_service_is_down() -> None:
+    from codenav.status import health
+
+    assert health(None, {"index": 1, "embed": 1}, "ok")["degraded"] == []
+    down = health("ConnectionError", None, "the embedder did not answer within 0.5s")
+    assert down["queue"] == "unreachable (ConnectionError)"
+    assert [d.split(" (")[0] for d in down["degraded"]] == ["queue unreachable",
+                                                           "embedder unavailable"]
+    no_workers = health(None, {"index": 0, "embed": 0}, "ok")["degraded"]
+    assert any("no index worker" in d for d in no_workers)
+    assert any("no embedding worker" in d for d in no_workers)
+    assert health(None, {"index": 1, "embed": 0}, None)["degraded"] == []  # no embedder here

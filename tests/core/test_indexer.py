@@ -111,6 +111,23 @@ def test_bad_inputs_are_skipped_with_a_reason_and_do_not_block_the_rest(
     assert secrets_seen.fetchone() == (0,)
 
 
+def test_a_large_first_index_keeps_the_skips_of_every_batch(settings: Settings,
+                                                           conn: psycopg.Connection,
+                                                           tmp_path: Path) -> None:
+    """A first index publishes in slices; binaries met in early slices stay listed."""
+    root = tmp_path / "big"
+    files: dict[str, str | bytes] = {f"m{i:04d}.py": f"V{i} = {i}\n" for i in range(1200)}
+    files.update({f"img{i}.pgm": b"P5 1 1\x00" + bytes([i]) for i in range(20)})
+    _write(root, files)
+    repo = repos.register(conn, str(root), "big")
+    indexer.reconcile(settings, repo.id)
+    skipped = {p for (p,) in conn.execute("SELECT path FROM skipped WHERE repo_id = %s",
+                                          (repo.id,))}
+    assert skipped == {f"img{i}.pgm" for i in range(20)}
+    assert conn.execute("SELECT count(*) FROM files WHERE repo_id = %s",
+                        (repo.id,)).fetchone() == (1200,)
+
+
 def test_gitignore_and_codenavignore_are_respected(settings: Settings,
                                                    conn: psycopg.Connection,
                                                    tmp_path: Path) -> None:

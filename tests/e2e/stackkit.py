@@ -4,6 +4,7 @@ official MCP client over stdio; shared by the end-to-end tests."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,36 +35,61 @@ class RunningStack:
     log: Path
 
 
-@contextmanager
-def running_stack(root: Path, base: Path, timeout: float = 180.0) -> Iterator[RunningStack]:
-    """``codenav up --repo root`` until it prints the client set-up; Ctrl-C at the end."""
-    home = base / "home"
+def start_stack(args: list[str], home: Path, log_path: Path, cwd: Path | None = None,
+                port: int | None = None, timeout: float = 180.0,
+                env_extra: dict[str, str] | None = None) -> RunningStack:
+    """``codenav up ARGS`` as a user starts it, until it prints the client set-up."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
     # repositories may be registered under the temporary directory (codenav.roots), where
     # the tests make them; `--repo root` is allowed by `codenav up` itself
     env.update({"CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1",
-                "CODENAV_ALLOWED_ROOTS": os.path.realpath(tempfile.gettempdir())})
-    port = free_port()
-    log_path = base / "up.log"
+                "CODENAV_ALLOWED_ROOTS": os.path.realpath(tempfile.gettempdir()),
+                **(env_extra or {})})
+    port = port or free_port()
     with log_path.open("wb") as log:
-        proc = subprocess.Popen([CODENAV, "up", "--repo", str(root), "--port", str(port)],
-                                env=env, stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([CODENAV, "up", *args, "--port", str(port)], env=env,
+                                stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
                                 start_new_session=True)
-        deadline = time.monotonic() + timeout
-        ready = False
-        while time.monotonic() < deadline and proc.poll() is None:
-            if (home / "stack.json").exists() and \
-                    "Press Ctrl-C" in log_path.read_text(errors="replace"):
-                ready = True
-                break
-            time.sleep(0.1)
-        assert ready, log_path.read_text(errors="replace")[-3000:]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (home / "stack.json").exists() and \
+                "Press Ctrl-C" in log_path.read_text(errors="replace"):
+            return RunningStack(Path(args[args.index("--repo") + 1]) if "--repo" in args
+                                else home, home, env, port, proc, log_path)
+        time.sleep(0.1)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError(log_path.read_text(errors="replace")[-3000:])
+
+
+def ctrl_c(stack: RunningStack, timeout: float = 60.0) -> None:
+    """What Ctrl-C in its terminal does: SIGINT to ``codenav up``, then wait for it."""
+    if stack.proc.poll() is None:
+        os.killpg(stack.proc.pid, signal.SIGINT)
+        stack.proc.wait(timeout)
+
+
+@contextmanager
+def state_home() -> Iterator[Path]:
+    """A ``CODENAV_HOME`` for one stack, outside pytest's temporary tree: pytest resets
+    that tree's root to 0700 when a session starts, which would lock the store's user out
+    of a stack running as root."""
+    base = Path(tempfile.mkdtemp(prefix="codenav-e2e-"))
+    try:
+        yield base / "home"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@contextmanager
+def running_stack(root: Path, base: Path, timeout: float = 180.0) -> Iterator[RunningStack]:
+    """``codenav up --repo root`` until it prints the client set-up; Ctrl-C at the end."""
+    with state_home() as home:
+        stack = start_stack(["--repo", str(root)], home, base / "up.log", timeout=timeout)
         try:
-            yield RunningStack(root, home, env, port, proc, log_path)
+            yield stack
         finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGINT)
-                proc.wait(90)
+            ctrl_c(stack, 90)
 
 
 def mcp_calls(home: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:

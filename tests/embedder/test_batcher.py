@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 from codenav_embedder.batcher import Batcher
 
@@ -34,3 +35,54 @@ def test_a_query_waits_for_at_most_one_slice_of_bulk_work() -> None:
         assert max(calls) <= 32
     finally:
         batcher.stop()
+
+
+def test_with_a_query_lane_a_query_is_answered_while_a_bulk_slice_is_still_encoding() -> None:
+    bulk_started, release = threading.Event(), threading.Event()
+
+    def bulk(texts: list[str]) -> np.ndarray:
+        bulk_started.set()
+        release.wait(10)  # a long slice, still running when the query comes
+        return np.ones((len(texts), 1))
+
+    def queries(texts: list[str]) -> np.ndarray:
+        return np.full((len(texts), 1), 2.0)
+
+    batcher = Batcher(bulk, max_batch=256, slice_size=32, query_encode=queries)
+    batcher.start()
+    try:
+        backlog = batcher.submit([f"chunk {i}" for i in range(64)])
+        assert bulk_started.wait(10)
+        query = batcher.submit(["where do we retry uploads"])
+        assert query.result(10).tolist() == [[2.0]]  # answered with the slice in progress
+        assert not backlog.done()
+        release.set()
+        assert backlog.result(10).shape == (64, 1)
+    finally:
+        release.set()
+        batcher.stop()
+
+
+def test_stopping_cancels_the_queued_bulk_work_and_finishes_the_slice_in_hand() -> None:
+    bulk_started, release = threading.Event(), threading.Event()
+    encoded: list[int] = []
+
+    def bulk(texts: list[str]) -> np.ndarray:
+        bulk_started.set()
+        release.wait(10)
+        encoded.append(len(texts))
+        return np.zeros((len(texts), 1))
+
+    batcher = Batcher(bulk, max_batch=256, slice_size=16)
+    batcher.start()
+    in_hand = batcher.submit([f"chunk {i}" for i in range(16)])
+    assert bulk_started.wait(10)
+    queued = batcher.submit([f"later {i}" for i in range(64)])
+    stopper = threading.Thread(target=batcher.stop)
+    stopper.start()
+    with pytest.raises(RuntimeError, match="shutting down"):
+        queued.result(10)  # its callers hear at once, not after the backlog
+    release.set()
+    stopper.join(10)
+    assert in_hand.result(10).shape == (16, 1)
+    assert encoded == [16]

@@ -3,7 +3,9 @@ real embedder process, a real Postgres (pgvector) and real RQ jobs."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,6 +161,36 @@ def test_search_degrades_to_lexical_when_the_embedder_is_down(
     started = time.monotonic()
     qe.context(conn, Scope.system(repo), "token store verify", "hybrid")  # circuit open: no waiting
     assert time.monotonic() - started < 0.5
+
+
+def test_a_query_vector_over_the_time_budget_gives_a_lexical_answer_that_says_so(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    proc, url = start_embedder()
+    try:
+        s = Settings.load(env={"CODENAV_DATABASE_URL": settings.database_url,
+                               "CODENAV_HOME": settings.home, "CODENAV_EMBED_URL": url,
+                               "CODENAV_EMBED_QUERY_BUDGET_MS": "300",
+                               "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS},
+                          dotenv=Path("/nonexistent"))
+        repo, _ = _index_and_embed(s, conn, make_polyglot(tmp_path), "poly")
+        qe = QueryEmbedder(EmbedClient.from_settings(s, timeout=s.embed_query_budget_ms / 1000))
+        assert qe.context(conn, Scope.system(repo), "token store verify", "hybrid").usable  # type: ignore[union-attr]
+        os.killpg(proc.pid, signal.SIGSTOP)  # hung: it takes the request, never answers
+        ctx = qe.context(conn, Scope.system(repo), "retry failed upload", "hybrid")
+        assert ctx is not None and not ctx.usable
+        assert "did not answer within 0.3s" in (ctx.note or "")
+        answer = search.search(conn, Scope.system(repo), "retry failed upload", 5,
+                               mode="hybrid", semantic=ctx)
+        assert answer["results"][0]["symbol"] == "retryFailedUpload"
+        assert "lexical results only" in answer["note"]
+        os.killpg(proc.pid, signal.SIGCONT)  # one slow answer does not switch it off
+        deadline = time.monotonic() + 30
+        while not (ctx := qe.context(conn, Scope.system(repo), "token store verify", "hybrid")) \
+                or not ctx.usable:
+            assert time.monotonic() < deadline, "semantic search did not come back"
+    finally:
+        os.killpg(proc.pid, signal.SIGCONT)
+        stop(proc)
 
 
 def test_a_model_switch_reembeds_into_its_own_space(semantic_settings: Settings,

@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 import redis
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from codenav import access, embeddings, find, freshness, navigate, queue, roots, search, status
 from codenav.access import Caller, Scope
@@ -26,6 +26,8 @@ from codenav.graph.tools import GRAPH_TOOLS
 from codenav.semantic import QueryEmbedder
 from codenav.validate import check_value
 
+POOL_TIMEOUT_S = 3.0
+
 
 def _configure(conn: psycopg.Connection) -> None:
     conn.execute(q.SESSION_SETUP)
@@ -37,10 +39,16 @@ class Services:
         self.pool = ConnectionPool(dsn(settings), min_size=1, max_size=12, open=False,
                                    kwargs={"autocommit": True, "application_name": "codenav-api",
                                            "prepare_threshold": PREPARE_THRESHOLD},
-                                   configure=_configure, timeout=10)
+                                   # a request waits this long for a connection, then
+                                   # answers 503 (the store is down, or overloaded)
+                                   configure=_configure, timeout=POOL_TIMEOUT_S,
+                                   # a connection broken by a store restart is replaced
+                                   # before use, not handed to a request
+                                   check=ConnectionPool.check_connection)
         self.redis: redis.Redis = queue.connect_redis(settings)
         self.tokens = TokenVerifier()
-        self.semantic = QueryEmbedder(EmbedClient.from_settings(settings, timeout=5.0))
+        self.semantic = QueryEmbedder(EmbedClient.from_settings(
+            settings, timeout=settings.embed_query_budget_ms / 1000))
 
     def open(self) -> None:
         self.pool.open(wait=False)
@@ -56,6 +64,10 @@ class Services:
         try:
             with self.pool.connection() as conn:
                 yield conn
+        except PoolTimeout:
+            raise Unavailable(f"database unavailable: no connection within {POOL_TIMEOUT_S:g}s",
+                              hint="the store is down or overloaded; `codenav up` restarts "
+                              "it, and answers resume by themselves") from None
         except psycopg.OperationalError as exc:
             raise Unavailable(f"database unavailable: {str(exc).splitlines()[0]}") from None
 
@@ -95,10 +107,17 @@ class Services:
         visible = {s.id: s for s in scopes}
         answer = status.status(conn, scopes)
         error = None
-        try:
-            self.redis.ping()
+        workers = None
+        depth: dict[str, Any] = {}
+        try:  # the queue first: its state is what changes fastest
+            if caller.role == "admin":  # lane depths span every team: admins only
+                depth = queue.queue_depth(self.redis, self.settings)
+            workers = {lane: len(names) for lane, names in
+                       queue.live_workers(self.redis).items()}
         except redis.RedisError as exc:
             error = type(exc).__name__
+        embedder = self._probe_embedder()
+        answer["services"] = status.health(error, workers, embedder)
         jobs = 0
         for entry in answer["repos"]:
             repo_id = entry.pop("id")
@@ -114,24 +133,36 @@ class Services:
                     error = type(exc).__name__
             entry["freshness"] = freshness.repo_freshness(pending, waiting,
                                                           entry.get("last_run"), watcher, error)
-            entry["embeddings"] = self._embedding_status(conn, visible[repo_id])
+            entry["embeddings"] = self._embedding_status(conn, visible[repo_id], embedder)
             if pending and entry["index_status"] == "ready":
                 entry["index_status"] = "stale"
             jobs += len(waiting)
         # Only this caller's repositories: other teams' activity is theirs.
         answer["queue"] = {"error": "queue unreachable"} if error else \
-            {"jobs": jobs, "of": "the repositories this token sees"}
+            {"jobs": jobs, "of": "the repositories this token sees", **depth}
         return answer
 
-    def _embedding_status(self, conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
+    def _probe_embedder(self) -> str | None:
+        """``ok``, or why the embedder does not serve (None: none is configured)."""
+        client = self.semantic.client
+        if client is None:
+            return None
+        try:
+            client.reset()  # ask now: it may have died or come back since
+            client.info()
+        except CodenavError as exc:
+            return exc.message
+        return "ok"
+
+    def _embedding_status(self, conn: psycopg.Connection, scope: Scope,
+                          embedder: str | None) -> dict[str, Any]:
         """Embedding coverage of a repo for the configured model (embedded / total)."""
         client = self.semantic.client
         if client is None:
             return {"configured": False, "note": "semantic search is off (CODENAV_EMBED_URL)"}
-        try:
-            info = client.info()
-        except CodenavError as exc:
-            return {"configured": True, "available": False, "note": exc.message}
+        if embedder != "ok":
+            return {"configured": True, "available": False, "note": embedder}
+        info = client.info()
         model = embeddings.find_model(conn, info.name)
         return {"configured": True, "available": True,
                 **embeddings.coverage(conn, model, scope)}

@@ -13,17 +13,22 @@ import contextlib
 import json
 import os
 import shlex
+import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from codenav import render
 from codenav.client import ApiClient, endpoint, stack_file
 from codenav.config import Settings
-from codenav.errors import CodenavError, ConfigError
+from codenav.errors import CodenavError, ConfigError, Unavailable
 
 TERMINAL = {"finished", "failed", "stopped", "canceled"}
+WAITING = {"queued", "scheduled", "deferred"}
+EMBEDDER_PATIENCE_S = 60.0
+"""An embedder that does not answer is reported after this long (it may be starting)."""
 
 
 def _api(settings: Settings, method: str, path: str,
@@ -57,8 +62,14 @@ def _bar(done: int, total: int, started: float, phase: str, name: str) -> str:
 
 
 def wait_for_job(settings: Settings, job_id: str, name: str, quiet: bool = False,
-                 timeout: float = 24 * 3600) -> dict[str, Any]:
-    """Poll a job until it ends, drawing a progress bar on stderr."""
+                 timeout: float = 24 * 3600, baseline: int | None = None) -> dict[str, Any]:
+    """Poll a job until its work is done, drawing a progress bar on stderr.
+
+    Done means the job ended, or a full run of the repository newer than ``baseline`` (by
+    default the latest run when the wait begins) has finished while the job still waited:
+    another request did the work, and the job will find nothing left to do. The bar shows
+    the repository's run in progress, whichever job runs it, so it never shows a run that
+    stopped."""
     started = time.monotonic()
     info: dict[str, Any] = {}
     tty = sys.stderr.isatty()
@@ -66,13 +77,21 @@ def wait_for_job(settings: Settings, job_id: str, name: str, quiet: bool = False
     while time.monotonic() - started < timeout:
         info = _api(settings, "GET", f"/v1/jobs/{job_id}")
         run = info.get("run") or {}
-        if not quiet and run and (tty or time.monotonic() - last_draw > 2.0):
+        latest = info.get("repo_run") or {}
+        if baseline is None:
+            baseline = int(latest.get("id") or 0)
+        shown = latest if latest.get("state") == "running" else run
+        if not quiet and shown and (tty or time.monotonic() - last_draw > 2.0):
             last_draw = time.monotonic()
-            line = _bar(run.get("files_done", 0), run.get("files_total", 0), started,
-                        run.get("phase", ""), name)
+            line = _bar(shown.get("files_done", 0), shown.get("files_total", 0), started,
+                        shown.get("phase", ""), name)
             sys.stderr.write(line if tty else line.strip("\r") + "\n")
             sys.stderr.flush()
         if info.get("state") in TERMINAL and (run.get("state") != "running"):
+            break
+        if info.get("state") in WAITING and int(latest.get("id") or 0) > baseline and \
+                latest.get("scope") == "full" and latest.get("state") == "done":
+            info = {**info, "run": latest, "covered_by": latest.get("job_id")}
             break
         time.sleep(0.25)
     if not quiet and tty:
@@ -80,19 +99,57 @@ def wait_for_job(settings: Settings, job_id: str, name: str, quiet: bool = False
     return info
 
 
-class EmbeddingProgress:
-    """The embedding phase: a progress line while a repository's chunks are embedded."""
+def _check_done(info: dict[str, Any], what: str) -> dict[str, Any]:
+    """The run of a job that ended, or a clear error for one that failed or stopped."""
+    run = info.get("run") or {}
+    if info.get("state") == "failed" or run.get("state") == "failed":
+        raise CodenavError(f"{what} failed: {info.get('error') or run.get('error')}",
+                           hint="see the worker log")
+    result = info.get("result") or {}
+    if result.get("interrupted") or run.get("state") == "stopped":
+        reason = result.get("reason") or run.get("error")
+        raise CodenavError(f"{what} stopped before its end ({reason})",
+                           hint="it resumes when the stack runs again")
+    return run
 
-    def __init__(self, settings: Settings, repo: str) -> None:
+
+class EmbeddingProgress:
+    """The embedding phase: a progress line while a repository's chunks are embedded.
+
+    An embedder still loading its model (or being restarted by ``codenav up``, as
+    ``starting`` tells) is waited for, with one line saying so; one that does not answer
+    for ``EMBEDDER_PATIENCE_S`` is reported once, and the phase ends."""
+
+    def __init__(self, settings: Settings, repo: str,
+                 starting: Callable[[], bool] | None = None) -> None:
         self.settings, self.repo = settings, repo
+        self.starting = starting
         self.started = time.monotonic()
         self.first: int | None = None
         self.done = False
         self._last = 0.0
+        self._said_waiting = False
+        self._unreachable_since: float | None = None
+
+    def _wait_for_embedder(self, note: str) -> bool:
+        """True while the embedder is worth waiting for (after saying so once)."""
+        now = time.monotonic()
+        if self._unreachable_since is None:
+            self._unreachable_since = now
+        loading = "loading" in note or "not ready" in note or \
+            (self.starting is not None and self.starting())
+        if loading or now - self._unreachable_since < EMBEDDER_PATIENCE_S:
+            if not self._said_waiting:
+                sys.stderr.write("semantic search: waiting for the embedder to load its "
+                                 "model (answers are lexical meanwhile)\n")
+                self._said_waiting = True
+            return True
+        return False
 
     def poll(self) -> bool:
         """Draw the line (at most every 2 s); True once nothing is left to embed."""
-        if self.done or time.monotonic() - self._last < 2.0:
+        tty = sys.stderr.isatty()
+        if self.done or time.monotonic() - self._last < (2.0 if tty else 10.0):
             return self.done
         self._last = time.monotonic()
         try:
@@ -100,23 +157,35 @@ class EmbeddingProgress:
         except CodenavError:
             return False
         emb = (status.get("repos") or [{}])[0].get("embeddings") or {}
-        if not emb.get("configured") or emb.get("available") is False:
+        if not emb.get("configured"):
             self.done = True
             if emb.get("note"):
                 sys.stderr.write(f"semantic search: {emb['note']}\n")
             return True
+        if emb.get("available") is False:
+            if self._wait_for_embedder(str(emb.get("note", ""))):
+                return False
+            self.done = True
+            sys.stderr.write(f"semantic search: {emb.get('note')}\n")
+            return True
+        self._unreachable_since = None
         total, embedded = int(emb.get("total", 0)), int(emb.get("embedded", 0))
+        if not total:  # nothing indexed yet: nothing to embed yet either
+            return False
         if self.first is None:
             self.first = embedded
+            self.started = time.monotonic()
         elapsed = max(time.monotonic() - self.started, 1e-6)
         rate = (embedded - self.first) / elapsed
         eta = (total - embedded) / rate if rate > 0 else 0
         width = 28
         filled = int(width * embedded / total) if total else width
-        sys.stderr.write(f"\rembedding {self.repo} [{'#' * filled}{'.' * (width - filled)}] "
-                         f"{embedded}/{total} chunks {rate:,.0f} chunks/s ETA {eta:,.0f}s   ")
+        line = (f"embedding {self.repo} [{'#' * filled}{'.' * (width - filled)}] "
+                f"{embedded}/{total} chunks {rate:,.0f} chunks/s ETA {eta:,.0f}s")
+        sys.stderr.write(f"\r{line}   " if tty else f"{line}\n")
         if total and embedded >= total:
-            sys.stderr.write("\n")
+            if tty:
+                sys.stderr.write("\n")
             self.done = True
         sys.stderr.flush()
         return self.done
@@ -147,10 +216,7 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
         print(f"queued indexing of {repo['name']} ({root}) as job {job_id}")
         return 0
     info = wait_for_job(settings, job_id, repo["name"], quiet=args.quiet)
-    run = info.get("run") or {}
-    if info.get("state") == "failed" or run.get("state") == "failed":
-        raise CodenavError(f"indexing failed: {info.get('error') or run.get('error')}",
-                           hint="see the worker log")
+    run = _check_done(info, "indexing")
     wait_for_graph(settings, info, repo["name"], args.quiet)
     print(f"indexed {repo['name']}: {run.get('files_total', 0)} files "
           f"({run.get('files_parsed', 0)} parsed) in {run.get('seconds', '?')}s")
@@ -387,15 +453,22 @@ def client_config(url: str, home: Path, repo: str | None = None) -> str:
             f"MCP over HTTP: {url}/mcp (header Authorization: Bearer <token>)")
 
 
+def _stop_requested(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt  # SIGTERM stops the stack like Ctrl-C
+
+
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
-    from codenav.stack import Stack, wait_forever
+    from codenav.stack import Stack
 
     port = args.port or settings.api_port
     wanted = [str(Path(p).expanduser().resolve()) for p in args.repo or []]
     for path in wanted:
         if not Path(path).is_dir():
             raise ConfigError(f"{path} is not a directory")
-    stack = Stack(settings, port=port, workers=args.workers, repos=wanted)
+    stack = Stack(settings, port=port, workers=args.workers, embed_workers=args.embed_workers,
+                  repos=wanted)
+    signal.signal(signal.SIGTERM, _stop_requested)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started ignoring it
     try:
         stack.start()
         os.environ["CODENAV_URL"] = stack.url
@@ -410,7 +483,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
             names.append(data["repo"]["name"])
             if data.get("job_id") and not args.no_wait:
                 info = wait_for_job(client_settings, data["job_id"], data["repo"]["name"])
-                run = info.get("run") or {}
+                run = _check_done(info, f"indexing {data['repo']['name']}")
                 sys.stderr.write(f"indexed {data['repo']['name']}: {run.get('files_total', 0)} "
                                  f"files in {run.get('seconds', '?')}s\n")
                 wait_for_graph(client_settings, info, data["repo"]["name"], quiet=False)
@@ -419,7 +492,9 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
         print(client_config(stack.url, stack.home,
                             names[0] if len(names) == 1 else None))
         print("\nPress Ctrl-C to stop every codenav process.", flush=True)
-        embedding = [EmbeddingProgress(client_settings, n) for n in names]
+        embedding = [EmbeddingProgress(client_settings, n,
+                                       starting=lambda: stack.state("embedder") != "ready")
+                     for n in names]
 
         def show_embedding() -> None:  # the embedding phase, while the stack runs
             for progress in embedding:
@@ -427,10 +502,18 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
                     progress.poll()
                     return
 
-        wait_forever(stack, show_embedding)
+        stack.run(show_embedding)
+    except KeyboardInterrupt:
+        pass
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut it short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         sys.stderr.write("\nstopping codenav...\n")
-        stack.stop()
+        took = stack.stop()
+        sys.stderr.write(f"codenav stopped in {took:.1f}s\n")
+    if stack.fatal:
+        raise Unavailable(f"the stack stopped: {stack.fatal}",
+                          hint=f"the logs are in {stack.home / 'logs'}")
     return 0
 
 
@@ -445,6 +528,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(repeatable)")
     up.add_argument("--port", type=int, help="API port (default 8765)")
     up.add_argument("--workers", type=int, default=1, help="index worker processes")
+    up.add_argument("--embed-workers", type=int, default=1,
+                    help="embedding worker processes (their own lane)")
     up.add_argument("--no-wait", action="store_true", help="do not wait for indexing")
     up.set_defaults(func=cmd_up)
 

@@ -87,6 +87,9 @@ class Settings:
     """Text put before every query (never before code) sent to the embedder: models trained
     with an instruction want it (CodeRankEmbed: ``Represent this query for searching
     relevant code: ``)."""
+    embed_query_budget_ms: int = 500
+    """How long a search waits for its query's vector; past it the answer is lexical and
+    says why (the embedder is busy or slow)."""
 
     @property
     def home_path(self) -> Path:
@@ -110,6 +113,8 @@ class Settings:
     def validate(self) -> None:
         if not 0 < self.api_port < 65536:
             raise ConfigError(f"CODENAV_API_PORT must be 1-65535, got {self.api_port}")
+        if self.embed_query_budget_ms <= 0:
+            raise ConfigError("CODENAV_EMBED_QUERY_BUDGET_MS must be positive")
         if self.max_file_bytes <= 0:
             raise ConfigError("CODENAV_MAX_FILE_BYTES must be positive")
         if self.chunk_max_lines < 10:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import httpx
 
 from codenav.config import Settings
-from codenav.errors import ConfigError, Unavailable
+from codenav.errors import Busy, ConfigError, Unavailable
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class EmbedClient:
         self.model = model
         self.query_prefix = query_prefix
         """Put before query texts (``QueryEmbedder``), never before indexed code."""
+        self.timeout = timeout
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
         self._info: ModelInfo | None = None
@@ -74,6 +75,8 @@ class EmbedClient:
             body["model"] = self.model
         try:
             response = self._http.post("/v1/embeddings", json=body)
+        except httpx.TimeoutException:
+            raise Busy(f"the embedder did not answer within {self.timeout:g}s") from None
         except httpx.HTTPError as exc:
             raise Unavailable(f"embedder unreachable at {self.base_url}: "
                               f"{type(exc).__name__}") from None
@@ -91,6 +94,10 @@ class EmbedClient:
                               f"{message}")
         data: dict = response.json()
         return data
+
+    def reset(self) -> None:
+        """Forget what the endpoint said about its model (ask again: it may have changed)."""
+        self._info = None
 
     def info(self) -> ModelInfo:
         """The model's name and dimension (asked once)."""

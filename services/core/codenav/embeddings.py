@@ -9,8 +9,10 @@ of this: embedding runs on its own, lower-priority queue after a file's chunks a
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,7 @@ import psycopg
 from codenav.access import Scope
 from codenav.db import queries as q
 from codenav.embed_client import EmbedClient
-from codenav.errors import ConfigError
+from codenav.errors import ConfigError, Interrupted
 
 log = logging.getLogger("codenav.embeddings")
 
@@ -103,9 +105,10 @@ class EmbedRun:
 
 
 def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
-                  budget_s: float = 30.0) -> EmbedRun:
-    """Embed what the repository still lacks, for up to ``budget_s`` seconds (so index
-    jobs on the same worker are never held up for long); the caller re-queues the rest."""
+                  budget_s: float = 30.0, stop: threading.Event | None = None) -> EmbedRun:
+    """Embed what the repository still lacks, for up to ``budget_s`` seconds; the caller
+    re-queues the rest. ``stop`` ends it early (``Interrupted``) without waiting for the
+    requests in flight: what was stored so far stays, the rest is embedded next time."""
     started = time.monotonic()
     info = client.info()
     model = ensure_model(conn, info.name, info.dim)
@@ -114,7 +117,8 @@ def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
     # A round fetches FETCH texts, sorts them by length (so the embedder's batches pad
     # little) and keeps two requests of BATCH in flight (the embedder merges them, and never
     # waits for this side to store vectors or fetch more).
-    with ThreadPoolExecutor(max_workers=IN_FLIGHT, thread_name_prefix="embed") as pool:
+    pool = ThreadPoolExecutor(max_workers=IN_FLIGHT, thread_name_prefix="embed")
+    try:
         while time.monotonic() - started < budget_s:
             rows = conn.execute(q.EMBED_BACKLOG, {"repo": repo_id, "model": model.id,
                                                   "k": FETCH}).fetchall()
@@ -125,17 +129,32 @@ def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
             pending = [pool.submit(client.embed, [t for _, t in p]) for p in parts]
             try:
                 for part, future in zip(parts, pending, strict=True):
-                    store_vectors(conn, model, [h for h, _ in part], future.result())
+                    vectors = _result(future, stop)
+                    store_vectors(conn, model, [h for h, _ in part], vectors)
                     run.embedded += len(part)
             finally:
                 for future in pending:
                     future.cancel()
+    finally:
+        pool.shutdown(wait=stop is None or not stop.is_set(), cancel_futures=True)
     total, done = coverage_counts(conn, model, {"repo": repo_id, "visible": [repo_id]})
     run.remaining = total - done
     if run.remaining == 0 or run.embedded:
         ensure_index(conn, model, loading=run.remaining > 0)
     run.seconds = time.monotonic() - started
     return run
+
+
+def _result(future: Future[list[list[float]]],
+            stop: threading.Event | None) -> list[list[float]]:
+    """The future's vectors; ``Interrupted`` as soon as ``stop`` is set."""
+    while True:
+        if stop is not None and stop.is_set():
+            raise Interrupted("stopping: the embedding in flight is dropped")
+        try:
+            return future.result(timeout=0.2 if stop is not None else None)
+        except FutureTimeout:
+            continue
 
 
 def coverage_counts(conn: psycopg.Connection, model: Model,

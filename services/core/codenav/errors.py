@@ -9,7 +9,10 @@
     │   │                             origin or a repository root that is not allowed
     │   └── NotFound             404: unknown repo, path or symbol
     ├── SchemaMismatch           the database was built by another schema version
-    └── Unavailable              a dependency (database, queue, API, embedder) is unreachable
+    ├── Unavailable              a dependency (database, queue, API, embedder) is unreachable
+    │   └── Busy                 it answered too late for the time budget of the request
+    └── Interrupted              work stopped before its end because its process is stopping
+                                 (a shutdown); it is queued again and resumes
 
 Each error carries a one-line ``message`` and an optional ``hint`` (what to do next), so the
 CLI prints two clear lines and the API a JSON body, never a traceback.
@@ -71,3 +74,12 @@ class SchemaMismatch(CodenavError):
 class Unavailable(CodenavError):
     status = 503
     code = "unavailable"
+
+
+class Busy(Unavailable):
+    code = "busy"
+
+
+class Interrupted(CodenavError):
+    status = 503
+    code = "interrupted"

@@ -78,8 +78,13 @@ def _flag_stale(node: Any, stale: dict[str, str], listed: set[str]) -> None:
 def repo_freshness(pending: dict[str, str], waiting: dict[str, str],
                    run: dict[str, Any] | None, watcher: dict[str, Any] | None,
                    queue_error: str | None = None) -> dict[str, Any]:
-    """``fresh`` is true only when nothing is pending, queued or running for the repo and
-    a watcher is alive to notice the next change."""
+    """``fresh`` is true only when nothing is pending, queued or running for the repo's
+    index (files, chunks, graph) and a watcher is alive to notice the next change.
+    Embedding is not part of it: a backlog of vectors can take an hour on a CPU while the
+    index is current, and it is reported apart (``embedding`` here, coverage in
+    ``embeddings``)."""
+    waiting = dict(waiting)
+    embedding = waiting.pop("embed", None)
     by_kind: dict[str, list[str]] = {"changed": [], "unindexed": [], "deleted": []}
     for path, kind in sorted(pending.items()):
         by_kind.setdefault(kind, []).append(path)
@@ -110,6 +115,8 @@ def repo_freshness(pending: dict[str, str], waiting: dict[str, str],
                      "watched_dirs": watcher.get("watched_dirs")} if watcher else
                     {"alive": False}),
     }
+    if embedding is not None:
+        out["embedding"] = "queued"
     if reasons:
         out["reasons"] = reasons
     return out

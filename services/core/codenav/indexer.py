@@ -7,14 +7,17 @@ It is idempotent: running it twice, or after a crash half-way, converges to the 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -22,7 +25,7 @@ from codenav import repos, roots
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
-from codenav.errors import NotFound, Unavailable
+from codenav.errors import Interrupted, NotFound, Unavailable
 from codenav.gitinfo import head_commit, wait_for_checkout
 from codenav.graph import build as graph
 from codenav.graph import facts
@@ -87,12 +90,15 @@ def _progress_writer(conn: psycopg.Connection, run_id: int) -> Callable[..., Non
 
 
 def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
-              job_id: str | None = None, defer_graph: bool = False) -> RunSummary:
+              job_id: str | None = None, defer_graph: bool = False,
+              stop: threading.Event | None = None) -> RunSummary:
     """Bring the index of ``repo_id`` in line with disk, for ``paths`` or the whole tree.
 
     With ``defer_graph``, a first index leaves its graph build to the caller (a separate
     job), so the repository is searchable sooner; later runs always update the graph in
-    the same run, so it never points at a vanished definition."""
+    the same run, so it never points at a vanished definition. ``stop`` ends the run
+    after the batch in hand (``Interrupted``; the run is recorded as stopped): a first
+    index keeps what it published, and the next run parses only the rest."""
     started = time.monotonic()
     conn = connect(settings, application_name="codenav-indexer")
     try:
@@ -113,15 +119,22 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
                                             job_id)).fetchone()[0]  # type: ignore[index]
         summary = RunSummary(run_id=run_id)
         try:
-            _reconcile(settings, conn, repo_id, root, paths, summary, defer_graph)
-        except BaseException as exc:
-            conn.execute(q.RUN_FINISH, ("failed", "error", f"{type(exc).__name__}: {exc}"[:500],
-                                        summary.files_total, 0, summary.files_parsed,
-                                        summary.files_deleted, run_id))
+            _reconcile(settings, conn, repo_id, root, paths, summary, defer_graph, stop)
+        except Interrupted as exc:
+            _record_end(settings, conn, ("stopped", "stopped", f"{exc.message}; it runs again",
+                                         summary.files_total, 0, summary.files_parsed,
+                                         summary.files_deleted, run_id))
             raise
-        finally:
-            conn.execute(q.WRITERS_SHARED_UNLOCK)
-            conn.execute(q.REPO_UNLOCK, (repo_id,))
+        except BaseException as exc:
+            _record_end(settings, conn, ("failed", "error",
+                                         f"{type(exc).__name__}: {exc}"[:500],
+                                         summary.files_total, 0, summary.files_parsed,
+                                         summary.files_deleted, run_id))
+            raise
+        finally:  # an interrupted query can leave the session unusable: closing it unlocks
+            with contextlib.suppress(psycopg.Error):
+                conn.execute(q.WRITERS_SHARED_UNLOCK)
+                conn.execute(q.REPO_UNLOCK, (repo_id,))
         collect_garbage(conn)
         # Term statistics move slowly: refresh them after big changes, not on every save.
         if stats_are_stale(conn, summary.files_parsed, summary.files_total):
@@ -148,6 +161,16 @@ def refusal(settings: Settings, repo: repos.Repo) -> str:
         return "indexing is off for this repository (registered with index: false); " \
             "reindex asks for it"
     return roots.refusal(settings, repo.root) or ""
+
+
+def _record_end(settings: Settings, conn: psycopg.Connection, args: tuple[Any, ...]) -> None:
+    """Record how a run ended, on a new session if an interruption broke this one."""
+    try:
+        conn.execute(q.RUN_FINISH, args)
+    except psycopg.Error:
+        with contextlib.suppress(psycopg.Error, Unavailable), \
+                connect(settings, application_name="codenav-indexer") as fresh:
+            fresh.execute(q.RUN_FINISH, args)
 
 
 def _scan_paths(root: Path, rules: IgnoreRules, paths: list[str], max_bytes: int,
@@ -233,7 +256,8 @@ def _like_prefix(path: str) -> str:
 
 
 def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root: Path,
-               paths: list[str] | None, summary: RunSummary, defer_graph: bool = False) -> None:
+               paths: list[str] | None, summary: RunSummary, defer_graph: bool = False,
+               stop: threading.Event | None = None) -> None:
     if not root.is_dir():
         raise NotFound(f"repository root {root} is not a directory on this machine",
                        hint="mount the repository at the same path for the worker")
@@ -269,6 +293,7 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root:
 
     done = len(entries) - len(todo)
     pending: list[FileResult] = []
+    skipped_early: list[FileResult] = []
     # A first index whose graph is deferred leaves the graph facts to the graph job too
     # (reference extraction is a third of a cold index's CPU).
     defer_facts = defer_graph and initial
@@ -276,12 +301,19 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root:
         pending += batch_results
         done += len(batch_results)
         summary.files_parsed += sum(1 for r in batch_results if r.parsed)
-        if initial and len(pending) >= 500:  # first index: publish progressively
-            _apply(conn, repo_id, pending, [], [], None, summary, known, final=False)
+        stopping = stop is not None and stop.is_set()
+        if initial and (len(pending) >= 500 or (stopping and pending)):
+            # A first index publishes progressively (and what it has when it stops); its
+            # skips wait for the final transaction, which replaces the repository's list.
+            _apply(conn, repo_id, [r for r in pending if not r.skip], [], [], None, summary,
+                   known, final=False)
+            skipped_early += [r for r in pending if r.skip]
             pending = []
         progress("parse", len(entries), done, summary.files_parsed, 0)
+        if stopping:
+            raise Interrupted(f"stopped after {done} of {len(entries)} files")
     progress("commit", len(entries), done, summary.files_parsed, len(gone), force=True)
-    _apply(conn, repo_id, pending, sorted(gone), skips, paths, summary, known)
+    _apply(conn, repo_id, skipped_early + pending, sorted(gone), skips, paths, summary, known)
     if defer_graph and initial:
         graph.mark_stale(conn, repo_id)
         summary.graph_deferred = True

@@ -26,6 +26,7 @@ from codenav.db.connect import connect
 from codenav.graph.extract import extract as graph_facts
 from codenav.languages import language_for
 from codenav.parse.chunker import ChunkLimits, parse_file
+from codenav.proc import die_with_parent
 from codenav.redact import describe, redact
 from codenav.tokens import chunk_tsvector, file_term_counts
 from codenav.versions import CHUNKER_VERSION
@@ -226,6 +227,7 @@ _INGESTER: Ingester | None = None
 
 def pool_init(settings: Settings, defer_facts: bool = False) -> None:
     global _INGESTER
+    die_with_parent()  # a killed job takes its parser processes with it
     _INGESTER = Ingester(settings, defer_facts)
 
 

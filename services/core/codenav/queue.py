@@ -1,33 +1,55 @@
-"""Index jobs on Redis + RQ: queue names, job names, coalescing.
+"""Index jobs on Redis + RQ: queue names, lanes, job names, coalescing, recovery.
 
 Enqueuers (API, watcher, CLI) name jobs by their import path, so they never import the
 worker. Jobs are coalesced per repository: paths to reconcile accumulate in a Redis set,
 and at most one job per repository waits in the queue to drain it (plus one running).
-Every job is idempotent, so RQ's at-least-once delivery is harmless.
+Every job is idempotent, so RQ's at-least-once delivery is harmless, and so is running
+again a job whose worker died under it (``requeue_abandoned``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import os
+import re
+import socket
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import redis
-from rq import Queue, Retry
-from rq.job import Job
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry as RedisRetry
+from rq import Queue, Retry, worker_registration
+from rq.exceptions import NoSuchJobError, SchedulerNotFound
+from rq.executions import Execution
+from rq.job import Job, JobStatus
+from rq.job_lifecycle import record_job_failure
+from rq.registry import StartedJobRegistry
+from rq.scheduler import RQScheduler
+from rq.scripts import release_lock as _release_lock
 from rq.serializers import JSONSerializer
+from rq.utils import utcformat, utcparse
+from rq.worker import Worker
 
 from codenav.config import Settings
 from codenav.errors import ConfigError, Unavailable
+from codenav.proc import pid_alive
 
 INDEX_QUEUE = "codenav-index"
 """Parsing and writing the index."""
 EMBED_QUEUE = "codenav-embed"
 """Embedding work: lower priority, never blocks lexical indexing."""
 QUEUES = (INDEX_QUEUE, EMBED_QUEUE)
+LANES: dict[str, tuple[str, ...]] = {"index": (INDEX_QUEUE,), "embed": (EMBED_QUEUE,)}
+"""What a worker of each lane (``python -m codenav_worker --lane index|embed``) takes:
+index and graph jobs never share a process with embedding, so an edit never waits behind
+an embedding slice, and each lane scales apart."""
 
 JOB_FULL = "codenav_worker.jobs.reconcile_repo"
 JOB_PATHS = "codenav_worker.jobs.reconcile_pending"
@@ -38,14 +60,20 @@ RETRY = Retry(max=3, interval=[5, 30, 120])
 _PENDING = "codenav:pending:{repo_id}"
 """Hash: path -> what happened on disk, for paths not reconciled yet."""
 _QUEUED = "codenav:queued:{kind}:{repo_id}"
+_JOB_ID = re.compile(r"^(full|paths|graph|embed)-(\d+)-[0-9a-f]+$")
+log = logging.getLogger("codenav.queue")
 
 
 def connect_redis(settings: Settings) -> redis.Redis:
     if not settings.redis_url:
         raise ConfigError("CODENAV_REDIS_URL is not set",
                           hint="start the embedded stack with `codenav up`, or point it at Redis")
+    # A refused connection is retried a few times within a second (a restarting Redis is
+    # back in about that), not with redis-py's default backoff of up to 10 s per try.
     return redis.Redis.from_url(settings.redis_url, socket_timeout=10, socket_connect_timeout=5,
-                                health_check_interval=30)
+                                health_check_interval=30,
+                                retry=RedisRetry(ExponentialWithJitterBackoff(base=0.05, cap=0.4),
+                                            3))
 
 
 def index_queue(conn: redis.Redis, settings: Settings) -> Queue:
@@ -65,20 +93,36 @@ def _enqueue_once(conn: redis.Redis, settings: Settings, kind: str, repo_id: int
     job_id = f"{kind}-{repo_id}-{uuid.uuid4().hex[:12]}"
     target = embed_queue if kind == "embed" else index_queue
     try:
-        if conn.set(flag, job_id, nx=True, ex=settings.job_timeout_s):
-            try:
-                target(conn, settings).enqueue(func, repo_id, job_id=job_id, retry=RETRY,
-                                               failure_ttl=7 * 86400, result_ttl=86400)
-            except BaseException:  # no job behind the flag: let the next request enqueue
-                with contextlib.suppress(redis.RedisError):
-                    conn.delete(flag)
-                raise
-            return job_id
-        waiting = conn.get(flag)
+        for _attempt in range(2):
+            if conn.set(flag, job_id, nx=True, ex=settings.job_timeout_s):
+                try:
+                    target(conn, settings).enqueue(func, repo_id, job_id=job_id, retry=RETRY,
+                                                   failure_ttl=7 * 86400, result_ttl=86400)
+                except BaseException:  # no job behind the flag: let the next request enqueue
+                    with contextlib.suppress(redis.RedisError):
+                        conn.delete(flag)
+                    raise
+                return job_id
+            waiting = conn.get(flag)
+            if waiting is None or _waits(conn, _text(waiting)):
+                break
+            # The flag outlived its job (a Redis restart kept one and not the other):
+            # drop it, unless it changed meanwhile, and enqueue.
+            _release_lock(conn, flag, _text(waiting))
     except redis.RedisError as exc:
         raise Unavailable(f"cannot reach the queue: {exc}",
                           hint="is Redis running? `codenav status` tells") from None
-    return waiting.decode() if isinstance(waiting, bytes) else str(waiting)
+    return _text(waiting) if waiting is not None else None
+
+
+def _waits(conn: redis.Redis, job_id: str) -> bool:
+    """Whether a job is still going to run (waiting, scheduled for a retry, or running)."""
+    try:
+        status = Job.fetch(job_id, connection=conn, serializer=JSONSerializer).get_status()
+    except NoSuchJobError:
+        return False
+    return status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED,
+                      JobStatus.STARTED)
 
 
 def request_full(conn: redis.Redis, settings: Settings, repo_id: int) -> str | None:
@@ -267,12 +311,195 @@ def job_info(conn: redis.Redis, job_id: str) -> dict[str, Any] | None:
         return None
     status = job.get_status(refresh=True)
     info: dict[str, Any] = {"job_id": job_id, "state": str(status.value if status else "unknown")}
+    if job.args and isinstance(job.args[0], int):
+        info["repo_id"] = job.args[0]
     result = job.return_value() if status is not None and status.value == "finished" else None
     if isinstance(result, dict):
         info["result"] = result
     if job.exc_info:
         info["error"] = job.exc_info.strip().splitlines()[-1][:300]
     return info
+
+
+def queue_for(conn: redis.Redis, settings: Settings, name: str) -> Queue:
+    return Queue(name, connection=conn, serializer=JSONSerializer,
+                 default_timeout=settings.job_timeout_s)
+
+
+def request_again(conn: redis.Redis, settings: Settings, kind: str, repo_id: int) -> str | None:
+    """A job that stopped before its end (a shutdown) asks to be run again."""
+    funcs = {"full": JOB_FULL, "paths": JOB_PATHS, "graph": JOB_GRAPH, "embed": JOB_EMBED}
+    return _enqueue_once(conn, settings, kind, repo_id, funcs[kind])
+
+
+# --- workers and their abandoned jobs ----------------------------------------------------
+HEARTBEAT_S = 10
+"""How often a busy worker proves it is alive (RQ's job monitoring interval)."""
+STALE_AFTER_S = 60.0
+"""A busy worker silent this long is dead: its job is run again."""
+
+
+def worker_name(lane: str) -> str:
+    """A name no other incarnation ever had: RQ refuses a second live worker of one name."""
+    return f"codenav-{lane}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def _age_s(when: datetime | None) -> float:
+    if when is None:
+        return float("inf")
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (datetime.now(UTC) - when).total_seconds()
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """A registered RQ worker, read from its hash (RQ's ``Worker.all`` would raise the
+    socket timeout of the connection it is given to RQ's 7 minutes)."""
+
+    name: str
+    queues: tuple[str, ...]
+    busy: bool
+    heartbeat_age_s: float
+
+
+_WORKER_PREFIX = Worker.redis_worker_namespace_prefix
+
+
+def workers(conn: redis.Redis) -> list[WorkerInfo]:
+    keys = sorted(_text(k) for k in conn.smembers(worker_registration.REDIS_WORKER_KEYS))
+    out = []
+    for key in keys:
+        data = {_text(k): _text(v) for k, v in conn.hgetall(key).items()}
+        if not data or "death" in data:
+            continue
+        beat = data.get("last_heartbeat")
+        out.append(WorkerInfo(key[len(_WORKER_PREFIX):], tuple(data.get("queues", "").split(",")),
+                              data.get("state") == "busy",
+                              _age_s(utcparse(beat) if beat else None)))
+    return out
+
+
+def live_workers(conn: redis.Redis) -> dict[str, list[str]]:
+    """Registered workers with a recent heartbeat, by lane (``index``, ``embed``)."""
+    out: dict[str, list[str]] = {lane: [] for lane in LANES}
+    for worker in workers(conn):
+        # An idle worker beats once per blocking dequeue (~7 min): registered is enough.
+        if worker.busy and worker.heartbeat_age_s > STALE_AFTER_S:
+            continue
+        for lane, queues in LANES.items():
+            if set(worker.queues) & set(queues):
+                out[lane].append(worker.name)
+    return out
+
+
+def _stale(conn: redis.Redis) -> Callable[[str], bool]:
+    alive = {w.name for w in workers(conn) if w.heartbeat_age_s <= STALE_AFTER_S}
+    return lambda name: name not in alive
+
+
+def _register_death(conn: redis.Redis, name: str) -> None:
+    """What RQ's ``Worker.register_death`` does, for a worker that could not do it."""
+    key = _WORKER_PREFIX + name
+    queues = _text(conn.hget(key, "queues") or b"")
+    with conn.pipeline() as pipe:
+        pipe.srem(worker_registration.REDIS_WORKER_KEYS, key)
+        for queue_name in filter(None, queues.split(",")):
+            pipe.srem(worker_registration.WORKERS_BY_QUEUE_KEY % queue_name, key)
+        pipe.hset(key, "death", utcformat(datetime.now(UTC)))
+        pipe.expire(key, 60)
+        pipe.delete(f"{key}:executions")
+        pipe.execute()
+
+
+def requeue_abandoned(conn: redis.Redis, settings: Settings, *,
+                      dead: Iterable[str] | None = None, everyone: bool = False) -> list[str]:
+    """Put the jobs that dead workers were running back at the front of their queue.
+
+    ``dead`` names workers known to be dead (the supervisor saw them exit); ``everyone``
+    means no worker of this queue is alive (a stack starting); otherwise a worker counts as
+    dead when its heartbeat is older than ``STALE_AFTER_S`` (any worker's maintenance).
+    Each recovery uses one of the job's retries; a job out of retries (it kills its worker
+    every time) is failed with the reason. Returns the requeued job ids."""
+    if everyone:
+        is_dead: Callable[[str], bool] = lambda _name: True  # noqa: E731
+    elif dead is not None:
+        names = set(dead)
+        is_dead = names.__contains__
+    else:
+        is_dead = _stale(conn)
+    requeued = []
+    for name in QUEUES:
+        registry = StartedJobRegistry(name, connection=conn, serializer=JSONSerializer)
+        for raw in conn.zrange(registry.key, 0, -1):
+            composite = _text(raw)
+            execution = Execution.from_composite_key(composite, conn)
+            try:
+                execution.refresh()
+            except ValueError:  # its hash expired with the worker's heartbeats
+                execution.worker_name = ""
+            if execution.worker_name and not is_dead(execution.worker_name):
+                continue
+            if _recover(conn, settings, registry, name, execution):
+                requeued.append(execution.job_id)
+    if everyone:
+        for worker in workers(conn):
+            _register_death(conn, worker.name)
+    elif dead is not None:
+        for name in set(dead):
+            _register_death(conn, name)
+    _release_dead_schedulers(conn, everyone)
+    return requeued
+
+
+def _release_dead_schedulers(conn: redis.Redis, everyone: bool) -> None:
+    """A scheduler killed with its worker keeps its queue's lock for a minute, and retries
+    wait for a scheduler: free the locks of schedulers that are gone."""
+    host = socket.gethostname()
+    for name in QUEUES:
+        key = RQScheduler.get_locking_key(name)
+        owner = conn.get(key)
+        if owner is None:
+            continue
+        try:
+            scheduler = RQScheduler.fetch(_text(owner), conn)
+            gone = everyone or (scheduler.hostname == host and not pid_alive(scheduler.pid))
+        except SchedulerNotFound:  # its heartbeat hash expired
+            gone = True
+        if gone:
+            _release_lock(conn, key, _text(owner))
+
+
+def _recover(conn: redis.Redis, settings: Settings, registry: StartedJobRegistry,
+             queue_name: str, execution: Execution) -> bool:
+    try:
+        job = Job.fetch(execution.job_id, connection=conn, serializer=JSONSerializer)
+    except NoSuchJobError:
+        conn.zrem(registry.key, execution.composite_key)
+        return False
+    lost = job.get_status() == JobStatus.STARTED  # else a leftover entry, not a lost job
+    requeue = lost and bool(job.retries_left and job.retries_left > 0)
+    if requeue:  # queued first: a crash right here leaves it queued, never lost
+        job.retries_left = int(job.retries_left or 0) - 1
+        queue_for(conn, settings, queue_name).enqueue_job(job, at_front=True)
+    with conn.pipeline() as pipe:
+        execution.delete(job, pipe)
+        if lost and not requeue:
+            record_job_failure(job, "its worker died every time it ran (no retries left)",
+                               pipe)
+        pipe.execute()
+    if not lost:
+        return False
+    match = _JOB_ID.match(job.id)
+    if match:  # the flags of a running job: it waits again, and nothing runs meanwhile
+        kind, repo_id = match.group(1), int(match.group(2))
+        conn.delete(_RUNNING.format(kind=kind, repo_id=repo_id))
+        if requeue:
+            conn.set(_QUEUED.format(kind=kind, repo_id=repo_id), job.id, nx=True,
+                     ex=settings.job_timeout_s)
+    log.warning("job %s of dead worker %s %s", job.id, execution.worker_name or "(gone)",
+                "requeued" if requeue else "failed: no retries left")
+    return requeue
 
 
 def queue_depth(conn: redis.Redis, settings: Settings) -> dict[str, int]:

@@ -108,6 +108,8 @@ def _status(data: dict[str, Any]) -> str:
                        f"({emb.get('model')})")
         elif emb.get("note"):
             out.append(f"  embeddings: {emb['note']}")
+    for reason in (data.get("services") or {}).get("degraded", []):
+        out.append(f"degraded: {reason}")
     return "\n".join(out)
 
 

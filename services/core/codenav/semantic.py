@@ -19,11 +19,13 @@ from codenav import embeddings
 from codenav.access import Scope
 from codenav.db import queries as q
 from codenav.embed_client import EmbedClient
-from codenav.errors import CodenavError
+from codenav.errors import Busy, CodenavError
 
 MODES = ("hybrid", "lexical", "semantic")
 RETRY_AFTER_S = 10.0
 """After the embedder fails, queries skip it this long instead of waiting on it each time."""
+BUSY_IN_A_ROW = 3
+"""Answers over the time budget in a row that count as the embedder being down."""
 COVERAGE_TTL_S = 5.0
 
 
@@ -61,6 +63,7 @@ class QueryEmbedder:
     _vectors: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
     _down_until: float = 0.0
     _down_reason: str = ""
+    _busy: int = 0
     _model_name: str = ""
     _coverage: dict[tuple[int, int], tuple[float, dict[str, Any]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -91,10 +94,17 @@ class QueryEmbedder:
         try:
             info = self.client.info()
             vector = self._vector(text)
+        except Busy as exc:  # over the time budget: this answer is lexical, the next tries
+            self._busy += 1
+            if self._busy >= BUSY_IN_A_ROW:
+                self._down_until = time.monotonic() + RETRY_AFTER_S
+            self._down_reason = f"{exc.message}, busy"
+            return self._down(conn, scope)
         except CodenavError as exc:
             self._down_until = time.monotonic() + RETRY_AFTER_S
             self._down_reason = exc.message
             return self._down(conn, scope)
+        self._busy = 0
         self._model_name = info.name
         model = embeddings.find_model(conn, info.name)
         if model is None:

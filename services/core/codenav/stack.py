@@ -1,8 +1,21 @@
-"""``codenav up``: the whole stack as local processes on embedded defaults.
+"""``codenav up``: the whole stack as local processes on embedded defaults, supervised.
 
-Store (Postgres) and queue (Redis) come from wheels; api, workers and watcher are the same
-entrypoints the containers run. State lives in ``$CODENAV_HOME``; ``stack.json`` tells
-clients (CLI, adapter) where the API is. Stopping the stack stops every child.
+Store (Postgres) and queue (Redis) come from wheels; api, workers, watcher and embedder are
+the entrypoints the containers run, started as ``python -P -m ...`` so the current directory
+never shadows an installed package. State lives in ``$CODENAV_HOME`` (``codenav.homedir``
+sets each part's mode on every start); ``stack.json`` tells clients where the API is.
+
+The supervisor (a thread) restarts every child that dies, after a backoff that doubles with
+each quick death (0.5 s up to 30 s): Postgres and Redis come back on the same port, so every
+client keeps its URL; the jobs a dead worker was running go back to the front of their queue
+at once, and each worker incarnation has a name of its own. The API keeps answering while a
+worker or the embedder is down (lexical results, ``status`` says what is degraded) and says
+503 with the reason for what needs a store or queue that is down. Only a crash loop (a child
+dying ``CRASH_LOOP`` times in a row, each soon after its start) stops the stack, with the
+reason and the child's last log line.
+
+Stopping takes a few seconds: the watcher, API and workers first (a job in hand stops at its
+next checkpoint and is queued again), then the embedder, then the queue and the store.
 """
 
 from __future__ import annotations
@@ -15,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,25 +36,57 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
+import redis
 
-from codenav import roots
+from codenav import homedir, queue, roots
 from codenav.access import DEFAULT_TEAM
 from codenav.auth import create_token, revoke_token
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
 from codenav.embedded import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
-from codenav.errors import Unavailable
+from codenav.errors import CodenavError, Unavailable
+from codenav.proc import child_env, group_alive, kill_group, python_argv
 from codenav.repos import list_repos
+
+TICK_S = 0.2
+STABLE_S = 20.0
+"""A child that ran this long before dying starts its backoff over."""
+BACKOFF_S = (0.5, 30.0)
+CRASH_LOOP = 5
+"""Quick deaths in a row that stop the stack."""
+SERVICES_STOP_S = 5.5
+"""Watcher, API and workers get this long to stop before they are killed (a worker's own
+hard stop comes first, at 4 s); then the embedder and the data stores: at most 10 s."""
+EMBEDDER_STOP_S = 1.5
+DATA_STOP_S = 3.0
+
+
+class CrashLoop(Unavailable):
+    """A child keeps dying right after its start."""
 
 
 @dataclass
 class Child:
     name: str
-    argv: list[str]
+    spawn: Callable[[Child], subprocess.Popen[bytes]]
+    ready: Callable[[], bool] | None = None
+    """Whether a started child serves (None: once started)."""
+    lane: str | None = None
+    """The worker lane of a worker: its jobs are recovered when it dies."""
+    log_path: Path | None = None
     proc: subprocess.Popen[bytes] | None = None
-    log: IO[bytes] | None = None
+    worker_name: str = ""
+    started_at: float = 0.0
     restarts: int = 0
+    quick_deaths: int = 0
+    restart_at: float = 0.0
+    is_ready: bool = False
+    down_since: float = 0.0
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
 
 @dataclass
@@ -48,70 +94,155 @@ class Stack:
     settings: Settings
     port: int
     workers: int = 1
+    embed_workers: int = 1
+    out: IO[str] = field(default=sys.stderr)
     children: list[Child] = field(default_factory=list)
-    store: subprocess.Popen[bytes] | None = None
-    queue: subprocess.Popen[bytes] | None = None
     env: dict[str, str] = field(default_factory=dict)
     url: str = ""
     token: str = ""
     repos: list[str] = field(default_factory=list)
     """Directories ``codenav up --repo`` registers: allowed roots of this stack."""
+    fatal: str = ""
+    """Why the supervisor stopped the stack (a crash loop), if it did."""
     _token_id: int = 0
     _lock: IO[str] | None = None
+    _pg: EmbeddedPostgres | None = None
+    _redis: EmbeddedRedis | None = None
+    _supervisor: threading.Thread | None = None
+    _stopping: threading.Event = field(default_factory=threading.Event)
+    _say_lock: threading.Lock = field(default_factory=threading.Lock)
+    _dead_workers: set[str] = field(default_factory=set)
+    _queue_conn: redis.Redis | None = None
 
     @property
     def home(self) -> Path:
         return self.settings.home_path
 
+    def say(self, line: str) -> None:
+        with self._say_lock:
+            self.out.write(f"codenav: {line}\n")
+            self.out.flush()
+
+    # --- start -------------------------------------------------------------------------
     def _acquire_home(self) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.home, 0o700)
-        self._lock = (self.home / "stack.lock").open("w")
+        homedir.prepare(self.home, homedir.store_user())
+        self._lock = (self.home / "stack.lock").open("a+")
+        os.chmod(self.home / "stack.lock", 0o600)
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            self._lock.close()
+            self._lock = None
             raise Unavailable(f"another `codenav up` is running with {self.home}",
                               hint="stop it first, or set CODENAV_HOME to another "
                               "directory") from None
+        self._lock.seek(0)
+        self._lock.truncate()
         self._lock.write(str(os.getpid()))
         self._lock.flush()
 
-    def start(self, log: IO[str] = sys.stderr) -> None:
+    def start(self) -> None:
         self._acquire_home()
-        (self.home / "logs").mkdir(exist_ok=True)
-        log.write(f"codenav: state in {self.home}\n")
-        pg = EmbeddedPostgres(self.home, free_port())
-        self.store = pg.start()
-        rd = EmbeddedRedis(self.home, free_port())
-        self.queue = rd.start()
+        self.say(f"state in {self.home}")
+        # Ports chosen once: a restarted store or queue comes back on the same one.
+        pg = self._pg = EmbeddedPostgres(self.home, free_port())
+        rd = self._redis = EmbeddedRedis(self.home, free_port())
+        store = Child("store", lambda _c: pg.spawn(), pg.ready, log_path=pg.log_path)
+        queue_child = Child("queue", lambda _c: rd.spawn(), rd.ready, log_path=rd.log_path)
+        self.children = [store, queue_child]
+        for child in self.children:  # both at once, then wait for both
+            self._start(child)
+        self._wait_for(store, 60.0)
+        self._wait_for(queue_child, 30.0)
+        pg.ensure_database()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url,
-                    "CODENAV_HOME": str(self.home), "CODENAV_API_PORT": str(self.port),
-                    "CODENAV_API_HOST": "127.0.0.1", "PYTHONUNBUFFERED": "1"}
-        py = sys.executable
-        self.children = []
-        if not self.settings.embed_url and importlib.util.find_spec("codenav_embedder"):
+        self.env = child_env({**os.environ, "CODENAV_DATABASE_URL": pg.url,
+                              "CODENAV_REDIS_URL": rd.url,
+                              "CODENAV_HOME": str(self.home),
+                              "CODENAV_API_PORT": str(self.port),
+                              "CODENAV_API_HOST": "127.0.0.1"})
+        embed_url = self.settings.embed_url
+        services: list[Child] = []
+        if not embed_url and importlib.util.find_spec("codenav_embedder"):
             # The embedder loads its model in the background; until it is ready, answers are
-            # lexical and say so, and embedding jobs wait and retry.
+            # lexical and say so, and embed workers wait for it.
             embed_port = free_port()
-            self.env["CODENAV_EMBED_URL"] = f"http://127.0.0.1:{embed_port}"
-            self.children.append(Child("embedder", [py, "-m", "codenav_embedder",
-                                                    "--port", str(embed_port)]))
+            embed_url = f"http://127.0.0.1:{embed_port}"
+            self.env["CODENAV_EMBED_URL"] = embed_url
+            services.append(self._service("embedder", ["codenav_embedder", "--port",
+                                                       str(embed_port)],
+                                          ready=lambda: _http_ok(f"{embed_url}/readyz")))
         settings = Settings.load(env=self.env)
         with connect(settings) as conn:
             migrations.migrate(conn)
             self._rotate_token(conn)
             allowed = local_roots(settings, self.repos, [r.root for r in list_repos(conn)])
         self.env["CODENAV_ALLOWED_ROOTS"] = ",".join(allowed)
-        self.children.append(Child("api", [py, "-m", "codenav_api", "--no-migrate"]))
-        self.children += [Child(f"worker-{i + 1}", [py, "-m", "codenav_worker",
-                                                    "--name", f"codenav-{os.getpid()}-{i + 1}"])
-                          for i in range(self.workers)]
-        self.children.append(Child("watcher", [py, "-m", "codenav_watcher"]))
-        for child in self.children:
-            self._spawn(child)
-        self._wait_ready()
+        self._queue_conn = queue.connect_redis(settings)
+        recovered = queue.requeue_abandoned(self._queue_conn, settings, everyone=True)
+        if recovered:
+            self.say(f"{len(recovered)} job(s) interrupted by the last stop run again")
+        services.append(self._service("api", ["codenav_api", "--no-migrate"],
+                                      ready=lambda: _http_ok(f"{self.url}/readyz")))
+        services += [self._service(f"worker-{i + 1}", ["codenav_worker", "--lane", "index"],
+                                   lane="index") for i in range(self.workers)]
+        if embed_url:
+            services += [self._service(f"embed-worker-{i + 1}", ["codenav_worker", "--lane",
+                                                                  "embed"], lane="embed")
+                         for i in range(self.embed_workers)]
+        services.append(self._service("watcher", ["codenav_watcher"]))
+        self.children += services
+        for child in services:
+            self._start(child)
+        self._supervisor = threading.Thread(target=self._supervise, name="codenav-supervisor",
+                                            daemon=True)
+        self._supervisor.start()
+        api = next(c for c in self.children if c.name == "api")
+        self._wait_for(api, 60.0)
         self._write_stack_file(pg.url)
+
+    def _service(self, name: str, module_args: list[str], *, lane: str | None = None,
+                 ready: Callable[[], bool] | None = None) -> Child:
+        log_path = self.home / "logs" / f"{name}.log"
+
+        def spawn(child: Child) -> subprocess.Popen[bytes]:
+            argv = python_argv(*module_args)
+            if child.lane:  # a name of its own per incarnation: RQ refuses a reused one
+                child.worker_name = queue.worker_name(child.lane)
+                argv += ["--name", child.worker_name]
+            with log_path.open("ab") as log:
+                return subprocess.Popen(argv, env=self.env, stdout=log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True)
+
+        return Child(name, spawn, ready, lane=lane, log_path=log_path)
+
+    def _start(self, child: Child) -> None:
+        child.proc = child.spawn(child)
+        child.started_at = time.monotonic()
+        child.is_ready = child.ready is None
+
+    def _wait_for(self, child: Child, timeout: float) -> None:
+        """Block until ``child`` is ready (the supervisor, if running, restarts it)."""
+        deadline = time.monotonic() + timeout
+        delay = 0.02
+        while time.monotonic() < deadline:
+            if self.fatal:
+                raise CrashLoop(self.fatal)
+            if self._supervisor is None:  # before the supervisor runs: fail fast
+                assert child.proc is not None
+                if child.proc.poll() is not None:
+                    raise Unavailable(f"{child.name} exited with code {child.proc.returncode} "
+                                      "while starting", hint=_last_line(child.log_path))
+                if child.ready is None or child.ready():
+                    child.is_ready = True
+                    return
+            elif child.is_ready:
+                return
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.2)
+        raise Unavailable(f"{child.name} did not become ready in {timeout:.0f}s",
+                          hint=f"see {child.log_path}")
 
     def _rotate_token(self, conn: Any) -> None:
         previous = self.home / "stack.json"
@@ -124,23 +255,6 @@ class Stack:
         self.token, self._token_id = create_token(conn, "codenav up (local stack)", "admin",
                                                   DEFAULT_TEAM, created_by="codenav up")
 
-    def _spawn(self, child: Child) -> None:
-        child.log = (self.home / "logs" / f"{child.name}.log").open("ab")
-        child.proc = subprocess.Popen(child.argv, env=self.env, stdout=child.log,
-                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                      start_new_session=True)
-
-    def _wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.check_children()
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/readyz", timeout=1.0).status_code == 200:
-                    return
-            time.sleep(0.1)
-        raise Unavailable("the API did not become ready",
-                          hint=f"see {self.home / 'logs' / 'api.log'}")
-
     def _write_stack_file(self, database_url: str) -> None:
         path = self.home / "stack.json"
         tmp = path.with_suffix(".tmp")
@@ -152,38 +266,119 @@ class Stack:
                        "started_at": time.time()}, handle, indent=2)
         os.replace(tmp, path)
 
-    def check_children(self) -> None:
-        """Restart a worker, watcher or embedder that died; a dead API or store stops the
-        stack."""
-        for proc, name in ((self.store, "store"), (self.queue, "queue")):
-            if proc is not None and proc.poll() is not None:
-                raise Unavailable(f"the {name} exited (code {proc.returncode})",
-                                  hint=f"see {self.home / 'logs'}")
-        for child in self.children:
-            if child.proc is None or child.proc.poll() is None:
-                continue
-            if child.name == "api" or child.restarts >= 5:
-                raise Unavailable(f"{child.name} exited (code {child.proc.returncode})",
-                                  hint=f"see {self.home / 'logs' / (child.name + '.log')}")
-            child.restarts += 1
-            self._spawn(child)
+    # --- supervision -------------------------------------------------------------------
+    def _supervise(self) -> None:
+        while not self._stopping.wait(TICK_S):
+            try:
+                self.check()
+            except CrashLoop as exc:
+                self.fatal = exc.message + (f" ({exc.hint})" if exc.hint else "")
+                os.kill(os.getpid(), signal.SIGTERM)  # the main thread stops the stack
+                return
+            except Exception as exc:  # noqa: BLE001 - supervision must go on
+                self.say(f"supervisor: {type(exc).__name__}: {exc}")
 
-    def stop(self) -> None:
-        for child in reversed(self.children):
-            if child.proc is not None:
-                stop_process(child.proc, signal.SIGTERM, timeout=20)
-            if child.log is not None:
-                child.log.close()
-        if self.queue is not None:
-            stop_process(self.queue, signal.SIGTERM)
-        if self.store is not None:
-            stop_process(self.store, signal.SIGINT, timeout=30)
-        with contextlib.suppress(OSError):
-            data = json.loads((self.home / "stack.json").read_text(encoding="utf-8"))
-            if data.get("pid") == os.getpid():
+    def check(self) -> None:
+        """One round: note deaths, restart what is due, notice what became ready."""
+        now = time.monotonic()
+        for child in self.children:
+            if self._stopping.is_set():
+                return
+            if child.proc is None:
+                if now >= child.restart_at:
+                    self._start(child)
+            elif child.proc.poll() is not None:
+                self._died(child, now)
+            elif not child.is_ready:
+                if child.ready is not None and child.ready():
+                    child.is_ready = True
+                    if child.restarts:
+                        self.say(f"{child.name} is back ({now - child.down_since:.1f}s after "
+                                 "it died)")
+            elif child.quick_deaths and now - child.started_at > STABLE_S:
+                child.quick_deaths = 0
+        if self._dead_workers:
+            self._recover_jobs()
+
+    def _died(self, child: Child, now: float) -> None:
+        assert child.proc is not None
+        code = child.proc.returncode
+        how = f"signal {-code}" if code < 0 else f"code {code}"
+        # Whatever it started in its session goes too (Postgres' backends, a worker's
+        # scheduler), so the next incarnation starts clean.
+        kill_group(child.proc.pid, signal.SIGKILL, wait=5.0)
+        if child.lane and child.worker_name:
+            self._dead_workers.add(child.worker_name)
+        child.quick_deaths = child.quick_deaths + 1 if now - child.started_at < STABLE_S else 1
+        if child.quick_deaths >= CRASH_LOOP:
+            raise CrashLoop(f"{child.name} keeps dying ({child.quick_deaths} times in a row, "
+                            f"last with {how})", hint=_last_line(child.log_path))
+        delay = min(BACKOFF_S[0] * 2 ** (child.quick_deaths - 1), BACKOFF_S[1])
+        self.say(f"{child.name} exited ({how}); restarting it in {delay:.1f}s")
+        child.proc = None
+        child.restarts += 1
+        child.is_ready = False
+        child.down_since = now
+        child.restart_at = now + delay
+
+    def _recover_jobs(self) -> None:
+        """Jobs of dead workers back to the front of their queue (once Redis answers)."""
+        conn, dead = self._queue_conn, set(self._dead_workers)
+        if conn is None:
+            return
+        try:
+            again = queue.requeue_abandoned(conn, Settings.load(env=self.env), dead=dead)
+        except (redis.RedisError, CodenavError):
+            return  # the queue is down too: try again next round
+        self._dead_workers -= dead
+        if again:
+            self.say(f"requeued {', '.join(again)} (its worker died)")
+
+    def state(self, name: str) -> str:
+        """``ready``, ``starting``, ``down`` or ``off`` (no such child)."""
+        child = next((c for c in self.children if c.name == name), None)
+        if child is None:
+            return "off"
+        if child.proc is None:
+            return "down"
+        return "ready" if child.is_ready else "starting"
+
+    def run(self, tick: Callable[[], None] | None = None) -> None:
+        """Until SIGINT/SIGTERM (KeyboardInterrupt) or a crash loop; ``tick`` every 0.5 s."""
+        while not self.fatal:
+            if tick is not None:
+                tick()
+            time.sleep(0.5)
+
+    # --- stop --------------------------------------------------------------------------
+    def stop(self) -> float:
+        """Stop every child, in order; returns how long it took."""
+        started = time.monotonic()
+        self._stopping.set()
+        if self._supervisor is not None and self._supervisor is not threading.current_thread():
+            self._supervisor.join(5)
+        by_name = {c.name: c for c in self.children}
+        front = [c for c in self.children if c.name not in ("embedder", "store", "queue")]
+        _stop_all(front, signal.SIGTERM, SERVICES_STOP_S)
+        _stop_all([c for c in [by_name.get("embedder")] if c], signal.SIGTERM,
+                  EMBEDDER_STOP_S)
+        data = [c for c in (by_name.get("queue"), by_name.get("store")) if c]
+        for child in data:
+            if child.running:
+                assert child.proc is not None
+                child.proc.send_signal(signal.SIGINT if child.name == "store" else
+                                       signal.SIGTERM)
+        _stop_all(data, None, DATA_STOP_S)
+        if self._queue_conn is not None:
+            self._queue_conn.close()
+        with contextlib.suppress(OSError, ValueError):
+            data_file = json.loads((self.home / "stack.json").read_text(encoding="utf-8"))
+            if data_file.get("pid") == os.getpid():
                 (self.home / "stack.json").unlink()
         if self._lock is not None:
             self._lock.close()
+            self._lock = None
+        return time.monotonic() - started
 
 
 def local_roots(settings: Settings, repos: list[str], registered: list[str]) -> list[str]:
@@ -199,17 +394,37 @@ def local_roots(settings: Settings, repos: list[str], registered: list[str]) -> 
     return out
 
 
-def wait_forever(stack: Stack, tick: Callable[[], None] | None = None) -> None:
-    """Supervise the children until SIGINT/SIGTERM; ``tick`` runs every half second."""
-    stop = {"now": False}
+def _stop_all(children: list[Child], sig: int | None, timeout: float) -> None:
+    """Signal all at once, wait for all (bounded), then kill what is left, groups too."""
+    live = [c for c in children if c.proc is not None]
+    if sig is not None:
+        for child in live:
+            if child.running:
+                assert child.proc is not None
+                with contextlib.suppress(ProcessLookupError):
+                    child.proc.send_signal(sig)
+    deadline = time.monotonic() + timeout
+    for child in live:
+        assert child.proc is not None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.proc.wait(max(0.0, deadline - time.monotonic()))
+    for child in live:
+        assert child.proc is not None
+        if child.proc.poll() is None or group_alive(child.proc.pid):
+            stop_process(child.proc, signal.SIGKILL, timeout=2)
 
-    def handler(_signum: int, _frame: Any) -> None:
-        stop["now"] = True
 
-    signal.signal(signal.SIGINT, handler)
-    signal.signal(signal.SIGTERM, handler)
-    while not stop["now"]:
-        stack.check_children()
-        if tick is not None:
-            tick()
-        time.sleep(0.5)
+def _http_ok(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _last_line(path: Path | None) -> str | None:
+    if path is None or not path.exists():
+        return None
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - 2000))
+        lines = [ln for ln in handle.read().decode(errors="replace").splitlines() if ln.strip()]
+    return f"{path.name}: {lines[-1].strip()[:300]}" if lines else f"see {path}"

@@ -108,3 +108,29 @@ def status(conn: psycopg.Connection, scopes: list[Scope]) -> dict[str, Any]:
                            "run `codenav index PATH`"}
     answer["_stats"] = stats(answer, {}, started)
     return answer
+
+
+def health(queue_error: str | None, workers: dict[str, int] | None,
+           embedder: str | None) -> dict[str, Any]:
+    """The services behind the answers, and what is degraded while one is down: the API
+    keeps answering from the index it has (``degraded`` says what is missing)."""
+    out: dict[str, Any] = {"database": "ok",
+                           "queue": f"unreachable ({queue_error})" if queue_error else "ok"}
+    degraded = []
+    if queue_error:
+        degraded.append(f"queue unreachable ({queue_error}): changes on disk wait until it "
+                        "is back; answers come from the index as it is")
+    if workers is not None:
+        out["workers"] = workers
+        if not workers.get("index"):
+            degraded.append("no index worker is running: index jobs wait for one")
+        if embedder is not None and not workers.get("embed"):
+            degraded.append("no embedding worker is running: new chunks wait for their "
+                            "vectors (search finds them lexically)")
+    if embedder is not None:
+        out["embedder"] = embedder
+        if embedder != "ok":
+            degraded.append(f"embedder unavailable ({embedder}): semantic ranking is off, "
+                            "answers are lexical")
+    out["degraded"] = degraded
+    return out

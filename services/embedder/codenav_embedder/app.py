@@ -56,17 +56,29 @@ class Runtime:
             self.settled.set()
 
     def _load(self) -> None:
+        """Load the model and give queries a runtime of their own (the query lane); the
+        bulk runtime is opened by the bulk thread after it lowered its priority (its
+        threads inherit it), so a query, an index job or a search never waits for bulk
+        embedding."""
         s = self.settings
         try:
             enc = encoder.load(self.model_name, backend=s.backend, max_tokens=s.max_tokens,
-                               threads=s.threads, cache_dir=s.cache_path())
-            enc.encode(["warm up"], batch_size=1)
+                               threads=s.threads, cache_dir=s.cache_path(), open_session=False)
+            queries = enc.for_queries(s.query_threads) if s.query_threads else enc.open()
+            queries.encode(["warm up"], batch_size=1)
         except Exception as exc:  # reported by /readyz; the process stays up
             log.exception("loading %s (%s) failed", self.model_name, s.backend)
             self.error = f"model failed to load: {type(exc).__name__}: {exc}"
             return
+
+        def query_encode(texts: list[str]) -> np.ndarray:
+            return queries.encode(texts, batch_size=s.batch_size)
+
         batcher = Batcher(lambda texts: enc.encode(texts, batch_size=s.batch_size),
-                          max_batch=s.max_batch, slice_size=2 * s.batch_size)
+                          max_batch=s.max_batch, slice_size=2 * s.batch_size,
+                          query_encode=query_encode if s.query_threads else None,
+                          bulk_nice=s.bulk_nice,
+                          bulk_setup=lambda: enc.open().encode(["warm up"], batch_size=1))
         batcher.start()
         self.encoder, self.batcher = enc, batcher
         if self._closed.is_set():

@@ -8,12 +8,18 @@ fill up by themselves, with no timer and no added latency when idle.
 
 Queries must not wait behind bulk work: a request of more than ``slice_size`` texts (an
 index worker's backlog) is cut into slices encoded one group at a time, and small requests
-(a search query) jump the queue, so a query waits for at most one slice.
+(a search query) jump the queue, so a query waits for at most one slice. With a query lane
+(``query_encode``: its own runtime, see ``app.Runtime``) small requests never wait for bulk
+work at all: a thread of their own encodes them while a slice runs.
+
+Stopping cancels the bulk work still queued (its callers get an error at once) and lets the
+group in progress finish, so a shutdown takes at most one slice.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -41,8 +47,13 @@ URGENT_TEXTS = 4
 
 
 class Batcher:
-    def __init__(self, encode: Encode, *, max_batch: int = 256, slice_size: int = 64) -> None:
+    def __init__(self, encode: Encode, *, max_batch: int = 256, slice_size: int = 64,
+                 query_encode: Encode | None = None, bulk_nice: int = 0,
+                 bulk_setup: Callable[[], object] | None = None) -> None:
         self._encode = encode
+        self._bulk_setup = bulk_setup
+        self._query_encode = query_encode
+        self._bulk_nice = bulk_nice
         self._max_batch = max_batch
         self._slice = max(1, min(slice_size, max_batch))
         self._pending: deque[tuple[list[str], Future[np.ndarray]]] = deque()
@@ -50,18 +61,29 @@ class Batcher:
         self._cond = threading.Condition()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="codenav-embed-model", daemon=True)
+        self._query_thread = threading.Thread(target=self._run_queries, daemon=True,
+                                              name="codenav-embed-queries")
+        self._stats_lock = threading.Lock()
         self.stats = Stats()
 
     def start(self) -> None:
+        if self._query_encode is not None:
+            self._query_thread.start()
         self._thread.start()
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Finish what is queued, then end the worker thread."""
+    def stop(self, timeout: float = 10.0) -> None:
+        """Cancel the bulk work still queued, finish the groups in progress, end."""
         with self._cond:
             self._stopping = True
+            cancelled = list(self._pending)
+            self._pending.clear()
             self._cond.notify_all()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        for _texts, future in cancelled:
+            if future.set_running_or_notify_cancel():
+                future.set_exception(RuntimeError("the embedder is shutting down"))
+        for thread in (self._thread, self._query_thread):
+            if thread.is_alive():
+                thread.join(timeout)
 
     def submit(self, texts: list[str]) -> Future[np.ndarray]:
         """Queue ``texts``; the future resolves to their vectors, one row per text."""
@@ -100,13 +122,26 @@ class Batcher:
             if self._stopping:
                 raise RuntimeError("the embedder is shutting down")
             (self._urgent if urgent else self._pending).extend(items)
-            self._cond.notify()
+            self._cond.notify_all()  # two threads wait: each for its own queue
 
-    def _take(self) -> list[tuple[list[str], Future[np.ndarray]]] | None:
+    def _take(self, queries_only: bool = False,
+              ) -> list[tuple[list[str], Future[np.ndarray]]] | None:
+        """The next group to encode: urgent requests first (all of them, up to
+        ``max_batch`` texts), else one slice of bulk work; None once stopping and empty.
+        With a query lane, the bulk thread never takes urgent requests and the query
+        thread takes nothing else."""
+        lane = self._query_encode is not None
         with self._cond:
-            while not self._pending and not self._urgent and not self._stopping:
+            while True:
+                if queries_only:
+                    queue = self._urgent
+                elif self._urgent and not lane:
+                    queue = self._urgent
+                else:
+                    queue = self._pending
+                if queue or self._stopping:
+                    break
                 self._cond.wait()
-            queue = self._urgent if self._urgent else self._pending
             if not queue:
                 return None
             limit = self._max_batch if queue is self._urgent else self._slice
@@ -118,23 +153,48 @@ class Batcher:
             return group
 
     def _run(self) -> None:
+        if self._bulk_nice:
+            lower_priority(self._bulk_nice)
+        if self._bulk_setup is not None:  # runs at the bulk priority (threads inherit it)
+            self._bulk_setup()
         while (group := self._take()) is not None:
-            group = [(texts, fut) for texts, fut in group if fut.set_running_or_notify_cancel()]
-            if not group:
-                continue
-            texts = [text for batch, _ in group for text in batch]
-            try:
-                vectors = self._encode(texts)
-            except Exception as exc:  # handed to every caller of the group
-                log.exception("encoding %d texts failed", len(texts))
-                for _, fut in group:
-                    fut.set_exception(exc)
-                continue
+            self._encode_group(group, self._encode)
+
+    def _run_queries(self) -> None:
+        assert self._query_encode is not None
+        while (group := self._take(queries_only=True)) is not None:
+            self._encode_group(group, self._query_encode)
+
+    def _encode_group(self, group: list[tuple[list[str], Future[np.ndarray]]],
+                      encode: Encode) -> None:
+        group = [(texts, fut) for texts, fut in group if fut.set_running_or_notify_cancel()]
+        if not group:
+            return
+        texts = [text for batch, _ in group for text in batch]
+        try:
+            vectors = encode(texts)
+        except Exception as exc:  # handed to every caller of the group
+            log.exception("encoding %d texts failed", len(texts))
+            for _, fut in group:
+                fut.set_exception(exc)
+            return
+        with self._stats_lock:
             self.stats.requests += len(group)
             self.stats.texts += len(texts)
             self.stats.batches += 1
             self.stats.largest_batch = max(self.stats.largest_batch, len(texts))
-            offset = 0
-            for batch, fut in group:
-                fut.set_result(vectors[offset:offset + len(batch)])
-                offset += len(batch)
+        offset = 0
+        for batch, fut in group:
+            fut.set_result(vectors[offset:offset + len(batch)])
+            offset += len(batch)
+
+
+def lower_priority(nice: int) -> None:
+    """Lower the calling thread's CPU priority (Linux: per thread), so that queries, index
+    jobs and searches run first when the cores are busy; threads it starts inherit it."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(),
+                       min(19, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+                           + nice))
+    except OSError as exc:
+        log.warning("could not lower the bulk embedding priority: %s", exc)

@@ -12,8 +12,10 @@ Vectors always come back L2-normalised, in float32, in the order of the inputs.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,14 +45,19 @@ class Prepared:
 
 
 class Encoder:
-    """One loaded model. ``encode`` is not thread-safe: a single worker thread calls it."""
+    """One loaded model. ``encode`` is not thread-safe: a single thread calls it; a second
+    thread uses its own ``for_queries`` copy (the model and tokenizer are shared, the
+    runtime session is not)."""
 
     def __init__(self, model: SentenceTransformer, *, name: str, backend: str,
-                 session: Any = None) -> None:
+                 session: Any = None, graph: Path | None = None, threads: int = 1) -> None:
         self.model = model
         self.name = name
         self.backend = backend
         self._session = session
+        self._graph = graph
+        self.threads = threads
+        self._tokenize = threading.Lock()  # the fast tokenizer is not safe to share
         self._tail = list(model)[1:]
         dimension = model.get_embedding_dimension()
         if not dimension:
@@ -60,6 +67,21 @@ class Encoder:
             raise ValueError(f"model {name!r} does not declare its max sequence length")
         self.max_tokens = int(model.max_seq_length)
         self._counter = _CountingTokenizer(model)
+
+    def open(self) -> Encoder:
+        """Open the ONNX session (``load(..., open_session=False)`` defers it, so that the
+        thread that opens it, whose priority its threads inherit, can be chosen)."""
+        if self._graph is not None and self._session is None:
+            self._session = _onnx.open_session(self._graph, self.threads)
+        return self
+
+    def for_queries(self, threads: int = 1) -> Encoder:
+        """A copy for the query lane: same model and tokenizer, its own ONNX session with
+        ``threads`` threads, so a query never waits for a bulk batch to finish."""
+        clone = copy.copy(self)
+        clone.threads = threads
+        clone._session = None
+        return clone.open()
 
     def prepare(self, texts: Sequence[str]) -> Prepared:
         """Cut over-long texts and count tokens (special tokens included, as the model sees
@@ -89,8 +111,9 @@ class Encoder:
         return out / np.maximum(norms, 1e-12)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        features = self.model.preprocess(texts)
-        if self._session is None:
+        with self._tokenize:
+            features = self.model.preprocess(texts)
+        if self._graph is None:
             features = self.model.forward(features)
         else:
             features["token_embeddings"] = _onnx.run(self._session, features)
@@ -121,11 +144,12 @@ class _CountingTokenizer:
 
 
 def load(model_name: str, *, backend: str = "torch", max_tokens: int = 0, threads: int = 0,
-         cache_dir: Path | None = None) -> Encoder:
+         cache_dir: Path | None = None, open_session: bool = True) -> Encoder:
     """Load ``model_name`` (a sentence-transformers id or a local directory) for ``backend``.
 
     ``max_tokens`` 0 keeps the model's own limit (it is capped at that limit). ``threads`` 0
-    means one per core. ONNX graphs are exported once into ``cache_dir`` and reused."""
+    means one per core. ONNX graphs are exported once into ``cache_dir`` and reused; with
+    ``open_session=False`` the caller opens the session (``Encoder.open``)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     threads = threads or (os.cpu_count() or 1)
@@ -134,12 +158,12 @@ def load(model_name: str, *, backend: str = "torch", max_tokens: int = 0, thread
     model.eval()
     if max_tokens:
         model.max_seq_length = min(max_tokens, int(model.max_seq_length or max_tokens))
-    session = None
+    graph = None
     if backend != "torch":
         cache = cache_dir or default_cache_dir()
-        path = _onnx.ensure_exported(model, model_name, cache, int8=backend == "onnx-int8")
-        session = _onnx.open_session(path, threads)
-    return Encoder(model, name=model_name, backend=backend, session=session)
+        graph = _onnx.ensure_exported(model, model_name, cache, int8=backend == "onnx-int8")
+    encoder = Encoder(model, name=model_name, backend=backend, graph=graph, threads=threads)
+    return encoder.open() if open_session else encoder
 
 
 def default_cache_dir() -> Path:

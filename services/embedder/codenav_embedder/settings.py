@@ -46,6 +46,13 @@ class EmbedderSettings:
     """Texts drained from the queue into one encode call, across concurrent requests."""
     max_inputs: int = 512
     """Most inputs one request may carry (400 above)."""
+    query_threads: int = 1
+    """Threads of the query lane: requests of at most 4 texts (search queries) have a
+    runtime of their own and never wait for bulk work; 0 turns the lane off (they then jump
+    the bulk queue and wait for at most one slice)."""
+    bulk_nice: int = 10
+    """How much lower bulk embedding's CPU priority is (Linux nice, per thread): queries,
+    index jobs and searches run first when the cores are busy; 0 keeps it normal."""
     cache_dir: str = ""
     """Where exported ONNX graphs are kept; empty means ``$XDG_CACHE_HOME/codenav-embedder``."""
     host: str = "127.0.0.1"
@@ -71,7 +78,7 @@ class EmbedderSettings:
         if self.backend not in BACKENDS:
             raise ConfigError(f"CODENAV_EMBED_BACKEND must be one of {', '.join(BACKENDS)}, "
                               f"got {self.backend!r}")
-        for name in ("threads", "max_tokens"):
+        for name in ("threads", "max_tokens", "query_threads", "bulk_nice"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"CODENAV_EMBED_{name.upper()} must be 0 or more")
         for name in ("batch_size", "max_batch", "max_inputs"):

@@ -6,12 +6,17 @@ however many run): ask for a full reconcile at start (catching up on anything ch
 down), watch it, turn events into coalesced path
 reconciles, and ask for a full reconcile every CODENAV_RECONCILE_INTERVAL_S seconds.
 Its mode (events or polling) is reported in Redis for ``status``.
+
+The database or the queue going away is waited out: watching goes on, and once the queue
+answers again every watched repository gets a full reconcile (events seen meanwhile could
+not be queued, and a restarted Redis may have lost its last second).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -20,6 +25,8 @@ import sys
 import time
 import uuid
 from pathlib import Path
+
+import redis
 
 from codenav import queue, repos, roots
 from codenav.config import Settings
@@ -40,6 +47,8 @@ class Sidecar:
         self.watches: dict[int, tuple[RepoWatch, asyncio.Task[None]]] = {}
         self.last_full: dict[int, float] = {}
         self.stopping = asyncio.Event()
+        self.outage: str | None = None
+        """Why the last tick failed (the queue or the database is down), until one works."""
 
     def on_changes(self, repo_id: int, changes: Changes) -> None:
         try:
@@ -49,7 +58,9 @@ class Sidecar:
                 queue.request_full(self.redis, self.settings, repo_id)
                 self.last_full[repo_id] = time.monotonic()
         except CodenavError as exc:
-            log.warning("could not queue reconcile for repo %s: %s", repo_id, exc.message)
+            if self.outage is None:
+                log.warning("could not queue reconcile for repo %s: %s", repo_id, exc.message)
+            self.outage = self.outage or exc.message
 
     def _repos(self) -> list[repos.Repo]:
         with connect(self.settings) as conn:
@@ -98,12 +109,29 @@ class Sidecar:
             if now - self.last_full.get(repo_id, now) >= self.settings.reconcile_interval_s:
                 self.on_changes(repo_id, {})
 
+    def _failed(self, reason: str) -> None:
+        if self.outage is None:
+            log.warning("%s; watching goes on, and every repository is reconciled once it "
+                        "is back", reason)
+        self.outage = reason
+
+    def _recovered(self) -> None:
+        log.info("back after an outage (%s): reconciling every watched repository",
+                 self.outage)
+        self.outage = None
+        for repo_id in list(self.watches):
+            self.on_changes(repo_id, {})
+
     async def run(self) -> None:
         while not self.stopping.is_set():
             try:
                 await self.tick()
+                if self.outage is not None:
+                    self._recovered()
             except CodenavError as exc:
-                log.warning("cannot refresh repositories: %s", exc.message)
+                self._failed(f"cannot refresh repositories: {exc.message}")
+            except redis.RedisError as exc:
+                self._failed(f"the queue is unreachable ({type(exc).__name__})")
             except Exception:
                 log.exception("watcher tick failed")
             try:
@@ -112,7 +140,8 @@ class Sidecar:
                 pass
         for repo_id in list(self.watches):
             self._stop_watch(repo_id)
-            queue.release_leadership(self.redis, repo_id, self.me)
+            with contextlib.suppress(redis.RedisError):
+                queue.release_leadership(self.redis, repo_id, self.me)
 
 
 def main(argv: list[str] | None = None) -> int:

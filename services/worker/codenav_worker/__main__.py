@@ -1,8 +1,14 @@
-"""Worker entrypoint: ``python -m codenav_worker``.
+"""Worker entrypoint: ``python -m codenav_worker [--lane index|embed]``.
 
-Preloads every grammar before RQ forks a work horse per job, so horses share them; waits
-for the database schema to be current; then works the index queue (with the scheduler, so
-retries with intervals run).
+A worker serves one lane: ``index`` (reconciling repositories and building their code
+graph; the default) or ``embed`` (embedding chunks). The lanes never share a process, so an
+edit never waits behind an embedding slice, and each scales apart (compose: ``worker`` and
+``embed-worker``).
+
+An index worker preloads every grammar before RQ forks a work horse per job, so horses
+share them. Every worker waits for the database schema and the queue (an embed worker also
+for the embedder's model) before it takes a job, then works its lane's queue with the
+scheduler, so retries with intervals run.
 """
 
 from __future__ import annotations
@@ -11,56 +17,104 @@ import argparse
 import logging
 import sys
 import time
+from collections.abc import Callable
 
-from rq import Worker
+import redis
 from rq.serializers import JSONSerializer
 
 from codenav import queue
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
-from codenav.errors import CodenavError
-from codenav.graph.extract import preload_queries
-from codenav.parse.chunker import preload_grammars
+from codenav.embed_client import EmbedClient
+from codenav.errors import CodenavError, Unavailable
+from codenav_worker.worker import CodenavWorker
 
 log = logging.getLogger("codenav.worker")
 
 
-def wait_for_schema(settings: Settings, timeout: float = 120.0) -> None:
+def _wait_for(what: str, check: Callable[[], object], timeout: float) -> None:
+    """Retry ``check`` until it passes (one log line while waiting), or give up."""
     deadline = time.monotonic() + timeout
+    delay, told = 0.2, ""
     while True:
         try:
-            with connect(settings) as conn:
-                migrations.check(conn)
-                return
-        except CodenavError as exc:
+            check()
+            if told:
+                log.info("%s: ready", what)
+            return
+        except (CodenavError, redis.RedisError) as exc:
+            reason = exc.message if isinstance(exc, CodenavError) else type(exc).__name__
             if time.monotonic() > deadline:
-                raise
-            log.info("waiting for the database: %s", exc.message)
-            time.sleep(1.0)
+                raise CodenavError(f"{what} not ready after {timeout:.0f}s: {reason}") from None
+            if reason != told:
+                log.info("waiting for %s: %s", what, reason)
+                told = reason
+            time.sleep(delay)
+            delay = min(delay * 1.5, 2.0)
+
+
+def wait_for_schema(settings: Settings, timeout: float = 300.0) -> None:
+    def check() -> None:
+        with connect(settings) as conn:
+            migrations.check(conn)
+
+    _wait_for("the database", check, timeout)
+
+
+def wait_for_embedder(settings: Settings, timeout: float = 1800.0) -> None:
+    """An embed worker takes no job before the embedder serves (its model loads for
+    seconds to minutes), so no job fails or logs "unreachable" meanwhile."""
+    client = EmbedClient.from_settings(settings, timeout=10.0)
+    if client is None:
+        return
+    def check() -> None:
+        try:
+            client.info()
+        except Unavailable as exc:  # not listening yet: it is starting, not broken
+            raise Unavailable("no answer yet" if "unreachable" in exc.message else
+                              exc.message) from None
+
+    try:
+        _wait_for(f"the embedder at {settings.embed_url}", check, timeout)
+    finally:
+        client.close()
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="codenav-worker", description=__doc__)
+    parser = argparse.ArgumentParser(prog="codenav-worker", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lane", choices=sorted(queue.LANES), default="index",
+                        help="the work this worker takes (default: index)")
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
-    parser.add_argument("--name", default=None, help="worker name (default: generated)")
+    parser.add_argument("--name", default=None,
+                        help="worker name (default: unique per process)")
     args = parser.parse_args(argv)
     try:
         settings = Settings.load()
         logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
-        preload_grammars()
-        preload_queries()
+        if args.lane == "index":
+            from codenav.graph.extract import preload_queries
+            from codenav.parse.chunker import preload_grammars
+
+            preload_grammars()
+            preload_queries()
         wait_for_schema(settings)
         conn = queue.connect_redis(settings)
-        # Queues in priority order: indexing first, embedding when nothing is to index.
-        worker = Worker([queue.INDEX_QUEUE, queue.EMBED_QUEUE], connection=conn,
-                        serializer=JSONSerializer, name=args.name)
+        _wait_for("the queue", lambda: bool(conn.ping()), 300.0)
+        if args.lane == "embed":
+            wait_for_embedder(settings)
+        worker = CodenavWorker(list(queue.LANES[args.lane]), connection=conn,
+                               serializer=JSONSerializer, settings=settings,
+                               name=args.name or queue.worker_name(args.lane))
         worker.work(burst=args.burst, with_scheduler=True, logging_level=settings.log_level)
     except CodenavError as exc:
         print(f"codenav-worker: {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""),
               file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # stopped while still waiting for a dependency
+        return 0
     return 0
 
 

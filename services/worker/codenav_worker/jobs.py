@@ -1,9 +1,21 @@
 """RQ jobs. Each is a thin wrapper over ``codenav.indexer.reconcile`` and idempotent:
-running one twice, or again after a crash half-way, converges to the same index."""
+running one twice, or again after a crash half-way, converges to the same index.
+
+Jobs stop early when their worker is asked to stop (``STOP``, set by the horse's signal
+handler): at the next checkpoint, or where they are once the soft deadline passes
+(``interrupt_now``). A stopped job asks to be run again, so a shutdown loses nothing."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
+
+import psycopg
 
 from codenav import queue, repos
 from codenav.config import Settings
@@ -11,14 +23,27 @@ from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.embed_client import EmbedClient
 from codenav.embeddings import embed_backlog
+from codenav.errors import Interrupted, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
 from codenav.indexer import reconcile
 
+log = logging.getLogger("codenav.worker")
+
 EMBED_BUDGET_S = 30.0
-"""An embed job works this long, then re-queues itself, so index jobs never wait long."""
+"""An embed job works this long, then re-queues itself, so the other repositories' backlogs
+take turns on the embed lane."""
+EMBEDDER_WAIT_S = 60.0
+"""An embed job whose embedder went away waits this long for it before queueing itself
+again (no failure, no retry used: the embedder being restarted is normal)."""
+
+STOP = threading.Event()
+"""Set in a work horse when its worker is stopping."""
+_RUNNING_JOB = threading.Event()
 
 _SETTINGS: Settings | None = None
+
+JobFunc = Callable[[int], dict[str, Any]]
 
 
 def settings() -> Settings:
@@ -28,6 +53,53 @@ def settings() -> Settings:
     return _SETTINGS
 
 
+def interrupt_now() -> None:
+    """Raise ``Interrupted`` in the job where it is (from a signal handler; outside a
+    job's body it does nothing)."""
+    if _RUNNING_JOB.is_set():
+        raise Interrupted("the worker is stopping")
+
+
+def resumable(kind: str) -> Callable[[JobFunc], JobFunc]:
+    """A job that, when interrupted by a stop, asks to be run again and ends cleanly."""
+
+    def wrap(func: JobFunc) -> JobFunc:
+        @functools.wraps(func)
+        def run(repo_id: int) -> dict[str, Any]:
+            _RUNNING_JOB.set()
+            try:
+                if STOP.is_set():
+                    raise Interrupted("the worker is stopping")
+                return func(repo_id)
+            except Exception as error:
+                exc = _interruption(error)
+                if exc is None:
+                    raise
+                _RUNNING_JOB.clear()
+                again = queue.request_again(queue.connect_redis(settings()), settings(), kind,
+                                            repo_id)
+                log.info("%s job of repo %s stopped (%s); queued again as %s", kind, repo_id,
+                         exc.message, again)
+                return {"interrupted": True, "reason": exc.message, "again": again}
+            finally:
+                _RUNNING_JOB.clear()
+
+        return run
+
+    return wrap
+
+
+def _interruption(error: BaseException | None) -> Interrupted | None:
+    """The ``Interrupted`` behind ``error``: raised mid-query, it can surface as the error
+    of the cleanup that followed (a rollback on the interrupted session)."""
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, Interrupted):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
 def _job_id() -> str | None:
     from rq import get_current_job
 
@@ -35,13 +107,14 @@ def _job_id() -> str | None:
     return job.id if job is not None else None
 
 
+@resumable("full")
 def reconcile_repo(repo_id: int) -> dict[str, Any]:
     """Reconcile a whole repository with its files on disk."""
     s = settings()
     conn = queue.connect_redis(s)
     queue.claim_started(conn, "full", repo_id)
     covered = queue.pending_changes(conn, repo_id)  # a full pass reconciles these too
-    summary = reconcile(s, repo_id, None, job_id=_job_id(), defer_graph=True)
+    summary = reconcile(s, repo_id, None, job_id=_job_id(), defer_graph=True, stop=STOP)
     queue.done_paths(conn, repo_id, covered)
     if summary.refused:  # not retried: nothing changes until the repository does
         return {"refused": summary.refused}
@@ -52,6 +125,7 @@ def reconcile_repo(repo_id: int) -> dict[str, Any]:
             "seconds": round(summary.seconds, 3), "graph_job": graph_job}
 
 
+@resumable("graph")
 def build_graph(repo_id: int) -> dict[str, Any]:
     """Build a repository's code graph in full (after its first index), holding the
     repository lock like an index run: a reconcile of saved files waits for it, then
@@ -69,14 +143,16 @@ def build_graph(repo_id: int) -> dict[str, Any]:
             try:
                 facts.fill_pending(s, db, repo_id)  # what the first index left for this job
                 done = graph.update(db, repo_id, [], [])  # builds in full when marked stale
-            finally:
-                db.execute(q.REPO_UNLOCK, (repo_id,))
+            finally:  # an interrupted query can leave the session unusable: closing unlocks
+                with contextlib.suppress(psycopg.Error):
+                    db.execute(q.REPO_UNLOCK, (repo_id,))
     finally:
         queue.mark_finished(rconn, "graph", repo_id)
     return {"files": done.files if done else 0,
             "seconds": round(done.seconds, 3) if done else 0.0}
 
 
+@resumable("paths")
 def reconcile_pending(repo_id: int) -> dict[str, Any]:
     """Reconcile the paths requested for a repository since the last such job."""
     s = settings()
@@ -85,7 +161,7 @@ def reconcile_pending(repo_id: int) -> dict[str, Any]:
     changes = queue.pending_changes(conn, repo_id)
     if not changes:
         return {"paths": 0}
-    summary = reconcile(s, repo_id, sorted(changes), job_id=_job_id())
+    summary = reconcile(s, repo_id, sorted(changes), job_id=_job_id(), stop=STOP)
     queue.done_paths(conn, repo_id, changes)
     if summary.refused:
         return {"refused": summary.refused}
@@ -96,6 +172,7 @@ def reconcile_pending(repo_id: int) -> dict[str, Any]:
             "deleted": summary.files_deleted, "seconds": round(summary.seconds, 3)}
 
 
+@resumable("embed")
 def embed_repo(repo_id: int) -> dict[str, Any]:
     """Embed the chunks of a repository that have no vector for the configured model yet.
     Works for a bounded time and re-queues itself while a backlog remains."""
@@ -107,10 +184,33 @@ def embed_repo(repo_id: int) -> dict[str, Any]:
     queue.claim_started(conn, "embed", repo_id)
     try:
         with connect(s, application_name="codenav-embed") as db:
-            run = embed_backlog(db, client, repo_id, EMBED_BUDGET_S)
+            try:
+                run = embed_backlog(db, client, repo_id, EMBED_BUDGET_S, stop=STOP)
+            except Unavailable as exc:  # the embedder went away (restarting, or stopped)
+                log.warning("repo %s: %s; embedding resumes when it is back", repo_id,
+                            exc.message)
+                if not _embedder_back(client, EMBEDDER_WAIT_S):
+                    queue.request_embed(conn, s, repo_id)
+                    return {"embedded": 0, "waiting": exc.message}
+                run = embed_backlog(db, client, repo_id, EMBED_BUDGET_S, stop=STOP)
     finally:
         client.close()
     if run.remaining:
         queue.request_embed(conn, s, repo_id)
     return {"embedded": run.embedded, "remaining": run.remaining,
             "seconds": round(run.seconds, 2)}
+
+
+def _embedder_back(client: EmbedClient, timeout: float) -> bool:
+    """Wait (bounded, stopping with the worker) until the embedder answers again."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if STOP.wait(1.0):
+            raise Interrupted("the worker is stopping")
+        try:
+            client.reset()
+            client.info()
+            return True
+        except Unavailable:
+            continue
+    return False

@@ -67,16 +67,24 @@ def job(job_id: Annotated[Text, Path(max_length=200)], svc: Services = Depends(s
     match = _JOB.match(job_id)
     if match is None:
         raise unknown
+    repo_id = int(match.group(1))
+    info = queue.job_info(svc.redis, job_id)
+    if info is not None:
+        info.pop("repo_id", None)  # the job id names its repository
     with svc.connection() as conn:
         visible = [r.id for r in access.visible_repos(conn, caller)]
-        if int(match.group(1)) not in visible:
+        if repo_id not in visible:
             raise unknown  # another team's job is answered like one that does not exist
         run = run_info(conn.execute(q.RUN_BY_JOB, {"job": job_id, "visible": visible})
                        .fetchone())
-    info = queue.job_info(svc.redis, job_id)
+        # the repository's latest run, whichever job runs it
+        latest = run_info(conn.execute(q.RUN_LATEST, {"repo": repo_id, "visible": visible})
+                          .fetchone())
     if info is None and run is None:
         raise unknown
     out: dict[str, Any] = info or {"job_id": job_id, "state": "unknown"}
     if run is not None:
         out["run"] = run
+    if latest is not None:
+        out["repo_run"] = latest  # the repository's latest run, whichever job runs it
     return out

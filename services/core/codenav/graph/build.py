@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import psycopg
 
 from codenav.db import queries as q
+from codenav.errors import Interrupted
 from codenav.graph import rank
 from codenav.graph.context import BaseRow, Context, Fact, FactRow, SymRow
 from codenav.graph.modules import CONFIG_RE, ModuleIndex, is_config
@@ -110,6 +111,8 @@ def update(conn: psycopg.Connection, repo_id: int, changed: list[str], deleted: 
     graph is derived data, and search must not stop because one repository trips it."""
     try:
         return _update(conn, repo_id, changed, deleted, full)
+    except Interrupted:  # a stop, not a failure: the job runs again
+        raise
     except Exception:  # derived data: recorded, and rebuilt by the next run
         log.exception("repo %s: graph build failed; marked stale for the next run", repo_id)
         conn.execute(q.GRAPH_STATE_PUT, (repo_id, 0, False, 0, 0.0))

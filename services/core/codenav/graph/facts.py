@@ -20,6 +20,7 @@ from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.graph.extract import extract
 from codenav.parse.chunker import parse_file
+from codenav.proc import die_with_parent
 
 log = logging.getLogger("codenav.graph")
 
@@ -72,6 +73,7 @@ _CONN: psycopg.Connection | None = None
 
 def _pool_init(settings: Settings) -> None:
     global _CONN
+    die_with_parent()  # a killed job takes its parser processes with it
     _CONN = connect(settings, application_name="codenav-facts")
 
 

@@ -1,0 +1,101 @@
+"""Process plumbing shared by the supervisor and the services: starting Python children
+that cannot be shadowed by the current directory, process groups, dying with a parent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+_PR_SET_PDEATHSIG = 1
+
+
+def python_argv(module: str, *args: str) -> list[str]:
+    """``python -P -m module args``: with ``-P`` the current directory is not put first on
+    ``sys.path``, so a folder named like a package (``codenav/`` in the parent of a clone)
+    cannot shadow the installed one."""
+    return [sys.executable, "-P", "-m", module, *args]
+
+
+def child_env(env: dict[str, str]) -> dict[str, str]:
+    """The environment for Python children: the same safe path for their own children
+    (RQ's spawned horses, multiprocessing), and unbuffered logs."""
+    return {**env, "PYTHONSAFEPATH": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux), so a killed
+    worker never leaves its job's process running unsupervised."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the request: follow it now
+        os._exit(1)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting to be reaped does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        stat = ""
+    if stat:
+        return stat[stat.rfind(")") + 2:].split()[0] != "Z"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _group_members(pgid: int) -> list[int] | None:
+    """Live (non-zombie) processes of a process group, or None without /proc."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry.name))
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    members = _group_members(pgid)
+    if members is not None:
+        return bool(members)
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def kill_group(pgid: int, sig: int = signal.SIGKILL, wait: float = 5.0) -> bool:
+    """Signal every process of a group and wait (bounded) until none is left alive;
+    True when the group is gone."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+    deadline = time.monotonic() + wait
+    while group_alive(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True

@@ -1,0 +1,131 @@
+"""RQ's forking worker, made to survive faults and to stop quickly.
+
+- The work horse (the process running a job) dies with its worker, so a killed worker never
+  leaves a job running unsupervised; the job runs again (``queue.requeue_abandoned``: by
+  the supervisor at once, or by any worker's maintenance once the heartbeat is stale).
+- A busy worker beats every ``HEARTBEAT_S`` seconds; maintenance runs every 30 s.
+- Redis going away is waited out (retried every 2 s at most), not fatal.
+- A stop (SIGTERM, SIGINT) is passed to the horse: the job stops at its next checkpoint
+  and asks to be run again (``jobs.resumable``); a job still running ``HARD_STOP_S`` later is
+  killed and put back at the front of its queue. Either way nothing is lost or failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+from typing import Any
+
+import redis
+from rq import Queue
+from rq.job import Job
+from rq.worker import Worker
+
+from codenav import queue as jobqueue
+from codenav.config import Settings
+from codenav.proc import die_with_parent
+
+log = logging.getLogger("codenav.worker")
+
+SOFT_STOP_S = 2.0
+"""After a stop request, a job that has not reached a checkpoint is interrupted."""
+HARD_STOP_S = 4.0
+"""...and a horse still alive this long after the request is killed (its job requeued)."""
+STOP_SIGNAL = signal.SIGUSR1
+"""Worker -> horse: stop at the next checkpoint."""
+INTERRUPT_SIGNAL = signal.SIGUSR2
+"""Horse, to itself: interrupt the job where it is."""
+
+
+class CodenavWorker(Worker):
+    max_connection_wait_time = 2.0
+
+    def __init__(self, *args: Any, settings: Settings, **kwargs: Any) -> None:
+        kwargs.setdefault("job_monitoring_interval", jobqueue.HEARTBEAT_S)
+        kwargs.setdefault("maintenance_interval", 30)
+        super().__init__(*args, **kwargs)
+        self.settings = settings
+        self._requeue_on_death: str | None = None
+        self._hard_stop: threading.Timer | None = None
+
+    # --- the horse ---------------------------------------------------------------------
+    def main_work_horse(self, job: Job, queue: Queue) -> None:
+        die_with_parent()
+        super().main_work_horse(job, queue)
+
+    def setup_work_horse_signals(self) -> None:
+        super().setup_work_horse_signals()
+        from codenav_worker import jobs
+
+        main = threading.main_thread().ident
+
+        def stop(_signum: int, _frame: Any) -> None:
+            if jobs.STOP.is_set():
+                return
+            jobs.STOP.set()
+            timer = threading.Timer(SOFT_STOP_S, signal.pthread_kill,
+                                    (main, INTERRUPT_SIGNAL))
+            timer.daemon = True
+            timer.start()
+
+        def interrupt(_signum: int, _frame: Any) -> None:
+            jobs.interrupt_now()
+
+        signal.signal(STOP_SIGNAL, stop)
+        signal.signal(INTERRUPT_SIGNAL, interrupt)
+
+    # --- the worker --------------------------------------------------------------------
+    def handle_warm_shutdown_request(self) -> None:
+        horse = self.horse_pid
+        if not horse:
+            log.info("worker %s: stopping", self.name)
+            return
+        job_id = self.get_current_job_id()
+        log.info("worker %s: stopping; job %s stops at its next checkpoint", self.name, job_id)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(horse, STOP_SIGNAL)
+
+        def kill() -> None:
+            if self.horse_pid == horse:
+                log.warning("worker %s: job %s did not stop in %.0fs; it is killed and "
+                            "runs again at the next start", self.name, job_id, HARD_STOP_S)
+                self._requeue_on_death = job_id
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(horse, signal.SIGKILL)
+
+        self._hard_stop = threading.Timer(HARD_STOP_S, kill)
+        self._hard_stop.daemon = True
+        self._hard_stop.start()
+
+    def handle_job_failure(self, job: Job, queue: Queue, started_job_registry: Any = None,
+                           exc_string: str = "", execution: Any = None) -> None:
+        if job.id != self._requeue_on_death:
+            super().handle_job_failure(job, queue, started_job_registry, exc_string, execution)
+            return
+        self._requeue_on_death = None  # killed on purpose at a stop: back to the front
+        with self.connection.pipeline() as pipe:
+            self.cleanup_execution(job, pipeline=pipe, execution=execution)
+            queue.enqueue_job(job, pipeline=pipe, at_front=True)
+            pipe.execute()
+
+    def maintain_heartbeats(self, job: Job, execution: Any) -> None:
+        try:
+            super().maintain_heartbeats(job, execution)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.warning("worker %s: heartbeat missed, the queue is unreachable (%s)",
+                        self.name, type(exc).__name__)
+
+    def run_maintenance_tasks(self) -> None:
+        super().run_maintenance_tasks()
+        try:
+            jobqueue.requeue_abandoned(self.connection, self.settings)
+        except redis.RedisError as exc:
+            log.warning("worker %s: could not look for abandoned jobs: %s", self.name, exc)
+
+    def teardown(self) -> None:
+        if self._hard_stop is not None:
+            self._hard_stop.cancel()
+        super().teardown()

@@ -1,0 +1,75 @@
+"""`codenav index` waits for the work, not for one job: against a real API (uvicorn in a
+thread), a real Postgres and Redis, with no worker taking the queued job."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import redis
+import uvicorn
+
+from codenav import indexer, queue, repos
+from codenav.auth import create_token
+from codenav.cli import _check_done, wait_for_job
+from codenav.config import Settings
+from codenav.embedded import free_port
+from codenav.errors import CodenavError
+from codenav_api.app import create_app
+from tests.polyglot import make_polyglot
+
+
+@pytest.fixture
+def client_settings(settings: Settings, conn: psycopg.Connection) -> Iterator[Settings]:
+    token, _ = create_token(conn, "cli-test", "write")
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield Settings.load(env={"CODENAV_URL": f"http://127.0.0.1:{port}",
+                             "CODENAV_TOKEN": token}, dotenv=Path("/nonexistent"))
+    server.should_exit = True
+    thread.join(10)
+
+
+def test_waiting_ends_once_a_newer_full_run_covers_the_request_of_a_queued_job(
+        settings: Settings, conn: psycopg.Connection, client_settings: Settings,
+        tmp_path: Path) -> None:
+    repo = repos.register(conn, str(make_polyglot(tmp_path)), "polyglot")
+    job_id = queue.request_full(redis.Redis.from_url(settings.redis_url), settings, repo.id)
+    assert job_id is not None  # queued, and no worker will take it
+    summary = indexer.reconcile(settings, repo.id)  # another request's run does the work
+    info = wait_for_job(client_settings, job_id, "polyglot", quiet=True, timeout=60,
+                        baseline=0)
+    assert info["state"] == "queued"
+    assert info["run"]["id"] == summary.run_id and info["run"]["state"] == "done"
+    assert _check_done(info, "indexing")["files_total"] == summary.files_total
+
+
+def test_waiting_does_not_end_on_a_run_older_than_the_request(
+        settings: Settings, conn: psycopg.Connection, client_settings: Settings,
+        tmp_path: Path) -> None:
+    repo = repos.register(conn, str(make_polyglot(tmp_path)), "polyglot")
+    summary = indexer.reconcile(settings, repo.id)  # before the request: it proves nothing
+    job_id = queue.request_full(redis.Redis.from_url(settings.redis_url), settings, repo.id)
+    assert job_id is not None
+    info = wait_for_job(client_settings, job_id, "polyglot", quiet=True, timeout=1.5)
+    assert "covered_by" not in info  # it kept waiting for its own job, to the time limit
+    assert info["state"] == "queued" and info["repo_run"]["id"] == summary.run_id
+
+
+def test_a_job_that_stopped_with_the_stack_is_reported_as_stopped() -> None:
+    info = {"state": "finished", "result": {"interrupted": True,
+                                           "reason": "stopped after 12 of 40 files"},
+            "run": {"state": "stopped", "error": "stopped after 12 of 40 files; it runs again"}}
+    with pytest.raises(CodenavError, match="stopped before its end") as err:
+        _check_done(info, "indexing")
+    assert err.value.hint == "it resumes when the stack runs again"
