@@ -115,7 +115,7 @@ def test_tools_work_in_memory_with_the_sdk_client() -> None:
     from mcp.server import MCPServer
 
     from codenav.errors import NotFound
-    from codenav.tools import register_tools
+    from codenav.tools.mcp_tools import register_tools
 
     class Backend:
         calls: list[tuple[str, dict[str, object]]] = []
@@ -143,8 +143,8 @@ def test_tools_work_in_memory_with_the_sdk_client() -> None:
             assert missing.is_error and "use find_files" in missing.content[0].text
 
     anyio.run(go)
-    assert backend.calls[0] == ("search", {"query": "f", "limit": 3, "repo": "team-repo",
-                                           "mode": "hybrid"})
+    # only what the caller gave is forwarded: the server's model fills in the defaults
+    assert backend.calls[0] == ("search", {"query": "f", "limit": 3, "repo": "team-repo"})
     assert backend.calls[1][1]["exported"] is True
 
 

@@ -12,7 +12,8 @@ from mcp.server import MCPServer
 from codenav.client import ApiClient, endpoint
 from codenav.config import Settings
 from codenav.errors import Unauthorized, Unavailable
-from codenav.tools import INSTRUCTIONS, register_tools
+from codenav.tools import INSTRUCTIONS
+from codenav.tools.mcp_tools import register_tools
 
 
 class HttpBackend:

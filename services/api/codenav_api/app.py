@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from codenav import __version__
 from codenav.config import Settings
 from codenav.errors import CodenavError
+from codenav.validate import invalid
 from codenav_api.mcp_http import McpGate, build_server
 from codenav_api.routes import admin, health, repos, tools
 from codenav_api.service import Services
@@ -95,13 +96,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        what = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
-        message = f"{where}: {what}" if where else what
-        return JSONResponse({"error": "invalid_request",
-                             "message": message.encode("utf-8", "replace").decode()},
-                            status_code=400)
+        error = invalid(exc.errors())
+        return JSONResponse(error.to_dict(), status_code=error.status)
 
     app.mount("/", McpGate(mcp_app, svc))
     return app

@@ -17,7 +17,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from codenav.access import Caller
 from codenav.errors import CodenavError, Unauthorized
-from codenav.tools import INSTRUCTIONS, register_tools
+from codenav.tools import INSTRUCTIONS
+from codenav.tools.mcp_tools import register_tools
 from codenav_api.service import Services
 
 _LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}

@@ -1,4 +1,5 @@
-"""The API's one entry to the core: run a tool by name with a pooled connection.
+"""The API's long-lived clients (a connection pool, Redis, the query embedder) and its one
+entry to the core: run a tool by name (``codenav.tools.serve``).
 
 REST routes and the MCP endpoint both call ``Services.run``, so they cannot disagree.
 """
@@ -13,18 +14,17 @@ import psycopg
 import redis
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from codenav import access, embeddings, find, freshness, navigate, queue, roots, search, status
-from codenav.access import Caller, Scope
+from codenav import queue
+from codenav.access import Caller
 from codenav.auth import TokenVerifier
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import PREPARE_THRESHOLD, dsn
 from codenav.embed_client import EmbedClient
-from codenav.errors import CodenavError, InvalidRequest, Unavailable
-from codenav.graph import tools as graph_tools
-from codenav.graph.tools import GRAPH_TOOLS
+from codenav.errors import Unavailable
 from codenav.semantic import QueryEmbedder
-from codenav.validate import check_value
+from codenav.tools import serve
+from codenav.tools.base import Args
 
 POOL_TIMEOUT_S = 3.0
 
@@ -71,137 +71,8 @@ class Services:
         except psycopg.OperationalError as exc:
             raise Unavailable(f"database unavailable: {str(exc).splitlines()[0]}") from None
 
-    def run(self, caller: Caller, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Run a tool for ``caller``: its role is checked, its arguments must be text, and
-        the answer comes from the repositories it may see."""
-        if tool not in access.READ_TOOLS and tool != "reindex":
-            raise InvalidRequest(f"unknown tool {tool!r}")
-        access.authorize(caller, tool)
-        check_value(args, "")
-        with self.connection() as conn:
-            if tool == "status":
-                return self.status(conn, caller, args.get("repo") or None)
-            scope = access.resolve(conn, caller, args.get("repo") or None)
-            answer = self._dispatch(conn, scope, tool, args)
-            if tool != "reindex":
-                self._annotate(conn, scope, answer)
-            return answer
-
-    def _annotate(self, conn: psycopg.Connection, scope: Scope,
-                  answer: dict[str, Any]) -> None:
-        """Freshness signals on every answer: stale results, runs in progress."""
-        paths = freshness.answer_paths(answer)
-        run = status.run_info(conn.execute(q.RUN_LATEST, scope.params()).fetchone())
-        try:
-            stale = queue.pending_kinds(self.redis, scope.id, paths)
-            pending = queue.pending_counts(self.redis, scope.id)
-        except redis.RedisError:
-            stale, pending = {}, {}
-        freshness.annotate(answer, stale, sum(pending.values()), pending.get("unindexed", 0),
-                           run)
-
-    def status(self, conn: psycopg.Connection, caller: Caller,
-               repo_name: str | None) -> dict[str, Any]:
-        scopes = [access.resolve(conn, caller, repo_name)] if repo_name else \
-            status.scopes_of(conn, caller)
-        visible = {s.id: s for s in scopes}
-        answer = status.status(conn, scopes)
-        error = None
-        workers = None
-        depth: dict[str, Any] = {}
-        try:  # the queue first: its state is what changes fastest
-            if caller.role == "admin":  # lane depths span every team: admins only
-                depth = queue.queue_depth(self.redis, self.settings)
-            workers = {lane: len(names) for lane, names in
-                       queue.live_workers(self.redis).items()}
-        except redis.RedisError as exc:
-            error = type(exc).__name__
-        embedder = self._probe_embedder()
-        answer["services"] = status.health(error, workers, embedder)
-        jobs = 0
-        for entry in answer["repos"]:
-            repo_id = entry.pop("id")
-            pending: dict[str, str] = {}
-            waiting: dict[str, str] = {}
-            watcher = None
-            if error is None:
-                try:
-                    pending = queue.pending_changes(self.redis, repo_id)
-                    waiting = queue.waiting(self.redis, repo_id)
-                    watcher = queue.watcher_state(self.redis, repo_id)
-                except redis.RedisError as exc:
-                    error = type(exc).__name__
-            entry["freshness"] = freshness.repo_freshness(pending, waiting,
-                                                          entry.get("last_run"), watcher, error)
-            entry["embeddings"] = self._embedding_status(conn, visible[repo_id], embedder)
-            if pending and entry["index_status"] == "ready":
-                entry["index_status"] = "stale"
-            jobs += len(waiting)
-        # Only this caller's repositories: other teams' activity is theirs.
-        answer["queue"] = {"error": "queue unreachable"} if error else \
-            {"jobs": jobs, "of": "the repositories this token sees", **depth}
-        return answer
-
-    def _probe_embedder(self) -> str | None:
-        """``ok``, or why the embedder does not serve (None: none is configured)."""
-        client = self.semantic.client
-        if client is None:
-            return None
-        try:
-            client.reset()  # ask now: it may have died or come back since
-            client.info()
-        except CodenavError as exc:
-            return exc.message
-        return "ok"
-
-    def _embedding_status(self, conn: psycopg.Connection, scope: Scope,
-                          embedder: str | None) -> dict[str, Any]:
-        """Embedding coverage of a repo for the configured model (embedded / total)."""
-        client = self.semantic.client
-        if client is None:
-            return {"configured": False, "note": "semantic search is off (CODENAV_EMBED_URL)"}
-        if embedder != "ok":
-            return {"configured": True, "available": False, "note": embedder}
-        info = client.info()
-        model = embeddings.find_model(conn, info.name)
-        return {"configured": True, "available": True,
-                **embeddings.coverage(conn, model, scope)}
-
-    def _dispatch(self, conn: psycopg.Connection, scope: Scope, tool: str,
-                  args: dict[str, Any]) -> dict[str, Any]:
-        if tool in ("search", "find_files"):
-            mode = args.get("mode") or "hybrid"
-            ctx = self.semantic.context(conn, scope, args["query"], mode)
-            if tool == "find_files":
-                return find.find_files(conn, scope, args["query"], int(args.get("limit", 7)),
-                                       bool(args.get("include_tests", False)), mode, ctx)
-            filters = search.Filters(language=args.get("language") or None,
-                                     path=args.get("path") or None,
-                                     kind=args.get("kind") or None,
-                                     exported=bool(args.get("exported", False)))
-            return search.search(conn, scope, args["query"], int(args.get("limit", 10)),
-                                 filters, mode, ctx)
-        if tool == "outline":
-            return navigate.outline(conn, scope, args["path"])
-        if tool == "read":
-            return navigate.read(conn, scope, args.get("path") or None, args.get("start_line"),
-                                 args.get("end_line"), args.get("symbol") or None)
-        if tool == "reindex":
-            return self.reindex(conn, scope, args.get("paths"))
-        if tool in GRAPH_TOOLS:
-            return graph_tools.run(conn, scope, tool, args)
-        raise InvalidRequest(f"unknown tool {tool!r}")
-
-    def reindex(self, conn: psycopg.Connection, scope: Scope,
-                paths: list[str] | None) -> dict[str, Any]:
-        """Queue a reindex; a repository registered with ``index: false`` is indexed from
-        now on (it was asked)."""
-        roots.check(self.settings, scope.repo.root)
-        if not scope.repo.index_enabled:
-            conn.execute(q.REPO_ENABLE_INDEX, scope.params())
-        if paths:
-            clean = [navigate.clean_path(p) for p in paths]
-            job_id = queue.request_paths(self.redis, self.settings, scope.id, clean)
-            return {"repo": scope.name, "scope": "paths", "paths": clean, "job_id": job_id}
-        job_id = queue.request_full(self.redis, self.settings, scope.id)
-        return {"repo": scope.name, "scope": "full", "job_id": job_id}
+    def run(self, caller: Caller, tool: str, args: Args | dict[str, Any]) -> dict[str, Any]:
+        """Run a tool for ``caller`` (``codenav.tools.serve``): its role is checked, its
+        arguments validated by the tool's model, and the answer comes from the
+        repositories it may see."""
+        return serve.run(self, self.connection, caller, tool, args)

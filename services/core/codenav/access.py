@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 
+from codenav import tools
 from codenav.db import queries as q
 from codenav.errors import Forbidden, InvalidRequest, NotFound
 
@@ -29,13 +30,10 @@ ROLES = ("read", "write", "admin")
 """In increasing order: each role can do everything the ones before it can."""
 DEFAULT_TEAM = "default"
 
-READ_TOOLS = ("search", "find_files", "outline", "read", "status", "definition", "references",
-              "dependencies", "impact", "implementations", "skeleton")
 REQUIRED: dict[str, str] = {
-    **{tool: "read" for tool in READ_TOOLS},
+    **tools.roles(),  # each tool declares its role in its module
     "repo.list": "read",
     "job.status": "read",
-    "reindex": "write",
     "repo.register": "write",
     "repo.delete": "admin",
     "token.create": "admin",

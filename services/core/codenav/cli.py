@@ -1,8 +1,9 @@
 """The ``codenav`` command line.
 
 Every command prints one clear error line plus a hint on failure, never a traceback.
-``search``, ``find`` and ``status`` take ``--json`` to print exactly what the MCP tool
-returns as structured content.
+Every tool of the registry is a subcommand named like it (``find`` is ``find_files``), its
+arguments made from the tool's model; ``--json`` prints exactly what the MCP tool returns
+as structured content.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
-from codenav import render
 from codenav.client import ApiClient, endpoint, stack_file
 from codenav.config import Settings
 from codenav.errors import CodenavError, ConfigError, Unavailable
+from codenav.tools import TOOLS, render
+from codenav.tools.base import Tool
 
 TERMINAL = {"finished", "failed", "stopped", "canceled"}
 WAITING = {"queued", "scheduled", "deferred"}
@@ -41,13 +44,6 @@ def _api(settings: Settings, method: str, path: str,
             await client.aclose()
 
     return asyncio.run(go())
-
-
-def _print(tool: str, data: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    else:
-        sys.stdout.write(render.render(tool, data) + "\n")
 
 
 def _bar(done: int, total: int, started: float, phase: str, name: str) -> str:
@@ -227,38 +223,62 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"query": args.query, "limit": args.limit, "path": args.path,
-            "language": args.language, "kind": args.kind, "exported": args.exported,
-            "mode": args.mode, "repo": args.repo or settings.repo or None}
-    _print("search", _api(settings, "POST", "/v1/search", body), args.json)
+def _tool_body(args: argparse.Namespace, tool: Tool, settings: Settings) -> dict[str, Any]:
+    """The arguments given on the command line (the server's model fills in the rest)."""
+    body = {name: getattr(args, name) for name in tool.args.model_fields if hasattr(args, name)}
+    if not body.get("repo") and settings.repo:
+        body["repo"] = settings.repo
+    return body
+
+
+def cmd_tool(args: argparse.Namespace, settings: Settings) -> int:
+    tool = TOOLS[args.tool]
+    data = _api(settings, "POST", f"/v1/{tool.name}", _tool_body(args, tool, settings))
+    sys.stdout.write((json.dumps(data, indent=2, ensure_ascii=False) if args.json
+                      else render(tool.name, data)) + "\n")
     return 0
 
 
-def cmd_find(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"query": args.query, "limit": args.limit, "include_tests": args.include_tests,
-            "mode": args.mode, "repo": args.repo or settings.repo or None}
-    _print("find_files", _api(settings, "POST", "/v1/find_files", body), args.json)
-    return 0
+def _plain(annotation: Any) -> tuple[Any, bool]:
+    """(the type without None, whether it is a list)."""
+    args = [a for a in get_args(annotation) if a is not type(None)] \
+        if get_origin(annotation) in (Union, UnionType) else [annotation]
+    inner = args[0] if len(args) == 1 else str
+    if get_origin(inner) is list:
+        return (get_args(inner) or (str,))[0], True
+    return inner, False
 
 
-def cmd_outline(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"path": args.path, "repo": args.repo or settings.repo or None}
-    _print("outline", _api(settings, "POST", "/v1/outline", body), args.json)
-    return 0
-
-
-def cmd_read(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"path": args.path, "symbol": args.symbol, "start_line": args.start,
-            "end_line": args.end, "repo": args.repo or settings.repo or None}
-    _print("read", _api(settings, "POST", "/v1/read", body), args.json)
-    return 0
-
-
-def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"repo": args.repo or settings.repo or None}
-    _print("status", _api(settings, "POST", "/v1/status", body), args.json)
-    return 0
+def add_tool_parser(sub: Any, tool: Tool) -> None:
+    """``codenav <tool>``: the tool's model as arguments (positional ones as its ``Cli``
+    says, every other field a ``--flag``), ``--json`` for the structured answer."""
+    p = sub.add_parser(tool.name, aliases=list(tool.cli.aliases), help=tool.summary)
+    for name, info in tool.args.model_fields.items():
+        kind, many = _plain(info.annotation)
+        helptext = tool.cli.help.get(name) or info.description or ""
+        if not info.is_required() and info.default not in (None, False, True):
+            helptext = f"{helptext} (default {info.default})".strip()
+        options: dict[str, Any] = {"help": helptext or None, "default": argparse.SUPPRESS}
+        if get_origin(kind) is Literal:
+            options["choices"] = get_args(kind)
+        elif kind is int:
+            options["type"] = int
+        if name in tool.cli.positional:
+            if many:
+                options["nargs"] = "*"
+            elif not info.is_required():
+                options["nargs"] = "?"
+            p.add_argument(name, **options)
+            continue
+        flag = tool.cli.flags.get(name) or "--" + name.replace("_", "-")
+        if kind is bool:
+            options.pop("type", None)
+            options["action"] = "store_false" if info.default is True else "store_true"
+        elif many:
+            options["action"] = "append"
+        p.add_argument(flag, dest=name, **options)
+    p.add_argument("--json", action="store_true", help="print the structured result")
+    p.set_defaults(func=cmd_tool, tool=tool.name)
 
 
 def _db_settings(settings: Settings) -> Settings:
@@ -544,46 +564,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also wait until every chunk is embedded (semantic search)")
     idx.set_defaults(func=cmd_index)
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--repo", help="repository name (default: the only one)")
-        p.add_argument("--json", action="store_true", help="print the structured result")
-
-    s = sub.add_parser("search", help="search code chunks")
-    s.add_argument("query")
-    s.add_argument("--limit", type=int, default=10)
-    s.add_argument("--path", help="path glob filter, e.g. 'src/**/*.py'")
-    s.add_argument("--language")
-    s.add_argument("--kind", help="function, method, class, interface, ...")
-    s.add_argument("--exported", action="store_true",
-                   help="only exported/public declarations")
-    s.add_argument("--mode", choices=("hybrid", "lexical", "semantic"), default="hybrid")
-    common(s)
-    s.set_defaults(func=cmd_search)
-
-    f = sub.add_parser("find", help="rank files for a task description")
-    f.add_argument("query")
-    f.add_argument("--limit", type=int, default=7)
-    f.add_argument("--include-tests", action="store_true")
-    f.add_argument("--mode", choices=("hybrid", "lexical", "semantic"), default="hybrid")
-    common(f)
-    f.set_defaults(func=cmd_find)
-
-    o = sub.add_parser("outline", help="a file's symbols and imports")
-    o.add_argument("path")
-    common(o)
-    o.set_defaults(func=cmd_outline)
-
-    r = sub.add_parser("read", help="code by path and lines, or by symbol")
-    r.add_argument("path", nargs="?")
-    r.add_argument("--symbol")
-    r.add_argument("--start", type=int)
-    r.add_argument("--end", type=int)
-    common(r)
-    r.set_defaults(func=cmd_read)
-
-    st = sub.add_parser("status", help="what is indexed, skipped, running")
-    common(st)
-    st.set_defaults(func=cmd_status)
+    for tool in TOOLS.values():
+        add_tool_parser(sub, tool)
 
     tok = sub.add_parser("token", help="manage API tokens (admin)")
     tsub = tok.add_subparsers(dest="token_cmd", metavar="ACTION", required=True)

@@ -24,19 +24,10 @@ from codenav.errors import (
     Unauthorized,
     Unavailable,
 )
+from codenav.tools import get
 
 _BY_STATUS: dict[int, type[CodenavError]] = {400: InvalidRequest, 401: Unauthorized,
                                              403: Forbidden, 404: NotFound, 422: InvalidRequest}
-
-TOOL_ROUTES = {
-    "search": ("POST", "/v1/search"), "find_files": ("POST", "/v1/find_files"),
-    "outline": ("POST", "/v1/outline"), "read": ("POST", "/v1/read"),
-    "status": ("POST", "/v1/status"), "reindex": ("POST", "/v1/reindex"),
-    "definition": ("POST", "/v1/definition"), "references": ("POST", "/v1/references"),
-    "dependencies": ("POST", "/v1/dependencies"), "impact": ("POST", "/v1/impact"),
-    "implementations": ("POST", "/v1/implementations"), "skeleton": ("POST", "/v1/skeleton"),
-}
-
 
 def stack_file(settings: Settings) -> Path:
     return settings.home_path / "stack.json"
@@ -105,5 +96,5 @@ class ApiClient:
         return data
 
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        method, path = TOOL_ROUTES[tool]
-        return await self.request(method, path, args)
+        """A tool of the registry: ``POST /v1/<tool>`` with its arguments as the body."""
+        return await self.request("POST", f"/v1/{get(tool).name}", args)

@@ -6,10 +6,15 @@ import time
 from typing import Any
 
 import psycopg
+import redis
 
+from codenav import access, embeddings, freshness, queue
 from codenav.access import Caller, Scope, visible_repos
 from codenav.answers import stats
+from codenav.config import Settings
 from codenav.db import queries as q
+from codenav.embed_client import EmbedClient
+from codenav.errors import CodenavError
 from codenav.versions import CHUNKER_VERSION, SCHEMA_VERSION
 
 SKIPPED_SHOWN = 20
@@ -134,3 +139,84 @@ def health(queue_error: str | None, workers: dict[str, int] | None,
                             "answers are lexical")
     out["degraded"] = degraded
     return out
+
+
+def report(conn: psycopg.Connection, caller: Caller, repo_name: str | None, settings: Settings,
+           rconn: redis.Redis, client: EmbedClient | None) -> dict[str, Any]:
+    """The ``status`` tool's answer: the repositories (one, or all ``caller`` may see) with
+    their freshness and embedding coverage, the queue, and what is degraded."""
+    scopes = [access.resolve(conn, caller, repo_name)] if repo_name else \
+        scopes_of(conn, caller)
+    visible = {s.id: s for s in scopes}
+    answer = status(conn, scopes)
+    error = None
+    workers = None
+    depth: dict[str, Any] = {}
+    try:  # the queue first: its state is what changes fastest
+        if caller.role == "admin":  # lane depths span every team: admins only
+            depth = queue.queue_depth(rconn, settings)
+        workers = {lane: len(names) for lane, names in queue.live_workers(rconn).items()}
+    except redis.RedisError as exc:
+        error = type(exc).__name__
+    embedder = probe_embedder(client)
+    answer["services"] = health(error, workers, embedder)
+    jobs = 0
+    for entry in answer["repos"]:
+        repo_id = entry.pop("id")
+        pending: dict[str, str] = {}
+        waiting: dict[str, str] = {}
+        watcher = None
+        if error is None:
+            try:
+                pending = queue.pending_changes(rconn, repo_id)
+                waiting = queue.waiting(rconn, repo_id)
+                watcher = queue.watcher_state(rconn, repo_id)
+            except redis.RedisError as exc:
+                error = type(exc).__name__
+        entry["freshness"] = freshness.repo_freshness(pending, waiting,
+                                                      entry.get("last_run"), watcher, error)
+        entry["embeddings"] = embedding_status(conn, visible[repo_id], client, embedder)
+        if pending and entry["index_status"] == "ready":
+            entry["index_status"] = "stale"
+        jobs += len(waiting)
+    # Only this caller's repositories: other teams' activity is theirs.
+    answer["queue"] = {"error": "queue unreachable"} if error else \
+        {"jobs": jobs, "of": "the repositories this token sees", **depth}
+    return answer
+
+
+def probe_embedder(client: EmbedClient | None) -> str | None:
+    """``ok``, or why the embedder does not serve (None: none is configured)."""
+    if client is None:
+        return None
+    try:
+        client.reset()  # ask now: it may have died or come back since
+        client.info()
+    except CodenavError as exc:
+        return exc.message
+    return "ok"
+
+
+def embedding_status(conn: psycopg.Connection, scope: Scope, client: EmbedClient | None,
+                     embedder: str | None) -> dict[str, Any]:
+    """Embedding coverage of a repo for the configured model (embedded / total)."""
+    if client is None:
+        return {"configured": False, "note": "semantic search is off (CODENAV_EMBED_URL)"}
+    if embedder != "ok":
+        return {"configured": True, "available": False, "note": embedder}
+    info = client.info()
+    model = embeddings.find_model(conn, info.name)
+    return {"configured": True, "available": True, **embeddings.coverage(conn, model, scope)}
+
+
+def annotate(conn: psycopg.Connection, scope: Scope, rconn: redis.Redis,
+             answer: dict[str, Any]) -> None:
+    """Freshness signals on an answer: stale results, runs in progress."""
+    paths = freshness.answer_paths(answer)
+    run = run_info(conn.execute(q.RUN_LATEST, scope.params()).fetchone())
+    try:
+        stale = queue.pending_kinds(rconn, scope.id, paths)
+        pending = queue.pending_counts(rconn, scope.id)
+    except redis.RedisError:
+        stale, pending = {}, {}
+    freshness.annotate(answer, stale, sum(pending.values()), pending.get("unindexed", 0), run)

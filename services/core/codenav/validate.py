@@ -7,8 +7,10 @@ arguments) instead of failing deep inside with a 500.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator
 
 from codenav.errors import InvalidRequest
 
@@ -44,3 +46,40 @@ def check_value(value: Any, where: str) -> None:
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
             check_value(item, f"{where}[{i}]")
+
+
+class StrictModel(BaseModel):
+    """A request body: unknown fields refused, every string checked (a 400 naming the
+    field, over REST and MCP alike)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _plain_text(cls, value: Any) -> Any:
+        try:
+            check_value(value, "")
+        except InvalidRequest as exc:  # becomes the field's validation error
+            raise ValueError(exc.message.strip() + "; send plain UTF-8 text") from None
+        return value
+
+
+def _text(value: str) -> str:
+    found = problem(value)
+    if found:
+        raise ValueError(f"{found}; send plain UTF-8 text")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_text)]
+"""A string parameter outside a body (a path or query parameter)."""
+
+
+def invalid(errors: Sequence[Any]) -> InvalidRequest:
+    """The first of a failed validation's ``errors()`` as one clear line: ``field: what``
+    (REST's 400 and MCP's tool error say the same)."""
+    first: Any = errors[0] if errors else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+    what = str(first.get("msg", "invalid request")).removeprefix("Value error, ")
+    message = f"{where}: {what}" if where else what
+    return InvalidRequest(message.encode("utf-8", "replace").decode())

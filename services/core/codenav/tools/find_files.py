@@ -1,0 +1,38 @@
+"""``find_files``: files ranked for a task description."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from codenav.tools.base import Args, Call, Cli, Mode, Tool
+
+
+class FindFilesArgs(Args):
+    query: str = Field(min_length=1, max_length=8000)
+    limit: int = Field(default=7, ge=1, le=50)
+    include_tests: bool = False
+    mode: Mode = "hybrid"
+
+
+def handle(call: Call, args: FindFilesArgs) -> dict[str, Any]:
+    from codenav import find as files
+
+    ctx = call.host.semantic.context(call.conn, call.target, args.query, args.mode)
+    return files.find_files(call.conn, call.target, args.query, args.limit,
+                            args.include_tests, args.mode, ctx)
+
+
+def render(data: dict[str, Any]) -> str:
+    return "\n".join(f"{r['path']}  -- {r.get('reason', '')}" for r in data.get("results", []))
+
+
+TOOL = Tool(
+    name="find_files", summary="Files relevant to a task description",
+    description="Rank files relevant to a task description. Words are ANDed softly; "
+                "[a|b] means either; plurals match. Each result says why it matched.",
+    answer="files ranked for a task description, each with the reason it matched "
+           "(`[a\\|b]` = either, plurals fold)",
+    args=FindFilesArgs, handler=handle, render=render,
+    cli=Cli(positional=("query",), aliases=("find",)))

@@ -1,0 +1,45 @@
+"""``reindex``: ask the index to refresh a repository, or some of its paths (write)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from codenav.tools.base import Args, Call, Cli, Tool
+
+
+class ReindexArgs(Args):
+    paths: list[str] | None = Field(default=None, max_length=10000,
+                                    description="only these repo-relative paths")
+
+
+def handle(call: Call, args: ReindexArgs) -> dict[str, Any]:
+    """Queue a reindex; a repository registered with ``index: false`` is indexed from now
+    on (it was asked)."""
+    from codenav import navigate, queue, roots
+    from codenav.db import queries as q
+
+    scope, host = call.target, call.host
+    roots.check(host.settings, scope.repo.root)
+    if not scope.repo.index_enabled:
+        call.conn.execute(q.REPO_ENABLE_INDEX, scope.params())
+    if args.paths:
+        clean = [navigate.clean_path(p) for p in args.paths]
+        job_id = queue.request_paths(host.redis, host.settings, scope.id, clean)
+        return {"repo": scope.name, "scope": "paths", "paths": clean, "job_id": job_id}
+    job_id = queue.request_full(host.redis, host.settings, scope.id)
+    return {"repo": scope.name, "scope": "full", "job_id": job_id}
+
+
+def render(data: dict[str, Any]) -> str:
+    return f"queued {data.get('scope', 'index')} job {data.get('job_id', '')} for " \
+           f"{data.get('repo')}" + (f" ({len(data['paths'])} paths)" if data.get("paths") else "")
+
+
+TOOL = Tool(
+    name="reindex", summary="Queue a reindex of the repo or of some paths (write)",
+    description="Ask the index to refresh: whole repo, or just the given paths.",
+    answer="queue a reindex of the repo or of some paths",
+    args=ReindexArgs, handler=handle, render=render, role="write",
+    cli=Cli(positional=("paths",)), fresh=False)

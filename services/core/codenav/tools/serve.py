@@ -1,0 +1,42 @@
+"""Running a tool on the server (REST and MCP over HTTP alike): the caller's role is
+checked, the arguments are validated by the tool's model, the repository is resolved
+within what the caller may see, and the answer carries its freshness."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import psycopg
+from pydantic import ValidationError
+
+from codenav import access, status
+from codenav.access import Caller
+from codenav.tools import get
+from codenav.tools.base import Args, Call, Host
+from codenav.validate import invalid
+
+
+def parse(name: str, args: Args | dict[str, Any]) -> Args:
+    """The tool's arguments checked by its model (REST has done it already)."""
+    model = get(name).args
+    if isinstance(args, model):
+        return args
+    try:
+        return model.model_validate(args if isinstance(args, dict) else args.model_dump())
+    except ValidationError as exc:
+        raise invalid(exc.errors()) from None
+
+
+def run(host: Host, connection: Callable[[], AbstractContextManager[psycopg.Connection]],
+        caller: Caller, name: str, args: Args | dict[str, Any]) -> dict[str, Any]:
+    tool = get(name)
+    access.authorize(caller, tool.name)
+    parsed = parse(name, args)
+    with connection() as conn:
+        scope = access.resolve(conn, caller, parsed.repo or None) if tool.scoped else None
+        answer = tool.handler(Call(conn, caller, scope, host), parsed)
+        if tool.fresh and scope is not None:
+            status.annotate(conn, scope, host.redis, answer)
+        return answer

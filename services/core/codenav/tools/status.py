@@ -1,0 +1,66 @@
+"""``status``: what is indexed, skipped and running, and what is degraded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codenav.tools.base import Args, Call, Tool
+
+
+class StatusArgs(Args):
+    pass
+
+
+def handle(call: Call, args: StatusArgs) -> dict[str, Any]:
+    from codenav import status
+
+    return status.report(call.conn, call.caller, args.repo or None, call.host.settings,
+                         call.host.redis, call.host.semantic.client)
+
+
+def render(data: dict[str, Any]) -> str:
+    out = []
+    for r in data.get("repos", []):
+        langs = ", ".join(f"{k} {v}" for k, v in list(r.get("languages", {}).items())[:8])
+        skipped = r.get("skipped", {})
+        out.append(f"{r['name']} ({r['root']}): {r['index_status']}, {r['files']} files, "
+                   f"{r['chunks']} chunks; {langs}")
+        if skipped.get("total"):
+            reasons = ", ".join(f"{k} {v}" for k, v in skipped.get("by_reason", {}).items())
+            out.append(f"  skipped {skipped['total']}: {reasons}")
+        redacted = r.get("redacted") or {}
+        if redacted.get("secrets"):
+            files = ", ".join(f"{f['path']} ({f['count']})" for f in
+                              redacted.get("by_file", [])[:10])
+            out.append(f"  secrets redacted: {redacted['secrets']} in {redacted['files']} "
+                       f"files: {files}")
+        if r.get("indexing", "on") != "on":
+            out.append(f"  indexing: {r['indexing']}")
+        run = r.get("last_run")
+        if run:
+            out.append(f"  last run: {run['state']} ({run['phase']}) {run['files_done']}/"
+                       f"{run['files_total']} files" +
+                       (f": {run['error']}" if run.get("error") else ""))
+        fresh = r.get("freshness") or {}
+        if fresh:
+            watcher = fresh.get("watcher") or {}
+            mode = watcher.get("mode") if watcher.get("alive") else "no watcher"
+            out.append(f"  fresh: {'yes' if fresh.get('fresh') else 'no'} ({mode})" +
+                       ("; " + "; ".join(fresh.get("reasons", [])) if fresh.get("reasons")
+                        else ""))
+        emb = r.get("embeddings") or {}
+        if emb.get("total"):
+            out.append(f"  embeddings: {emb.get('embedded', 0)}/{emb['total']} chunks "
+                       f"({emb.get('model')})")
+        elif emb.get("note"):
+            out.append(f"  embeddings: {emb['note']}")
+    for reason in (data.get("services") or {}).get("degraded", []):
+        out.append(f"degraded: {reason}")
+    return "\n".join(out)
+
+
+TOOL = Tool(
+    name="status", summary="Index state, skipped files, last run",
+    description="What is indexed: files, languages, skipped files with reasons, last run.",
+    answer="files, languages, skipped files with reasons, last run, queue depth",
+    args=StatusArgs, handler=handle, render=render, scoped=False, fresh=False)

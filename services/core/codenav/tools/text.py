@@ -1,0 +1,46 @@
+"""What every tool's text shares: the empty answer's reason, what the answer could not
+see, the tokens saved, a location. Each tool's own renderer lives in its module."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def loc(item: dict[str, Any], line_key: str = "line") -> str:
+    line = item.get(line_key) or item.get("start_line")
+    return f"{item['path']}:{line}" if line else item["path"]
+
+
+def empty(data: dict[str, Any]) -> str:
+    why = data.get("empty")
+    if not why:
+        return ""
+    return f"(empty: {why.get('code')}) {why.get('message', '')}"
+
+
+def saving(data: dict[str, Any]) -> str:
+    st = data.get("_stats") or {}
+    if not st.get("tokens_full_files"):
+        return ""
+    return (f"[{st.get('tokens_returned')} tokens returned vs {st['tokens_full_files']} to read "
+            f"the files whole]")
+
+
+def unseen(data: dict[str, Any]) -> str:
+    blind = data.get("unseen")
+    if not blind:
+        return ""
+    parts = []
+    for key, value in blind.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items())
+        elif isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        parts.append(f"{key.replace('_', ' ')}: {value}")
+    return "not seen: " + "; ".join(parts)
+
+
+def frame(text: str, data: dict[str, Any]) -> str:
+    """A tool's own text, then what every answer may add."""
+    parts = [p for p in (text.rstrip(), unseen(data), empty(data), saving(data)) if p]
+    return "\n".join(parts) or "(no content)"

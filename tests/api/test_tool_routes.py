@@ -1,0 +1,23 @@
+"""The REST tool routes are made from the registry: one ``POST /v1/<tool>`` per tool, its
+body the tool's argument model, so OpenAPI keeps a schema per tool."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from codenav.tools import TOOLS
+from codenav_api.routes.tools import router
+
+
+def test_every_tool_is_a_post_route_whose_openapi_body_is_its_model() -> None:
+    app = FastAPI()
+    app.include_router(router)
+    spec = app.openapi()
+    assert set(spec["paths"]) == {f"/v1/{t.name}" for t in TOOLS.values()}
+    for tool in TOOLS.values():
+        body = spec["paths"][f"/v1/{tool.name}"]["post"]["requestBody"]
+        ref = body["content"]["application/json"]["schema"]["$ref"]
+        assert ref.rsplit("/", 1)[-1] == tool.args.__name__
+    search = spec["components"]["schemas"]["SearchArgs"]["properties"]
+    assert search["limit"]["default"] == 10 and search["limit"]["maximum"] == 50
+    assert spec["components"]["schemas"]["SearchArgs"]["additionalProperties"] is False
