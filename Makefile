@@ -16,7 +16,7 @@ help: ## list the targets
 	@echo "  variables: REPO=path (run), CORPUS=path (bench), PORT=8765 (run)"
 
 STAMP := $(VENV)/.installed
-PROJECTS := services/core/pyproject.toml services/api/pyproject.toml services/worker/pyproject.toml \
+PROJECTS := services/core/pyproject.toml services/cli/pyproject.toml services/api/pyproject.toml services/worker/pyproject.toml \
             services/watcher/pyproject.toml services/adapter/pyproject.toml \
             services/embedder/pyproject.toml pyproject.toml
 
@@ -24,7 +24,7 @@ $(STAMP): $(PROJECTS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
 	# torch is pinned (torch==2.13.0 in services/embedder): a CPU wheel, never a CUDA build.
-	$(PY) -m pip install -q -e "services/core[server,embedded]" -e services/api \
+	$(PY) -m pip install -q -e "services/core[server,embedded]" -e services/cli -e services/api \
 	    -e services/worker -e services/watcher -e services/adapter -e services/embedder \
 	    --group dev
 	touch $(STAMP)

@@ -29,7 +29,7 @@ from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
 from codenav.embed_client import EmbedClient
-from codenav.embedded import EmbeddedPostgres, free_port, stop_process
+from codenav_cli.stores import EmbeddedPostgres, free_port, stop_process
 
 PACKAGES = ("json", "http", "email", "logging", "urllib", "xml/dom", "concurrent")
 

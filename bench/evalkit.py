@@ -38,7 +38,6 @@ from codenav.db import migrations
 from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.embed_client import EmbedClient
-from codenav.embedded import EmbeddedPostgres, free_port, stop_process
 from codenav.embeddings import embed_backlog
 from codenav.errors import CodenavError, UserError
 from codenav.indexer import reconcile
@@ -48,6 +47,7 @@ from codenav.semantic import QueryEmbedder
 from codenav.tokens import term_counts, words
 from codenav.versions import CHUNKER_VERSION
 from codenav.walk import walk
+from codenav_cli.stores import EmbeddedPostgres, free_port, stop_process
 
 log = logging.getLogger("codenav.eval")
 

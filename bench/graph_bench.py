@@ -37,11 +37,11 @@ from codenav.auth import create_token
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
-from codenav.embedded import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 from codenav.graph.extract import extract
 from codenav.languages import STRUCTURED, language_for
 from codenav.parse.chunker import parse_file
 from codenav.walk import walk
+from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 from index_bench import PeakRss, percentile, start_services, wait_job, wait_ready
 
 COLDSTART_KAFKA = {"imports_resolved": 40052, "imports_total": 81933}

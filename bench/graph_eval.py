@@ -20,7 +20,7 @@ import psycopg
 from codenav import indexer, repos
 from codenav.config import Settings
 from codenav.db import migrations
-from codenav.embedded import EmbeddedPostgres, free_port, stop_process
+from codenav_cli.stores import EmbeddedPostgres, free_port, stop_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests/
 from tests.graph.expected import differences, load, precision_recall, snapshot

@@ -37,11 +37,11 @@ from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
 from codenav.embed_client import EmbedClient
-from codenav.embedded import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 from codenav.embeddings import embed_backlog
 from codenav.languages import STRUCTURED, language_for
 from codenav.parse.chunker import parser_for
 from codenav.walk import walk
+from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 
 COLDSTART_KAFKA = {"seconds": 38.8, "rss_mb": 612}
 

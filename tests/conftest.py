@@ -20,7 +20,7 @@ from psycopg import sql
 
 from codenav.config import Settings
 from codenav.db import migrations
-from codenav.embedded import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
+from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 
 if TYPE_CHECKING:
     from fastapi.testclient import TestClient

@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from codenav.embedded import free_port
+from codenav_cli.stores import free_port
 
 
 def start_embedder(env_extra: dict[str, str] | None = None,

@@ -22,7 +22,7 @@ from psycopg import sql
 from codenav import indexer, repos
 from codenav.auth import create_token
 from codenav.config import Settings
-from codenav.embedded import EmbeddedPostgres, free_port
+from codenav_cli.stores import EmbeddedPostgres, free_port
 
 ALPHA_FILES = {
     "ledger_alpha/__init__.py": "from ledger_alpha.core import AlphaLedgerReconciler\n",

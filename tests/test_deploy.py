@@ -734,12 +734,14 @@ def test_images_are_python_slim_unbuffered_and_run_as_a_non_root_user(dockerfile
 
 @pytest.mark.parametrize(("service", "core_extras"), [
     ("api", "server"), ("worker", "server"), ("watcher", "server"), ("adapter", "")])
-def test_images_install_the_core_and_their_own_service_only(service: str,
+def test_images_install_the_core_and_their_own_service_only_and_the_api_the_cli(service: str,
                                                             core_extras: str) -> None:
     parsed = _dockerfiles()[service]
     installed = {folder.relative_to(ROOT).as_posix(): extras
                  for folder, extras in parsed.installed()}
-    assert installed == {"services/core": core_extras, f"services/{service}": ""}
+    # the api image also runs the one-shot `codenav migrate` and `codenav token create`
+    cli = {"services/cli": ""} if service == "api" else {}
+    assert installed == {"services/core": core_extras, f"services/{service}": "", **cli}
     assert all("--no-cache-dir" in run for run in parsed.args("RUN") if "pip install" in run)
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from codenav.embedded import free_port
 from codenav.tools import TOOL_NAMES
+from codenav_cli.stores import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("psycopg", "psycopg_pool", "redis", "rq", "tree_sitter", "tree_sitter_language_pack",
@@ -40,7 +40,7 @@ def test_the_adapter_never_imports_server_dependencies() -> None:
         "        if name.split('.')[0] in HEAVY:\n"
         "            raise ImportError('heavy import: ' + name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import codenav_adapter.__main__, codenav_adapter.server, codenav.cli\n"
+        "import codenav_adapter.__main__, codenav_adapter.server, codenav_cli.cli\n"
         "from codenav.config import Settings\n"
         "codenav_adapter.server.build_server(Settings.load(env={}))\n"
         "print('ok')\n"
@@ -156,7 +156,7 @@ def test_the_adapter_follows_the_local_stack_across_a_restart_that_rotates_the_t
     from mcp.client.stdio import StdioServerParameters
 
     from codenav.auth import create_token, revoke_token
-    from codenav.embedded import stop_process
+    from codenav_cli.stores import stop_process
 
     home = tmp_path / "home"
     home.mkdir()

@@ -26,7 +26,7 @@ from mcp import Client
 
 from codenav import indexer, queue, repos
 from codenav.config import Settings
-from codenav.embedded import EmbeddedPostgres, EmbeddedRedis
+from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis
 from tests.conftest import TEMPLATE_DB
 from tests.teamkit import ALPHA_FILE_COUNT, ALPHA_FILES, ALPHA_MARKERS, Teams, two_teams
 

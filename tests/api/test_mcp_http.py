@@ -17,9 +17,9 @@ from mcp import Client
 from codenav import indexer, repos
 from codenav.auth import create_token
 from codenav.config import Settings
-from codenav.embedded import free_port
 from codenav.tools import TOOL_NAMES
 from codenav_api.app import create_app
+from codenav_cli.stores import free_port
 from tests.polyglot import make_polyglot
 
 

@@ -12,10 +12,10 @@ from mcp import Client
 from mcp.server import MCPServer
 
 from codenav.access import REQUIRED
-from codenav.cli import _tool_body, build_parser
 from codenav.config import Settings
 from codenav.tools import TOOLS, table
 from codenav.tools.mcp_tools import register_tools
+from codenav_cli.cli import _tool_body, build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 

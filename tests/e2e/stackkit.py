@@ -20,7 +20,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from codenav.embedded import free_port
+from codenav_cli.stores import free_port
 
 CODENAV = str(Path(sys.executable).with_name("codenav"))
 

@@ -34,12 +34,12 @@ from rq.registry import StartedJobRegistry
 from codenav import queue
 from codenav.blob import git_blob_sha
 from codenav.config import Settings
-from codenav.embedded import free_port
 from codenav.graph.extract import extract
 from codenav.ignore import IgnoreRules
 from codenav.parse.chunker import ChunkLimits, parse_file
 from codenav.tokens import file_term_counts
 from codenav.walk import walk
+from codenav_cli.stores import free_port
 
 CODENAV = str(Path(sys.executable).with_name("codenav"))
 STDLIB = Path(sysconfig.get_paths()["stdlib"])

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from codenav.errors import ConfigError
-from codenav.setup import blocks, jsonc
+from codenav_cli.setup import blocks, jsonc
 
 
 class Workspace:

@@ -15,11 +15,11 @@ import uvicorn
 
 from codenav import indexer, queue, repos
 from codenav.auth import create_token
-from codenav.cli import _check_done, wait_for_job
 from codenav.config import Settings
-from codenav.embedded import free_port
 from codenav.errors import CodenavError
 from codenav_api.app import create_app
+from codenav_cli.cli import _check_done, wait_for_job
+from codenav_cli.stores import free_port
 from tests.polyglot import make_polyglot
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from codenav import homedir
-from codenav.embedded import EmbeddedPostgres, free_port, stop_process
+from codenav_cli import homedir
+from codenav_cli.stores import EmbeddedPostgres, free_port, stop_process
 from tests.e2e.stackkit import state_home
 
 

@@ -18,13 +18,13 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from codenav.embedded import free_port
-from codenav.setup import blocks, jsonc
-from codenav.setup.base import Context, Server
-from codenav.setup.files import Workspace
-from codenav.setup.registry import BY_NAME, HARNESSES
-from codenav.setup.rules import RULES
 from codenav.tools import TOOL_NAMES
+from codenav_cli.setup import blocks, jsonc
+from codenav_cli.setup.base import Context, Server
+from codenav_cli.setup.files import Workspace
+from codenav_cli.setup.registry import BY_NAME, HARNESSES
+from codenav_cli.setup.rules import RULES
+from codenav_cli.stores import free_port
 
 CODENAV = str(Path(sys.executable).with_name("codenav"))
 COMMAND = "/opt/codenav/bin/codenav"
@@ -415,7 +415,7 @@ def test_the_written_entry_starts_the_adapter_over_stdio_with_its_environment(
 
 
 def test_the_rules_fit_windsurfs_rule_file_limit_and_say_when_to_use_each_tool() -> None:
-    from codenav.setup.rules import CURSOR_MDC, WINDSURF_MD
+    from codenav_cli.setup.rules import CURSOR_MDC, WINDSURF_MD
 
     assert len(WINDSURF_MD) < 12_000  # Windsurf's documented limit for one rule file
     for tool in ("find_files", "search", "grep", "definition", "references", "impact"):

@@ -4,7 +4,7 @@
 Used by ``codenav up`` and by the test suite; team mode runs the same images in compose.
 Passwords are generated once into ``$CODENAV_HOME/secrets`` (mode 0600); both servers
 listen on loopback only, and restart on the same port (clients keep their URLs). Each start
-gives every part of the home the mode it needs (``codenav.homedir``), so the second start
+gives every part of the home the mode it needs (``codenav_cli.homedir``), so the second start
 is the same as the first.
 """
 
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codenav import homedir
 from codenav.errors import Unavailable
 from codenav.proc import kill_group
+from codenav_cli import homedir
 
 PG_USER = "codenav"
 PG_DB = "codenav"

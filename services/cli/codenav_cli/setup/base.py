@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from codenav.setup import blocks, files
-from codenav.setup.files import Workspace
-from codenav.setup.rules import RULES
+from codenav_cli.setup import blocks, files
+from codenav_cli.setup.files import Workspace
+from codenav_cli.setup.rules import RULES
 
 NAME = "codenav"
 """The server's name in every harness's config: the entry setup owns."""
@@ -119,7 +119,7 @@ def shared_rules(ctx: Context, ws: Workspace, path: Path, remove: bool,
                  harness: Harness) -> list[str]:
     """The rules block in a Markdown file several harnesses may read (CLAUDE.md, AGENTS.md):
     on removal it stays while another configured harness still reads that file."""
-    from codenav.setup.registry import HARNESSES
+    from codenav_cli.setup.registry import HARNESSES
 
     if remove:
         users = [h.title for h in HARNESSES

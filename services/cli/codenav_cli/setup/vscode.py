@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codenav.setup import files
-from codenav.setup.base import NAME, Context, Harness, shared_rules
-from codenav.setup.files import Workspace
+from codenav_cli.setup import files
+from codenav_cli.setup.base import NAME, Context, Harness, shared_rules
+from codenav_cli.setup.files import Workspace
 
 INPUT = {"type": "promptString", "id": "codenav-token",
          "description": "codenav API token (codenav token create)", "password": True}

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from codenav.errors import ConfigError
-from codenav.setup import blocks, files
-from codenav.setup.base import NAME, TOKEN_VAR, Context, Harness, shared_rules
-from codenav.setup.files import Workspace
+from codenav_cli.setup import blocks, files
+from codenav_cli.setup.base import NAME, TOKEN_VAR, Context, Harness, shared_rules
+from codenav_cli.setup.files import Workspace
 
 TOML = blocks.Style.hash()
 

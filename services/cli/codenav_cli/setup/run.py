@@ -11,9 +11,9 @@ from pathlib import Path
 
 from codenav.config import Settings
 from codenav.errors import ConfigError
-from codenav.setup.base import Context, Harness, Server
-from codenav.setup.files import Workspace
-from codenav.setup.registry import BY_NAME, HARNESSES
+from codenav_cli.setup.base import Context, Harness, Server
+from codenav_cli.setup.files import Workspace
+from codenav_cli.setup.registry import BY_NAME, HARNESSES
 
 
 @dataclass

@@ -478,7 +478,7 @@ def _stop_requested(_signum: int, _frame: Any) -> None:
 
 
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
-    from codenav.stack import Stack
+    from codenav_cli.stack import Stack
 
     port = args.port or settings.api_port
     wanted = [str(Path(p).expanduser().resolve()) for p in args.repo or []]
@@ -611,7 +611,7 @@ def build_parser() -> argparse.ArgumentParser:
     mg = sub.add_parser("migrate", help="apply database migrations")
     mg.set_defaults(func=cmd_migrate)
 
-    from codenav.setup.cli import add_parser as add_setup_parser
+    from codenav_cli.setup.cli import add_parser as add_setup_parser
     add_setup_parser(sub)
     return parser
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codenav.setup import files
-from codenav.setup.base import NAME, Context, Harness
-from codenav.setup.files import Workspace
-from codenav.setup.rules import CURSOR_MDC
+from codenav_cli.setup import files
+from codenav_cli.setup.base import NAME, Context, Harness
+from codenav_cli.setup.files import Workspace
+from codenav_cli.setup.rules import CURSOR_MDC
 
 
 class Cursor(Harness):

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codenav.setup import files
-from codenav.setup.base import NAME, TOKEN_VAR, Context, Harness
-from codenav.setup.files import Workspace
+from codenav_cli.setup import files
+from codenav_cli.setup.base import NAME, TOKEN_VAR, Context, Harness
+from codenav_cli.setup.files import Workspace
 
 
 class ClaudeDesktop(Harness):

@@ -2,7 +2,7 @@
 
 Store (Postgres) and queue (Redis) come from wheels; api, workers, watcher and embedder are
 the entrypoints the containers run, started as ``python -P -m ...`` so the current directory
-never shadows an installed package. State lives in ``$CODENAV_HOME`` (``codenav.homedir``
+never shadows an installed package. State lives in ``$CODENAV_HOME`` (``codenav_cli.homedir``
 sets each part's mode on every start); ``stack.json`` tells clients where the API is.
 
 The supervisor (a thread) restarts every child that dies, after a backoff that doubles with
@@ -38,16 +38,17 @@ from typing import IO, Any
 import httpx
 import redis
 
-from codenav import homedir, queue, roots
+from codenav import queue, roots
 from codenav.access import DEFAULT_TEAM
 from codenav.auth import create_token, revoke_token
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
-from codenav.embedded import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 from codenav.errors import CodenavError, Unavailable
 from codenav.proc import child_env, group_alive, kill_group, python_argv
 from codenav.repos import list_repos
+from codenav_cli import homedir
+from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 
 TICK_S = 0.2
 STABLE_S = 20.0

@@ -9,7 +9,7 @@ from codenav.config import Settings
 
 
 def add_parser(sub: Any) -> None:
-    from codenav.setup.registry import BY_NAME
+    from codenav_cli.setup.registry import BY_NAME
 
     p = sub.add_parser(
         "setup", help="configure agent harnesses (MCP entry and rules) to use codenav",
@@ -33,7 +33,7 @@ def add_parser(sub: Any) -> None:
 
 
 def cmd_setup(args: argparse.Namespace, settings: Settings) -> int:
-    from codenav.setup.run import main
+    from codenav_cli.setup.run import main
 
     return main(args.harness, args.all, args.remove, args.dry_run, args.project, args.url,
                 args.local, args.repo, settings)
