@@ -32,12 +32,13 @@ from typing import Any
 import httpx
 import psycopg
 
-from codenav import queue, repos
+from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
 from codenav.graph.extract import extract
+from codenav.jobs import enqueue
 from codenav.languages import STRUCTURED, language_for
 from codenav.parse.chunker import parse_file
 from codenav.walk import walk
@@ -91,11 +92,11 @@ def bench(root: Path, home: Path, pg: EmbeddedPostgres, rd: EmbeddedRedis,
         with psycopg.connect(pg.url, autocommit=True) as conn:
             token, _ = create_token(conn, "bench", "admin")
             repo = repos.register(conn, str(root), root.name)
-            r = queue.connect_redis(settings)
+            r = enqueue.connect_redis(settings)
             time.sleep(1.0)  # let the worker finish importing and preloading grammars
             with PeakRss(worker.pid) as worker_rss:
                 started = time.perf_counter()
-                info = wait_job(r, queue.request_full(r, settings, repo.id))
+                info = wait_job(r, enqueue.request_full(r, settings, repo.id))
                 searchable_s = time.perf_counter() - started
                 # A first index defers its graph (and the graph facts) to a second job.
                 graph_job = (info.get("result") or {}).get("graph_job")

@@ -31,13 +31,14 @@ import httpx
 import psutil
 import psycopg
 
-from codenav import embeddings, queue, repos
+from codenav import embeddings, repos
 from codenav.auth import create_token
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
 from codenav.embed_client import EmbedClient
 from codenav.embeddings import embed_backlog
+from codenav.jobs import enqueue
 from codenav.languages import STRUCTURED, language_for
 from codenav.parse.chunker import parser_for
 from codenav.walk import walk
@@ -185,7 +186,7 @@ def wait_ready(url: str, timeout: float = 60.0) -> None:
 def wait_job(r: Any, job_id: str | None) -> dict[str, Any]:
     """Poll an RQ job until it ends; its info, or RuntimeError if it failed."""
     while True:
-        info = queue.job_info(r, job_id or "")
+        info = enqueue.job_info(r, job_id or "")
         if info and info["state"] in ("finished", "failed"):
             break
         time.sleep(0.02)
@@ -216,18 +217,18 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
         with psycopg.connect(pg.url, autocommit=True) as conn:
             token, _ = create_token(conn, "bench", "admin")
             repo = repos.register(conn, str(root), name)
-            r = queue.connect_redis(settings)
+            r = enqueue.connect_redis(settings)
             time.sleep(1.0)  # let the worker finish importing and preloading grammars
             with PeakRss(worker.pid) as worker_rss:
                 started = time.perf_counter()
-                info = wait_job(r, queue.request_full(r, settings, repo.id))
+                info = wait_job(r, enqueue.request_full(r, settings, repo.id))
                 index_s = time.perf_counter() - started
                 graph_job = (info.get("result") or {}).get("graph_job")
                 if graph_job:  # a first index builds its code graph in a job of its own
                     wait_job(r, graph_job)
                 with_graph_s = time.perf_counter() - started
             started = time.perf_counter()
-            wait_job(r, queue.request_full(r, settings, repo.id))
+            wait_job(r, enqueue.request_full(r, settings, repo.id))
             warm_s = time.perf_counter() - started
             chunks = conn.execute(q.CHUNK_COUNT).fetchone()[0]  # type: ignore[index]
             graph = conn.execute(q.BENCH_GRAPH_SHARE, (repo.id, repo.id)).fetchone()

@@ -24,8 +24,9 @@ import pytest
 import redis
 from mcp import Client
 
-from codenav import indexer, queue, repos
+from codenav import indexer, repos
 from codenav.config import Settings
+from codenav.jobs import coordination
 from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis
 from tests.conftest import TEMPLATE_DB
 from tests.teamkit import ALPHA_FILE_COUNT, ALPHA_FILES, ALPHA_MARKERS, Teams, two_teams
@@ -333,7 +334,7 @@ def test_a_repository_registered_without_indexing_is_indexed_by_nothing_until_as
         assert repo_id not in sidecar.watches and teams.beta_id in sidecar.watches
         for repo_id_watched in list(sidecar.watches):
             sidecar._stop_watch(repo_id_watched)
-            queue.release_leadership(sidecar.redis, repo_id_watched, sidecar.me)
+            coordination.release_leadership(sidecar.redis, repo_id_watched, sidecar.me)
         assert "indexing is off" in indexer.reconcile(teams.settings, repo_id).refused
         status = http.post("/v1/status", json={"repo": "later"},
                            headers=teams.headers("beta-read")).json()["repos"][0]

@@ -10,10 +10,11 @@ import psycopg
 import redis
 from fastapi.testclient import TestClient
 
-from codenav import embeddings, indexer, queue, repos
+from codenav import embeddings, indexer, repos
 from codenav.auth import create_token
 from codenav.config import Settings
 from codenav.db import queries as q
+from codenav.jobs import enqueue
 
 SHARED = "def shared_helper(x):\n    return x + 1\n"
 
@@ -57,8 +58,8 @@ def test_deleting_a_repository_collects_what_nothing_else_references(
     shared_content = _count(conn, "SELECT content_id FROM files WHERE repo_id = %s AND "
                                   "path = 'lib/shared.py'", two.id)
     r = redis.Redis.from_url(settings.redis_url)
-    queue.request_paths(r, settings, one.id, ["lib/only_one.py"])
-    assert queue.pending_changes(r, one.id)
+    enqueue.request_paths(r, settings, one.id, ["lib/only_one.py"])
+    assert enqueue.pending_changes(r, one.id)
 
     gone = client.delete("/v1/repos/one")
     assert gone.status_code == 200, gone.text
@@ -80,7 +81,7 @@ def test_deleting_a_repository_collects_what_nothing_else_references(
     left = {r[0] for r in conn.execute("SELECT text_hash FROM embeddings")}
     assert shared_hashes <= left
     assert left == {r[0] for r in conn.execute("SELECT DISTINCT text_hash FROM chunk_texts")}
-    assert queue.pending_changes(r, one.id) == {}
+    assert enqueue.pending_changes(r, one.id) == {}
 
     missing = client.post("/v1/search", json={"query": "unique_to_one", "repo": "one"})
     assert missing.status_code == 404

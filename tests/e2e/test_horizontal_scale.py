@@ -31,11 +31,11 @@ import redis
 from rq import Queue, Worker
 from rq.registry import StartedJobRegistry
 
-from codenav import queue
 from codenav.blob import git_blob_sha
 from codenav.config import Settings
 from codenav.graph.extract import extract
 from codenav.ignore import IgnoreRules
+from codenav.jobs import enqueue
 from codenav.parse.chunker import ChunkLimits, parse_file
 from codenav.tokens import file_term_counts
 from codenav.walk import walk
@@ -191,8 +191,8 @@ def _without_durations(node: Any, repo: str | None = None) -> Any:
 def _settled(cluster: Cluster, conn: psycopg.Connection, names: list[str]) -> bool:
     """Nothing queued or running anywhere, every worker idle, every repository indexed,
     graphed and fresh as status reports it."""
-    index = Queue(queue.INDEX_QUEUE, connection=cluster.redis)
-    if index.count or StartedJobRegistry(queue.INDEX_QUEUE, connection=cluster.redis).count:
+    index = Queue(enqueue.INDEX_QUEUE, connection=cluster.redis)
+    if index.count or StartedJobRegistry(enqueue.INDEX_QUEUE, connection=cluster.redis).count:
         return False
     if any(w.get_state() != "idle" for w in Worker.all(connection=cluster.redis)):
         return False

@@ -18,10 +18,11 @@ import psycopg
 import pytest
 import redis
 
-from codenav import queue, repos
+from codenav import repos
 from codenav.access import Caller
 from codenav.blob import git_blob_sha
 from codenav.config import Settings
+from codenav.jobs import coordination, enqueue
 from codenav.walk import walk
 
 DEADLINE_S = 60.0
@@ -158,7 +159,7 @@ def test_editor_save_patterns_end_with_the_index_equal_to_disk(live: Live, patte
     for i in range(100):
         save(target, f"def saved_{pattern}_{i}():\n    return {i}\n")
         if i % 10 == 0:
-            most_queued = max(most_queued, queue.queue_depth(live.redis, live.settings)["queued"])
+            most_queued = max(most_queued, enqueue.queue_depth(live.redis, live.settings)["queued"])
     live.wait_converged()
     body = live.conn.execute(
         "SELECT c.body FROM contents c JOIN files f ON f.content_id = c.id "
@@ -245,7 +246,7 @@ def test_events_in_ignored_directories_create_no_jobs(live: Live) -> None:
     indexed = set(index_state(live.conn, live.repo.id))
     assert not any(p.startswith(("node_modules/", "build_output/", ".venv/")) for p in indexed)
     def watched() -> int:
-        state = queue.watcher_state(live.redis, live.repo.id) or {}
+        state = coordination.watcher_state(live.redis, live.repo.id) or {}
         assert state.get("mode") == "events"
         return int(state.get("watched_dirs") or 0)
 
@@ -285,7 +286,7 @@ def test_answers_flag_stale_results_and_status_is_never_fresh_with_work_pending(
         worker.wait(30)
         (live.root / "src" / "mod3.py").write_text("def function_3():\n    return 'edited'\n")
         (live.root / "src" / "brand_new.py").write_text("def brand_new():\n    pass\n")
-        wait_until(lambda: len(queue.pending_changes(live.redis, live.repo.id)) >= 2, 20,
+        wait_until(lambda: len(enqueue.pending_changes(live.redis, live.repo.id)) >= 2, 20,
                    "the watcher to notice the edits")
         answer = svc.run(OPERATOR, "search", {"query": "function_3"})
         hit = next(r for r in answer["results"] if r["path"] == "src/mod3.py")
@@ -326,7 +327,7 @@ def test_polling_mode_keeps_the_index_current_and_says_so(
         (root / "src" / "a.py").write_text("def after_polling():\n    pass\n")
         (root / "src" / "b.py").write_text("def added_while_polling():\n    pass\n")
         lv.wait_converged()
-        state = queue.watcher_state(lv.redis, lv.repo.id)
+        state = coordination.watcher_state(lv.redis, lv.repo.id)
         assert state is not None and state["mode"] == "polling"
     finally:
         lv.stop()

@@ -19,8 +19,9 @@ import redis
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
 
-from codenav import queue, repos
+from codenav import repos
 from codenav.config import Settings
+from codenav.jobs import coordination, enqueue
 from codenav.proc import kill_group
 from codenav.walk import walk
 from tests.worker.test_jobs import _stdlib_sample
@@ -64,7 +65,7 @@ def _kill_mid_job(settings: Settings, service_env: dict[str, str], conn: psycopg
     """A worker SIGKILLed (the worker process only, as the OOM killer does) during a job;
     its job's processes die with it. Returns (job id, worker name)."""
     r = redis.Redis.from_url(settings.redis_url)
-    job_id = queue.request_full(r, settings, repo.id)
+    job_id = enqueue.request_full(r, settings, repo.id)
     assert job_id is not None
     name = "victim"
     proc = _worker(service_env, "--name", name)
@@ -84,13 +85,13 @@ def test_a_killed_workers_job_goes_back_to_the_front_of_its_queue_and_converges(
         sample: repos.Repo) -> None:
     job_id, name = _kill_mid_job(settings, service_env, conn, sample)
     r = redis.Redis.from_url(settings.redis_url)
-    queue.request_paths(r, settings, sample.id, ["a_path_saved_meanwhile.py"])
-    assert queue.requeue_abandoned(r, settings, dead=[name]) == [job_id]
+    enqueue.request_paths(r, settings, sample.id, ["a_path_saved_meanwhile.py"])
+    assert coordination.requeue_abandoned(r, settings, dead=[name]) == [job_id]
     job = _job(r, job_id)
-    assert job.get_status() == JobStatus.QUEUED and job.retries_left == queue.RETRY.max - 1
-    assert queue.index_queue(r, settings).job_ids[0] == job_id  # ahead of later work
-    assert queue.request_full(r, settings, sample.id) == job_id  # still coalesces onto it
-    assert not any(w.name == name for w in queue.workers(r))  # its death is registered
+    assert job.get_status() == JobStatus.QUEUED and job.retries_left == enqueue.RETRY.max - 1
+    assert enqueue.index_queue(r, settings).job_ids[0] == job_id  # ahead of later work
+    assert enqueue.request_full(r, settings, sample.id) == job_id  # still coalesces onto it
+    assert not any(w.name == name for w in coordination.workers(r))  # its death is registered
     _worker(service_env, "--burst").wait(300)
     assert _job(r, job_id).get_status() == JobStatus.FINISHED
     expected = {f.path for f in walk(Path(sample.root), settings.max_file_bytes).files}
@@ -107,18 +108,18 @@ def test_a_job_that_kills_its_worker_every_time_ends_failed_with_the_reason(
     job = _job(r, job_id)
     job.retries_left = 0  # as after its earlier deaths
     job.save()
-    assert queue.requeue_abandoned(r, settings, dead=[name]) == []
+    assert coordination.requeue_abandoned(r, settings, dead=[name]) == []
     job = _job(r, job_id)
     assert job.get_status() == JobStatus.FAILED
     assert "its worker died every time it ran" in (job.exc_info or "")
-    assert queue.request_full(r, settings, sample.id) != job_id  # a new request is queued
+    assert enqueue.request_full(r, settings, sample.id) != job_id  # a new request is queued
 
 
 def test_a_stopped_worker_interrupts_its_job_at_a_checkpoint_and_queues_it_again(
         settings: Settings, service_env: dict[str, str], conn: psycopg.Connection,
         sample: repos.Repo) -> None:
     r = redis.Redis.from_url(settings.redis_url)
-    job_id = queue.request_full(r, settings, sample.id)
+    job_id = enqueue.request_full(r, settings, sample.id)
     assert job_id is not None
     proc = _worker(service_env)
     wait_until(lambda: _progress(conn), 120, "the job making progress")
@@ -129,7 +130,7 @@ def test_a_stopped_worker_interrupts_its_job_at_a_checkpoint_and_queues_it_again
     result = job.return_value()
     assert isinstance(result, dict) and result["interrupted"] is True
     again = result["again"]
-    assert again and again != job_id and queue.waiting(r, sample.id)["full"] == again
+    assert again and again != job_id and enqueue.waiting(r, sample.id)["full"] == again
     run = conn.execute("SELECT state, error FROM index_runs ORDER BY id DESC LIMIT 1"
                        ).fetchone()
     assert run is not None and run[0] == "stopped" and "runs again" in run[1]
@@ -145,22 +146,22 @@ def test_a_stopped_worker_interrupts_its_job_at_a_checkpoint_and_queues_it_again
 def test_an_embed_lane_worker_leaves_index_jobs_to_the_index_lane(
         settings: Settings, service_env: dict[str, str], sample: repos.Repo) -> None:
     r = redis.Redis.from_url(settings.redis_url)
-    job_id = queue.request_full(r, settings, sample.id)
+    job_id = enqueue.request_full(r, settings, sample.id)
     assert job_id is not None
     env = {k: v for k, v in service_env.items() if k != "CODENAV_EMBED_URL"}
     assert _worker(env, "--lane", "embed", "--burst").wait(120) == 0
     assert _job(r, job_id).get_status() == JobStatus.QUEUED
-    assert queue.index_queue(r, settings).job_ids == [job_id]
+    assert enqueue.index_queue(r, settings).job_ids == [job_id]
 
 
 def test_a_coalescing_flag_whose_job_is_gone_does_not_hold_back_new_requests(
         settings: Settings, sample: repos.Repo) -> None:
     r = redis.Redis.from_url(settings.redis_url)
     r.set(f"codenav:queued:full:{sample.id}", "full-1-000000000000")  # its job was lost
-    job_id = queue.request_full(r, settings, sample.id)
+    job_id = enqueue.request_full(r, settings, sample.id)
     assert job_id is not None and job_id != "full-1-000000000000"
-    assert queue.index_queue(r, settings).job_ids == [job_id]
-    assert queue.request_full(r, settings, sample.id) == job_id
+    assert enqueue.index_queue(r, settings).job_ids == [job_id]
+    assert enqueue.request_full(r, settings, sample.id) == job_id
 
 
 def test_workers_of_a_stack_that_died_whole_are_all_recovered_at_the_next_start(
@@ -168,8 +169,8 @@ def test_workers_of_a_stack_that_died_whole_are_all_recovered_at_the_next_start(
         sample: repos.Repo) -> None:
     job_id, _name = _kill_mid_job(settings, service_env, conn, sample)
     r = redis.Redis.from_url(settings.redis_url)
-    assert queue.requeue_abandoned(r, settings, everyone=True) == [job_id]
-    assert queue.workers(r) == []
+    assert coordination.requeue_abandoned(r, settings, everyone=True) == [job_id]
+    assert coordination.workers(r) == []
     assert r.keys("rq:scheduler-lock:*") == []  # the next workers' schedulers take over
 
 
@@ -178,18 +179,18 @@ def test_a_stop_during_a_graph_build_interrupts_it_without_a_failure_and_it_runs
         tmp_path: Path) -> None:
     repo = repos.register(conn, str(_stdlib_sample(tmp_path, limit=1200)), "stdlib")
     r = redis.Redis.from_url(settings.redis_url)
-    queue.request_full(r, settings, repo.id)
+    enqueue.request_full(r, settings, repo.id)
     proc = _worker(service_env)
     # The graph job has no checkpoint: the stop interrupts it where it is (or kills it).
     wait_until(lambda: r.exists(f"codenav:running:graph:{repo.id}"), 300, "the graph build")
-    graph_job = queue.waiting(r, repo.id)["graph"].removeprefix("running (").rstrip(")")
+    graph_job = enqueue.waiting(r, repo.id)["graph"].removeprefix("running (").rstrip(")")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0
     assert _job(r, graph_job).get_status() != JobStatus.FAILED
-    waiting = queue.waiting(r, repo.id)
+    waiting = enqueue.waiting(r, repo.id)
     assert "graph" in waiting and not waiting["graph"].startswith("running")
     _worker(service_env, "--burst").wait(300)
     built = conn.execute("SELECT files_resolved FROM graph_state WHERE repo_id = %s",
                          (repo.id,)).fetchone()
     assert built is not None and built[0] > 0
-    assert queue.waiting(r, repo.id) == {}
+    assert enqueue.waiting(r, repo.id) == {}

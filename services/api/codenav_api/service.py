@@ -14,7 +14,6 @@ import psycopg
 import redis
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from codenav import queue
 from codenav.access import Caller
 from codenav.auth import TokenVerifier
 from codenav.config import Settings
@@ -22,6 +21,7 @@ from codenav.db import queries as q
 from codenav.db.connect import PREPARE_THRESHOLD, dsn
 from codenav.embed_client import EmbedClient
 from codenav.errors import Unavailable
+from codenav.jobs import enqueue
 from codenav.semantic import QueryEmbedder
 from codenav.tools import serve
 from codenav.tools.base import Args
@@ -45,7 +45,7 @@ class Services:
                                    # a connection broken by a store restart is replaced
                                    # before use, not handed to a request
                                    check=ConnectionPool.check_connection)
-        self.redis: redis.Redis = queue.connect_redis(settings)
+        self.redis: redis.Redis = enqueue.connect_redis(settings)
         self.tokens = TokenVerifier()
         self.semantic = QueryEmbedder(EmbedClient.from_settings(
             settings, timeout=settings.embed_query_budget_ms / 1000))

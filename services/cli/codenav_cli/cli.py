@@ -411,10 +411,10 @@ def cmd_repo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _forget(settings: Settings, repo_id: int) -> None:
-    from codenav import queue
+    from codenav.jobs import enqueue
 
     with contextlib.suppress(CodenavError):
-        queue.forget_repo(queue.connect_redis(settings), repo_id)
+        enqueue.forget_repo(enqueue.connect_redis(settings), repo_id)
 
 
 def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:

@@ -38,13 +38,14 @@ from typing import IO, Any
 import httpx
 import redis
 
-from codenav import queue, roots
+from codenav import roots
 from codenav.access import DEFAULT_TEAM
 from codenav.auth import create_token, revoke_token
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
 from codenav.errors import CodenavError, Unavailable
+from codenav.jobs import coordination, enqueue
 from codenav.proc import child_env, group_alive, kill_group, python_argv
 from codenav.repos import list_repos
 from codenav_cli import homedir
@@ -179,8 +180,8 @@ class Stack:
             self._rotate_token(conn)
             allowed = local_roots(settings, self.repos, [r.root for r in list_repos(conn)])
         self.env["CODENAV_ALLOWED_ROOTS"] = ",".join(allowed)
-        self._queue_conn = queue.connect_redis(settings)
-        recovered = queue.requeue_abandoned(self._queue_conn, settings, everyone=True)
+        self._queue_conn = enqueue.connect_redis(settings)
+        recovered = coordination.requeue_abandoned(self._queue_conn, settings, everyone=True)
         if recovered:
             self.say(f"{len(recovered)} job(s) interrupted by the last stop run again")
         services.append(self._service("api", ["codenav_api", "--no-migrate"],
@@ -209,7 +210,7 @@ class Stack:
         def spawn(child: Child) -> subprocess.Popen[bytes]:
             argv = python_argv(*module_args)
             if child.lane:  # a name of its own per incarnation: RQ refuses a reused one
-                child.worker_name = queue.worker_name(child.lane)
+                child.worker_name = coordination.worker_name(child.lane)
                 argv += ["--name", child.worker_name]
             with log_path.open("ab") as log:
                 return subprocess.Popen(argv, env=self.env, stdout=log,
@@ -328,7 +329,7 @@ class Stack:
         if conn is None:
             return
         try:
-            again = queue.requeue_abandoned(conn, Settings.load(env=self.env), dead=dead)
+            again = coordination.requeue_abandoned(conn, Settings.load(env=self.env), dead=dead)
         except (redis.RedisError, CodenavError):
             return  # the queue is down too: try again next round
         self._dead_workers -= dead

@@ -8,13 +8,14 @@ from typing import Any
 import psycopg
 import redis
 
-from codenav import access, embeddings, freshness, queue
+from codenav import access, embeddings, freshness
 from codenav.access import Caller, Scope, visible_repos
 from codenav.answers import stats
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.embed_client import EmbedClient
 from codenav.errors import CodenavError
+from codenav.jobs import coordination, enqueue
 from codenav.versions import CHUNKER_VERSION, SCHEMA_VERSION
 
 SKIPPED_SHOWN = 20
@@ -154,8 +155,8 @@ def report(conn: psycopg.Connection, caller: Caller, repo_name: str | None, sett
     depth: dict[str, Any] = {}
     try:  # the queue first: its state is what changes fastest
         if caller.role == "admin":  # lane depths span every team: admins only
-            depth = queue.queue_depth(rconn, settings)
-        workers = {lane: len(names) for lane, names in queue.live_workers(rconn).items()}
+            depth = enqueue.queue_depth(rconn, settings)
+        workers = {lane: len(names) for lane, names in coordination.live_workers(rconn).items()}
     except redis.RedisError as exc:
         error = type(exc).__name__
     embedder = probe_embedder(client)
@@ -168,9 +169,9 @@ def report(conn: psycopg.Connection, caller: Caller, repo_name: str | None, sett
         watcher = None
         if error is None:
             try:
-                pending = queue.pending_changes(rconn, repo_id)
-                waiting = queue.waiting(rconn, repo_id)
-                watcher = queue.watcher_state(rconn, repo_id)
+                pending = enqueue.pending_changes(rconn, repo_id)
+                waiting = enqueue.waiting(rconn, repo_id)
+                watcher = coordination.watcher_state(rconn, repo_id)
             except redis.RedisError as exc:
                 error = type(exc).__name__
         entry["freshness"] = freshness.repo_freshness(pending, waiting,
@@ -215,8 +216,8 @@ def annotate(conn: psycopg.Connection, scope: Scope, rconn: redis.Redis,
     paths = freshness.answer_paths(answer)
     run = run_info(conn.execute(q.RUN_LATEST, scope.params()).fetchone())
     try:
-        stale = queue.pending_kinds(rconn, scope.id, paths)
-        pending = queue.pending_counts(rconn, scope.id)
+        stale = enqueue.pending_kinds(rconn, scope.id, paths)
+        pending = enqueue.pending_counts(rconn, scope.id)
     except redis.RedisError:
         stale, pending = {}, {}
     freshness.annotate(answer, stale, sum(pending.values()), pending.get("unindexed", 0), run)

@@ -28,10 +28,11 @@ from pathlib import Path
 
 import redis
 
-from codenav import queue, repos, roots
+from codenav import repos, roots
 from codenav.config import Settings
 from codenav.db.connect import connect
 from codenav.errors import CodenavError
+from codenav.jobs import coordination, enqueue
 from codenav_watcher.watch import Changes, RepoWatch
 
 log = logging.getLogger("codenav.watcher")
@@ -42,7 +43,7 @@ TICK_S = 2.0
 class Sidecar:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.redis = queue.connect_redis(settings)
+        self.redis = enqueue.connect_redis(settings)
         self.me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.watches: dict[int, tuple[RepoWatch, asyncio.Task[None]]] = {}
         self.last_full: dict[int, float] = {}
@@ -53,9 +54,9 @@ class Sidecar:
     def on_changes(self, repo_id: int, changes: Changes) -> None:
         try:
             if changes:
-                queue.request_paths(self.redis, self.settings, repo_id, changes)
+                enqueue.request_paths(self.redis, self.settings, repo_id, changes)
             else:
-                queue.request_full(self.redis, self.settings, repo_id)
+                enqueue.request_full(self.redis, self.settings, repo_id)
                 self.last_full[repo_id] = time.monotonic()
         except CodenavError as exc:
             if self.outage is None:
@@ -85,11 +86,12 @@ class Sidecar:
                             f": {error!r}" if error else "")
                 del self.watches[repo_id]
         for repo_id in list(self.watches):
-            if repo_id not in here or not queue.claim_leadership(self.redis, repo_id, self.me):
+            if repo_id not in here or \
+                    not coordination.claim_leadership(self.redis, repo_id, self.me):
                 self._stop_watch(repo_id)
         for repo_id, repo in here.items():
             if repo_id not in self.watches:
-                if not queue.claim_leadership(self.redis, repo_id, self.me):
+                if not coordination.claim_leadership(self.redis, repo_id, self.me):
                     continue  # another sidecar (or a CI run's) watches this repository
                 self.on_changes(repo_id, {})  # reconcile before watching
                 watch = RepoWatch(repo_id, Path(repo.root), self.on_changes,
@@ -100,10 +102,10 @@ class Sidecar:
                     watch.mode = "polling"
                 self.watches[repo_id] = (watch, asyncio.create_task(watch.run()))
                 log.info("watching %s (%s)", repo.name, repo.root)
-        queue.watcher_heartbeat(self.redis, self.me)
+        coordination.watcher_heartbeat(self.redis, self.me)
         now = time.monotonic()
         for repo_id, (watch, _task) in self.watches.items():
-            queue.report_watcher(self.redis, repo_id, {
+            coordination.report_watcher(self.redis, repo_id, {
                 "mode": watch.mode, "watcher": self.me, "watched_dirs": watch.watched,
                 "at": time.time()})
             if now - self.last_full.get(repo_id, now) >= self.settings.reconcile_interval_s:
@@ -141,7 +143,7 @@ class Sidecar:
         for repo_id in list(self.watches):
             self._stop_watch(repo_id)
             with contextlib.suppress(redis.RedisError):
-                queue.release_leadership(self.redis, repo_id, self.me)
+                coordination.release_leadership(self.redis, repo_id, self.me)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = Settings.load()
         if args.check:
-            alive = queue.watcher_alive(queue.connect_redis(settings), socket.gethostname() + ":")
+            alive = coordination.watcher_alive(enqueue.connect_redis(settings),
+                                               socket.gethostname() + ":")
             return 0 if alive else 1
         logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")

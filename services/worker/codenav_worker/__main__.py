@@ -22,12 +22,12 @@ from collections.abc import Callable
 import redis
 from rq.serializers import JSONSerializer
 
-from codenav import queue
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
 from codenav.embed_client import EmbedClient
 from codenav.errors import CodenavError, Unavailable
+from codenav.jobs import coordination, enqueue
 from codenav_worker.worker import CodenavWorker
 
 log = logging.getLogger("codenav.worker")
@@ -84,7 +84,7 @@ def wait_for_embedder(settings: Settings, timeout: float = 1800.0) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="codenav-worker", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lane", choices=sorted(queue.LANES), default="index",
+    parser.add_argument("--lane", choices=sorted(enqueue.LANES), default="index",
                         help="the work this worker takes (default: index)")
     parser.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     parser.add_argument("--name", default=None,
@@ -101,13 +101,13 @@ def main(argv: list[str] | None = None) -> int:
             preload_grammars()
             preload_queries()
         wait_for_schema(settings)
-        conn = queue.connect_redis(settings)
+        conn = enqueue.connect_redis(settings)
         _wait_for("the queue", lambda: bool(conn.ping()), 300.0)
         if args.lane == "embed":
             wait_for_embedder(settings)
-        worker = CodenavWorker(list(queue.LANES[args.lane]), connection=conn,
+        worker = CodenavWorker(list(enqueue.LANES[args.lane]), connection=conn,
                                serializer=JSONSerializer, settings=settings,
-                               name=args.name or queue.worker_name(args.lane))
+                               name=args.name or coordination.worker_name(args.lane))
         worker.work(burst=args.burst, with_scheduler=True, logging_level=settings.log_level)
     except CodenavError as exc:
         print(f"codenav-worker: {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""),

@@ -6,8 +6,9 @@
 - A busy worker beats every ``HEARTBEAT_S`` seconds; maintenance runs every 30 s.
 - Redis going away is waited out (retried every 2 s at most), not fatal.
 - A stop (SIGTERM, SIGINT) is passed to the horse: the job stops at its next checkpoint
-  and asks to be run again (``jobs.resumable``); a job still running ``HARD_STOP_S`` later is
-  killed and put back at the front of its queue. Either way nothing is lost or failed.
+  and asks to be run again (``codenav.jobs.tasks.resumable``); a job still running
+  ``HARD_STOP_S`` later is killed and put back at the front of its queue. Either way
+  nothing is lost or failed.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from rq import Queue
 from rq.job import Job
 from rq.worker import Worker
 
-from codenav import queue as jobqueue
 from codenav.config import Settings
+from codenav.jobs import coordination
 from codenav.proc import die_with_parent
 
 log = logging.getLogger("codenav.worker")
@@ -44,7 +45,7 @@ class CodenavWorker(Worker):
     max_connection_wait_time = 2.0
 
     def __init__(self, *args: Any, settings: Settings, **kwargs: Any) -> None:
-        kwargs.setdefault("job_monitoring_interval", jobqueue.HEARTBEAT_S)
+        kwargs.setdefault("job_monitoring_interval", coordination.HEARTBEAT_S)
         kwargs.setdefault("maintenance_interval", 30)
         super().__init__(*args, **kwargs)
         self.settings = settings
@@ -58,21 +59,21 @@ class CodenavWorker(Worker):
 
     def setup_work_horse_signals(self) -> None:
         super().setup_work_horse_signals()
-        from codenav_worker import jobs
+        from codenav.jobs import tasks
 
         main = threading.main_thread().ident
 
         def stop(_signum: int, _frame: Any) -> None:
-            if jobs.STOP.is_set():
+            if tasks.STOP.is_set():
                 return
-            jobs.STOP.set()
+            tasks.STOP.set()
             timer = threading.Timer(SOFT_STOP_S, signal.pthread_kill,
                                     (main, INTERRUPT_SIGNAL))
             timer.daemon = True
             timer.start()
 
         def interrupt(_signum: int, _frame: Any) -> None:
-            jobs.interrupt_now()
+            tasks.interrupt_now()
 
         signal.signal(STOP_SIGNAL, stop)
         signal.signal(INTERRUPT_SIGNAL, interrupt)
@@ -121,7 +122,7 @@ class CodenavWorker(Worker):
     def run_maintenance_tasks(self) -> None:
         super().run_maintenance_tasks()
         try:
-            jobqueue.requeue_abandoned(self.connection, self.settings)
+            coordination.requeue_abandoned(self.connection, self.settings)
         except redis.RedisError as exc:
             log.warning("worker %s: could not look for abandoned jobs: %s", self.name, exc)
 

@@ -7,10 +7,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path
 
-from codenav import access, admin, queue
+from codenav import access, admin
 from codenav.access import Caller
 from codenav.db import queries as q
 from codenav.errors import NotFound
+from codenav.jobs import enqueue
 from codenav.status import run_info
 from codenav_api.deps import allowed, services
 from codenav_api.models import RepoCreate, Text
@@ -44,7 +45,7 @@ def create_repo(body: RepoCreate, svc: Services = Depends(services),
         repo = admin.register(conn, svc.settings, caller, body.root, body.name, body.index)
     out: dict[str, Any] = {"repo": _repo_dict(repo)}
     if body.index:
-        out["job_id"] = queue.request_full(svc.redis, svc.settings, repo.id)
+        out["job_id"] = enqueue.request_full(svc.redis, svc.settings, repo.id)
     else:
         out["note"] = "registered without indexing: nothing indexes it until a reindex asks"
     return out
@@ -56,7 +57,7 @@ def delete_repo(name: Annotated[Text, Path(max_length=201)], svc: Services = Dep
     with svc.connection() as conn:
         scope = access.resolve(conn, caller, name)
         answer = admin.delete(conn, caller, scope)
-    queue.forget_repo(svc.redis, scope.id)
+    enqueue.forget_repo(svc.redis, scope.id)
     return answer
 
 
@@ -68,7 +69,7 @@ def job(job_id: Annotated[Text, Path(max_length=200)], svc: Services = Depends(s
     if match is None:
         raise unknown
     repo_id = int(match.group(1))
-    info = queue.job_info(svc.redis, job_id)
+    info = enqueue.job_info(svc.redis, job_id)
     if info is not None:
         info.pop("repo_id", None)  # the job id names its repository
     with svc.connection() as conn:

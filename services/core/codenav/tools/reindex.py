@@ -17,8 +17,9 @@ class ReindexArgs(Args):
 def handle(call: Call, args: ReindexArgs) -> dict[str, Any]:
     """Queue a reindex; a repository registered with ``index: false`` is indexed from now
     on (it was asked)."""
-    from codenav import navigate, queue, roots
+    from codenav import navigate, roots
     from codenav.db import queries as q
+    from codenav.jobs import enqueue
 
     scope, host = call.target, call.host
     roots.check(host.settings, scope.repo.root)
@@ -26,9 +27,9 @@ def handle(call: Call, args: ReindexArgs) -> dict[str, Any]:
         call.conn.execute(q.REPO_ENABLE_INDEX, scope.params())
     if args.paths:
         clean = [navigate.clean_path(p) for p in args.paths]
-        job_id = queue.request_paths(host.redis, host.settings, scope.id, clean)
+        job_id = enqueue.request_paths(host.redis, host.settings, scope.id, clean)
         return {"repo": scope.name, "scope": "paths", "paths": clean, "job_id": job_id}
-    job_id = queue.request_full(host.redis, host.settings, scope.id)
+    job_id = enqueue.request_full(host.redis, host.settings, scope.id)
     return {"repo": scope.name, "scope": "full", "job_id": job_id}
 
 

@@ -20,8 +20,9 @@ import redis
 from rq import Worker
 from rq.serializers import JSONSerializer
 
-from codenav import indexer, queue, repos
+from codenav import indexer, repos
 from codenav.config import Settings
+from codenav.jobs import enqueue
 from codenav.walk import walk
 from tests.polyglot import BAD_FILES, make_polyglot
 
@@ -34,15 +35,15 @@ def job_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
                        ("CODENAV_HOME", settings.home), ("CODENAV_PARSE_PROCESSES", "2"),
                        ("CODENAV_ALLOWED_ROOTS", settings.allowed_roots[0])):
         monkeypatch.setenv(key, value)
-    import codenav_worker.jobs as jobs
+    import codenav.jobs.tasks as jobs
 
     monkeypatch.setattr(jobs, "_SETTINGS", None)
     return settings
 
 
 def _work(settings: Settings) -> None:
-    conn = queue.connect_redis(settings)
-    Worker([queue.INDEX_QUEUE], connection=conn, serializer=JSONSerializer).work(burst=True)
+    conn = enqueue.connect_redis(settings)
+    Worker([enqueue.INDEX_QUEUE], connection=conn, serializer=JSONSerializer).work(burst=True)
 
 
 def _indexed_paths(conn: psycopg.Connection) -> set[str]:
@@ -53,11 +54,11 @@ def test_a_full_index_job_runs_on_a_real_worker(job_env: Settings, conn: psycopg
                                                 tmp_path: Path) -> None:
     root = make_polyglot(tmp_path)
     repo = repos.register(conn, str(root), "polyglot")
-    r = queue.connect_redis(job_env)
-    job_id = queue.request_full(r, job_env, repo.id)
+    r = enqueue.connect_redis(job_env)
+    job_id = enqueue.request_full(r, job_env, repo.id)
     assert job_id is not None
     _work(job_env)
-    info = queue.job_info(r, job_id)
+    info = enqueue.job_info(r, job_id)
     assert info is not None and info["state"] == "finished"
     walked = {f.path for f in walk(root, job_env.max_file_bytes).files}
     assert _indexed_paths(conn) == walked - set(BAD_FILES)
@@ -70,15 +71,15 @@ def test_requests_are_coalesced_into_one_waiting_job(job_env: Settings,
                                                      tmp_path: Path) -> None:
     root = make_polyglot(tmp_path)
     repo = repos.register(conn, str(root), "polyglot")
-    r = queue.connect_redis(job_env)
-    ids = {queue.request_full(r, job_env, repo.id) for _ in range(50)}
+    r = enqueue.connect_redis(job_env)
+    ids = {enqueue.request_full(r, job_env, repo.id) for _ in range(50)}
     assert len(ids) == 1
-    path_ids = {queue.request_paths(r, job_env, repo.id, [f"src/f{i}.py"]) for i in range(200)}
+    path_ids = {enqueue.request_paths(r, job_env, repo.id, [f"src/f{i}.py"]) for i in range(200)}
     assert len(path_ids) == 1
-    assert queue.queue_depth(r, job_env)["queued"] == 2
+    assert enqueue.queue_depth(r, job_env)["queued"] == 2
     _work(job_env)
-    assert queue.pending_paths(r, repo.id) == []
-    assert queue.queue_depth(r, job_env)["queued"] == 0
+    assert enqueue.pending_paths(r, repo.id) == []
+    assert enqueue.queue_depth(r, job_env)["queued"] == 0
 
 
 def test_path_jobs_pick_up_edits_and_deletes(job_env: Settings, conn: psycopg.Connection,
@@ -89,8 +90,8 @@ def test_path_jobs_pick_up_edits_and_deletes(job_env: Settings, conn: psycopg.Co
     (root / "src" / "auth" / "tokens.py").write_text("def brand_new_function():\n    pass\n")
     (root / "lib" / "worker.rb").unlink()
     (root / "src" / "added.go").write_text("package src\n\nfunc AddedLater() {}\n")
-    r = queue.connect_redis(job_env)
-    queue.request_paths(r, job_env, repo.id, ["src/auth/tokens.py", "lib/worker.rb",
+    r = enqueue.connect_redis(job_env)
+    enqueue.request_paths(r, job_env, repo.id, ["src/auth/tokens.py", "lib/worker.rb",
                                               "src/added.go"])
     _work(job_env)
     symbols = {row[0] for row in conn.execute(
@@ -141,8 +142,8 @@ def test_a_worker_killed_mid_job_loses_nothing(job_env: Settings, conn: psycopg.
                                                tmp_path: Path) -> None:
     root = _stdlib_sample(tmp_path)
     repo = repos.register(conn, str(root), "stdlib")
-    r = queue.connect_redis(job_env)
-    queue.request_full(r, job_env, repo.id)
+    r = enqueue.connect_redis(job_env)
+    enqueue.request_full(r, job_env, repo.id)
     proc = subprocess.Popen([sys.executable, "-m", "codenav_worker", "--burst"],
                             env=service_env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -1,4 +1,5 @@
-"""RQ jobs. Each is a thin wrapper over ``codenav.indexer.reconcile`` and idempotent:
+"""The jobs a worker runs (named in ``codenav.jobs.enqueue``). Each is a thin wrapper over
+the engine (reconcile, graph build, embedding backlog) and idempotent:
 running one twice, or again after a crash half-way, converges to the same index.
 
 Jobs stop early when their worker is asked to stop (``STOP``, set by the horse's signal
@@ -17,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from codenav import queue, repos
+from codenav import repos
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
@@ -27,6 +28,7 @@ from codenav.errors import Interrupted, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
 from codenav.indexer import reconcile
+from codenav.jobs import enqueue
 
 log = logging.getLogger("codenav.worker")
 
@@ -76,7 +78,7 @@ def resumable(kind: str) -> Callable[[JobFunc], JobFunc]:
                 if exc is None:
                     raise
                 _RUNNING_JOB.clear()
-                again = queue.request_again(queue.connect_redis(settings()), settings(), kind,
+                again = enqueue.request_again(enqueue.connect_redis(settings()), settings(), kind,
                                             repo_id)
                 log.info("%s job of repo %s stopped (%s); queued again as %s", kind, repo_id,
                          exc.message, again)
@@ -111,15 +113,15 @@ def _job_id() -> str | None:
 def reconcile_repo(repo_id: int) -> dict[str, Any]:
     """Reconcile a whole repository with its files on disk."""
     s = settings()
-    conn = queue.connect_redis(s)
-    queue.claim_started(conn, "full", repo_id)
-    covered = queue.pending_changes(conn, repo_id)  # a full pass reconciles these too
+    conn = enqueue.connect_redis(s)
+    enqueue.claim_started(conn, "full", repo_id)
+    covered = enqueue.pending_changes(conn, repo_id)  # a full pass reconciles these too
     summary = reconcile(s, repo_id, None, job_id=_job_id(), defer_graph=True, stop=STOP)
-    queue.done_paths(conn, repo_id, covered)
+    enqueue.done_paths(conn, repo_id, covered)
     if summary.refused:  # not retried: nothing changes until the repository does
         return {"refused": summary.refused}
-    graph_job = queue.request_graph(conn, s, repo_id) if summary.graph_deferred else None
-    queue.request_embed(conn, s, repo_id)
+    graph_job = enqueue.request_graph(conn, s, repo_id) if summary.graph_deferred else None
+    enqueue.request_embed(conn, s, repo_id)
     return {"run_id": summary.run_id, "files": summary.files_total,
             "parsed": summary.files_parsed, "deleted": summary.files_deleted,
             "seconds": round(summary.seconds, 3), "graph_job": graph_job}
@@ -131,12 +133,12 @@ def build_graph(repo_id: int) -> dict[str, Any]:
     repository lock like an index run: a reconcile of saved files waits for it, then
     updates the graph incrementally. Nothing to do when a run already rebuilt it."""
     s = settings()
-    rconn = queue.connect_redis(s)
-    queue.claim_started(rconn, "graph", repo_id)
+    rconn = enqueue.connect_redis(s)
+    enqueue.claim_started(rconn, "graph", repo_id)
     with connect(s, application_name="codenav-graph") as db:
         if repos.get(db, repo_id) is None:  # deleted since the job was queued
             return {"refused": f"no repository with id {repo_id}"}
-    queue.mark_running(rconn, "graph", repo_id, _job_id())
+    enqueue.mark_running(rconn, "graph", repo_id, _job_id())
     try:
         with connect(s, application_name="codenav-graph") as db:
             db.execute(q.REPO_LOCK, (repo_id,))
@@ -147,7 +149,7 @@ def build_graph(repo_id: int) -> dict[str, Any]:
                 with contextlib.suppress(psycopg.Error):
                     db.execute(q.REPO_UNLOCK, (repo_id,))
     finally:
-        queue.mark_finished(rconn, "graph", repo_id)
+        enqueue.mark_finished(rconn, "graph", repo_id)
     return {"files": done.files if done else 0,
             "seconds": round(done.seconds, 3) if done else 0.0}
 
@@ -156,17 +158,17 @@ def build_graph(repo_id: int) -> dict[str, Any]:
 def reconcile_pending(repo_id: int) -> dict[str, Any]:
     """Reconcile the paths requested for a repository since the last such job."""
     s = settings()
-    conn = queue.connect_redis(s)
-    queue.claim_started(conn, "paths", repo_id)
-    changes = queue.pending_changes(conn, repo_id)
+    conn = enqueue.connect_redis(s)
+    enqueue.claim_started(conn, "paths", repo_id)
+    changes = enqueue.pending_changes(conn, repo_id)
     if not changes:
         return {"paths": 0}
     summary = reconcile(s, repo_id, sorted(changes), job_id=_job_id(), stop=STOP)
-    queue.done_paths(conn, repo_id, changes)
+    enqueue.done_paths(conn, repo_id, changes)
     if summary.refused:
         return {"refused": summary.refused}
     if summary.files_parsed or summary.changed_paths:
-        queue.request_embed(conn, s, repo_id)
+        enqueue.request_embed(conn, s, repo_id)
     paths = list(changes)
     return {"run_id": summary.run_id, "paths": len(paths), "parsed": summary.files_parsed,
             "deleted": summary.files_deleted, "seconds": round(summary.seconds, 3)}
@@ -180,8 +182,8 @@ def embed_repo(repo_id: int) -> dict[str, Any]:
     client = EmbedClient.from_settings(s)
     if client is None:
         return {"embedded": 0, "reason": "no embedder configured (CODENAV_EMBED_URL)"}
-    conn = queue.connect_redis(s)
-    queue.claim_started(conn, "embed", repo_id)
+    conn = enqueue.connect_redis(s)
+    enqueue.claim_started(conn, "embed", repo_id)
     try:
         with connect(s, application_name="codenav-embed") as db:
             try:
@@ -190,13 +192,13 @@ def embed_repo(repo_id: int) -> dict[str, Any]:
                 log.warning("repo %s: %s; embedding resumes when it is back", repo_id,
                             exc.message)
                 if not _embedder_back(client, EMBEDDER_WAIT_S):
-                    queue.request_embed(conn, s, repo_id)
+                    enqueue.request_embed(conn, s, repo_id)
                     return {"embedded": 0, "waiting": exc.message}
                 run = embed_backlog(db, client, repo_id, EMBED_BUDGET_S, stop=STOP)
     finally:
         client.close()
     if run.remaining:
-        queue.request_embed(conn, s, repo_id)
+        enqueue.request_embed(conn, s, repo_id)
     return {"embedded": run.embedded, "remaining": run.remaining,
             "seconds": round(run.seconds, 2)}
 

@@ -5,29 +5,30 @@ from __future__ import annotations
 import pytest
 import redis
 
-from codenav import freshness, queue
+from codenav import freshness
 from codenav.config import Settings
 from codenav.errors import Unavailable
+from codenav.jobs import enqueue
 
 
 def test_a_running_graph_build_keeps_the_repo_from_being_fresh(settings: Settings) -> None:
-    conn = queue.connect_redis(settings)
-    queue.mark_running(conn, "graph", 41, "graph-41-abc")
-    waiting = queue.waiting(conn, 41)
+    conn = enqueue.connect_redis(settings)
+    enqueue.mark_running(conn, "graph", 41, "graph-41-abc")
+    waiting = enqueue.waiting(conn, 41)
     assert waiting == {"graph": "running (graph-41-abc)"}
     state = freshness.repo_freshness({}, waiting, {"state": "done"},
                                      {"at": 1e18, "mode": "events"})
     assert state["fresh"] is False
     assert "graph running (graph-41-abc)" in state["reasons"][0]
-    queue.mark_finished(conn, "graph", 41)
-    assert queue.waiting(conn, 41) == {}
+    enqueue.mark_finished(conn, "graph", 41)
+    assert enqueue.waiting(conn, 41) == {}
 
 
 def test_a_failed_enqueue_leaves_no_flag_behind(settings: Settings) -> None:
     """Redis refusing the enqueue after the flag is set (here: an ACL user that may write
     codenav's keys but not RQ's) must not leave a flag that makes every later request
     think a job is already waiting."""
-    admin = queue.connect_redis(settings)
+    admin = enqueue.connect_redis(settings)
     admin.acl_setuser("codenav-flags-only", enabled=True, passwords=["+flags-only"],
                       commands=["+@all"], keys=["codenav:*"])
     try:
@@ -35,9 +36,9 @@ def test_a_failed_enqueue_leaves_no_flag_behind(settings: Settings) -> None:
         limited = redis.Redis(host=kwargs["host"], port=kwargs["port"], db=kwargs.get("db", 0),
                               username="codenav-flags-only", password="flags-only")
         with pytest.raises(Unavailable, match="cannot reach the queue"):
-            queue.request_full(limited, settings, 42)
-        assert queue.waiting(admin, 42) == {}
-        job = queue.request_full(admin, settings, 42)
-        assert job and queue.waiting(admin, 42) == {"full": job}
+            enqueue.request_full(limited, settings, 42)
+        assert enqueue.waiting(admin, 42) == {}
+        job = enqueue.request_full(admin, settings, 42)
+        assert job and enqueue.waiting(admin, 42) == {"full": job}
     finally:
         admin.acl_deluser("codenav-flags-only")

@@ -1,0 +1,20 @@
+"""Every Redis key the jobs and their coordination use, in one place."""
+
+from __future__ import annotations
+
+import re
+
+PENDING = "codenav:pending:{repo_id}"
+"""Hash: path -> what happened on disk, for paths not reconciled yet."""
+QUEUED = "codenav:queued:{kind}:{repo_id}"
+"""The job of this kind waiting for the repository (at most one)."""
+RUNNING = "codenav:running:{kind}:{repo_id}"
+"""A job that leaves no index run behind (the graph build) is running."""
+LEADER = "codenav:watch-leader:{repo_id}"
+"""The lease of the one watcher of a repository."""
+WATCHER = "codenav:watcher:{repo_id}"
+"""What that watcher reports."""
+ALIVE = "codenav:watcher-alive:{me}"
+"""A sidecar's own heartbeat."""
+JOB_ID = re.compile(r"^(full|paths|graph|embed)-(\d+)-[0-9a-f]+$")
+"""Job ids: kind, repository, random part."""
