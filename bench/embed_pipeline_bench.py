@@ -24,11 +24,13 @@ from pathlib import Path
 import httpx
 import psycopg
 
-from codenav import embeddings, indexer, repos
+from codenav import repos
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
-from codenav.embed_client import EmbedClient
+from codenav.embed import vectors
+from codenav.embed.client import EmbedClient
+from codenav.index import reconcile
 from codenav_cli.stores import EmbeddedPostgres, free_port, stop_process
 
 PACKAGES = ("json", "http", "email", "logging", "urllib", "xml/dom", "concurrent")
@@ -85,12 +87,12 @@ def main() -> int:
             with psycopg.connect(pg.url, autocommit=True) as conn:
                 migrations.migrate(conn)
                 repo = repos.register(conn, str(root), "slice")
-                indexer.reconcile(settings, repo.id)
+                reconcile.reconcile(settings, repo.id)
                 client = EmbedClient(url)
                 started = time.perf_counter()
-                run = embeddings.embed_backlog(conn, client, repo.id, budget_s=3600)
+                run = vectors.embed_backlog(conn, client, repo.id, budget_s=3600)
                 pipeline_s = time.perf_counter() - started
-                model = embeddings.find_model(conn, client.info().name)
+                model = vectors.find_model(conn, client.info().name)
                 assert model is not None
                 texts = [t for _, t in conn.execute(
                     q.EMBED_BACKLOG, {"repo": repo.id, "model": -1, "k": 10**9}).fetchall()]

@@ -2,7 +2,7 @@
 
 The development suite: 13 public repositories in 12 languages (``LANGUAGE``). A commit
 qualifies when it has one parent, touches 1 to ``--max-files`` files, modifies at least one
-existing *source* file (``codenav.conventions``: not a test, fixture, example, doc,
+existing *source* file (``codenav.lang.conventions``: not a test, fixture, example, doc,
 benchmark, generated or vendored file) in a language codenav parses (the gold), and its
 subject does not name a gold file (by file name, stem or path without extension). The
 newest ``--commits`` qualifying commits on the first-parent line of ``--ref`` are taken,
@@ -30,8 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import evalkit
-from codenav import conventions
-from codenav.languages import is_structured, language_for
+from codenav.lang import conventions, is_structured, language_for
 from evalkit import Checkout, Query, RepoTiming, Runner
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,7 +2,7 @@
 
 One repository at a time: a working copy that shares the mirror's objects (``Checkout``),
 an embedded Postgres of its own (``store``: term statistics are global to a database, so
-repositories must not share one), ``codenav.indexer.reconcile`` run in-process after each
+repositories must not share one), ``codenav.index.reconcile.reconcile`` run in-process after each
 checkout, then every ranker in ``RANKERS`` on every query. Rankers are plain callables:
 adding one (say ``search`` in a new mode) is one line in ``RANKERS``; a ranker whose mode
 the installed codenav does not know is skipped and listed as such.
@@ -31,22 +31,24 @@ from typing import Any
 
 import psycopg
 
-from codenav import conventions, features, find, rank, repos, search
+from codenav import repos
 from codenav.access import Scope
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
 from codenav.db.connect import connect
-from codenav.embed_client import EmbedClient
-from codenav.embeddings import embed_backlog
+from codenav.embed.client import EmbedClient
+from codenav.embed.vectors import embed_backlog
 from codenav.errors import CodenavError, UserError
-from codenav.indexer import reconcile
-from codenav.query import parse_query
+from codenav.index.reconcile import reconcile
+from codenav.index.walk import walk
+from codenav.lang import conventions
 from codenav.repos import Repo
-from codenav.semantic import QueryEmbedder
+from codenav.search import chunks, features, find, fusion
+from codenav.search.query import parse_query
+from codenav.search.semantic import QueryEmbedder
 from codenav.tokens import term_counts, words
 from codenav.versions import CHUNKER_VERSION
-from codenav.walk import walk
 from codenav_cli.stores import EmbeddedPostgres, free_port, stop_process
 
 log = logging.getLogger("codenav.eval")
@@ -72,7 +74,7 @@ def commit_time(repo: Path, sha: str) -> int:
 
 TEST_EXCLUDES = ["test/", "tests/", "testing/", "test_*.py", "*_test.py", "tests.py",
                  "conftest.py"]
-# the same files as codenav.rank.is_test_path, in every language (history evaluations)
+# the same files as codenav.search.fusion.is_test_path, in every language (history evaluations)
 ALL_TEST_EXCLUDES = [*TEST_EXCLUDES, "__tests__/", "spec/", "specs/", "testdata/",
                      "test_data/", "fixture/", "fixtures/", "e2e/", "integration-test/",
                      "integration-tests/", "integration_test/", "integration_tests/",
@@ -162,7 +164,7 @@ class Ranking:
         def keep(items: list[str] | None) -> list[str] | None:
             if items is None:
                 return None
-            return [i for i in items if not rank.is_test_path(i.split(":", 1)[0])]
+            return [i for i in items if not fusion.is_test_path(i.split(":", 1)[0])]
 
         return Ranking(keep(self.files) or [], keep(self.modules), keep(self.functions))
 
@@ -204,7 +206,7 @@ class Context:
     repo: Repo
     corpus: Corpus
     embedder: Any = None
-    """A ``codenav.semantic.QueryEmbedder`` when an embedder is configured."""
+    """A ``codenav.search.semantic.QueryEmbedder`` when an embedder is configured."""
     outputs: dict[str, Ranking] = field(default_factory=dict)
     """This query's rankings so far (views read their source here)."""
 
@@ -256,8 +258,8 @@ def _check(answer: dict[str, Any], mode: str) -> dict[str, Any]:
 
 def _search(mode: str = "lexical") -> RankFn:
     def run(ctx: Context, text: str) -> Ranking:
-        extra = _mode_args(ctx, search.search, mode, text)
-        answer = search.search(ctx.conn, Scope.system(ctx.repo), text, DEPTH, search.Filters(),
+        extra = _mode_args(ctx, chunks.search, mode, text)
+        answer = chunks.search(ctx.conn, Scope.system(ctx.repo), text, DEPTH, chunks.Filters(),
                                **extra)
         return rollup(_check(answer, mode)["results"])
 
@@ -297,11 +299,11 @@ def _source_only(source: str) -> RankFn:
 
 RANKERS: list[Ranker] = [
     Ranker("find_files", _find(), "lexical", find.find_files),
-    Ranker("search", _search(), "lexical", search.search),
+    Ranker("search", _search(), "lexical", chunks.search),
     Ranker("find_files semantic", _find("semantic"), "semantic", find.find_files),
-    Ranker("search semantic", _search("semantic"), "semantic", search.search),
+    Ranker("search semantic", _search("semantic"), "semantic", chunks.search),
     Ranker("find_files hybrid", _find("hybrid"), "hybrid", find.find_files),
-    Ranker("search hybrid", _search("hybrid"), "hybrid", search.search),
+    Ranker("search hybrid", _search("hybrid"), "hybrid", chunks.search),
     Ranker("bm25", _bm25("split")),
     Ranker("bm25 unsplit", _bm25("unsplit")),
     Ranker("search -tests", _without_tests("search"), view=True),
@@ -310,7 +312,7 @@ RANKERS: list[Ranker] = [
 ]
 """Every ranker, in the order they run and are reported. Views (``-tests``: the same
 ranking with test files removed; ``source``: only files of the source role, by
-``codenav.conventions``, the strongest fair baseline for find_files) come after their
+``codenav.lang.conventions``, the strongest fair baseline for find_files) come after their
 source."""
 
 

@@ -38,10 +38,10 @@ from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
 from codenav.graph.extract import extract
+from codenav.index.walk import walk
 from codenav.jobs import enqueue
-from codenav.languages import STRUCTURED, language_for
+from codenav.lang import STRUCTURED, language_for
 from codenav.parse.chunker import parse_file
-from codenav.walk import walk
 from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 from index_bench import PeakRss, percentile, start_services, wait_job, wait_ready
 

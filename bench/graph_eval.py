@@ -17,9 +17,10 @@ from pathlib import Path
 
 import psycopg
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.config import Settings
 from codenav.db import migrations
+from codenav.index import reconcile
 from codenav_cli.stores import EmbeddedPostgres, free_port, stop_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests/
@@ -52,7 +53,7 @@ def main() -> int:
                     shutil.copytree(FIXTURES / family, root,
                                     ignore=shutil.ignore_patterns("expected.json"))
                     repo = repos.register(conn, str(root), family)
-                    indexer.reconcile(settings, repo.id)
+                    reconcile.reconcile(settings, repo.id)
                     expected = load(FIXTURES / family / "expected.json")
                     actual = snapshot(conn, repo.id)
                     mismatches += len(differences(expected, actual))

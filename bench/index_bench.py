@@ -31,17 +31,18 @@ import httpx
 import psutil
 import psycopg
 
-from codenav import embeddings, repos
+from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
-from codenav.embed_client import EmbedClient
-from codenav.embeddings import embed_backlog
+from codenav.embed import vectors
+from codenav.embed.client import EmbedClient
+from codenav.embed.vectors import embed_backlog
+from codenav.index.walk import walk
 from codenav.jobs import enqueue
-from codenav.languages import STRUCTURED, language_for
+from codenav.lang import STRUCTURED, language_for
 from codenav.parse.chunker import parser_for
-from codenav.walk import walk
 from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 
 COLDSTART_KAFKA = {"seconds": 38.8, "rss_mb": 612}
@@ -139,7 +140,7 @@ def time_queries(url: str, token: str, route: str, queries: list[str],
     return times
 
 
-def fill_vectors(conn: psycopg.Connection, repo_id: int, model: embeddings.Model) -> int:
+def fill_vectors(conn: psycopg.Connection, repo_id: int, model: vectors.Model) -> int:
     """Random unit vectors for every chunk the embedding budget did not reach, so that
     hybrid latency is measured over a vector index of the corpus' full size. They stand in
     for the vectors only as load (retrieval quality is measured by ``make eval``)."""
@@ -154,7 +155,7 @@ def fill_vectors(conn: psycopg.Connection, repo_id: int, model: embeddings.Model
             return filled
         vecs = rng.standard_normal((len(rows), model.dim)).astype(np.float32)
         vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        embeddings.store_vectors(conn, model, [r[0] for r in rows], vecs.tolist())
+        vectors.store_vectors(conn, model, [r[0] for r in rows], vecs.tolist())
         filled += len(rows)
 
 
@@ -238,14 +239,14 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
             if embed_url:
                 client = EmbedClient(embed_url)
                 run = embed_backlog(conn, client, repo.id, budget_s=embed_s)
-                model = embeddings.find_model(conn, client.info().name)
+                model = vectors.find_model(conn, client.info().name)
                 client.close()
                 semantic = {"embedded_chunks": run.embedded, "embed_s": round(run.seconds, 1),
                             "embed_chunks_per_s": round(run.embedded / run.seconds, 1)
                             if run.seconds else 0.0}
                 if fill and model is not None:
                     semantic["synthetic_vectors"] = fill_vectors(conn, repo.id, model)
-                    embeddings.ensure_index(conn, model)  # as at the end of a first load
+                    vectors.ensure_index(conn, model)  # as at the end of a first load
                     semantic["hnsw_index"] = bool(conn.execute(
                         q.INDEX_EXISTS, (q.hnsw_index_name(model.id),)).fetchone())
         with PeakRss(api.pid) as api_rss:

@@ -45,9 +45,9 @@ from codenav import repos
 from codenav.auth import create_token
 from codenav.db import migrations
 from codenav.db import queries as q
-from codenav.gitinfo import head_commit
-from codenav.rank import is_generated_path, is_test_path
+from codenav.index.gitinfo import head_commit
 from codenav.repos import Repo
+from codenav.search.fusion import is_generated_path, is_test_path
 from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@e", "GIT_COMMITTER_NAME": "b",

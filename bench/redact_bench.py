@@ -6,12 +6,12 @@ the index would read, then in alternating rounds (``--rounds``, medians reported
 
 - ``bare parse``: the sequential tree-sitter parse of the structured files, as
   ``index_bench.py`` times it (the baseline issue 18's indexer target is measured against);
-- ``redact``: ``codenav.redact.redact`` on every file the index would store (what
+- ``redact``: ``codenav.index.redact.redact`` on every file the index would store (what
   indexing adds), and its prefilter alone.
 
 With ``--evidence`` it also runs every plugin detect-secrets ships on every line (slow:
 minutes) and prints, per plugin, how many lines it flags and a few of them: the evidence
-for the plugins ``codenav.redact.EXCLUDED`` leaves out.
+for the plugins ``codenav.index.redact.EXCLUDED`` leaves out.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from codenav import redact
-from codenav.blob import decode, looks_binary, looks_minified
-from codenav.languages import STRUCTURED, language_for
+from codenav.index import redact
+from codenav.index.blob import decode, looks_binary, looks_minified
+from codenav.index.walk import walk
+from codenav.lang import STRUCTURED, language_for
 from codenav.parse.chunker import parser_for
-from codenav.walk import walk
 
 
 def load(root: Path, max_bytes: int) -> tuple[list[tuple[str, str, bytes]], int]:
@@ -76,7 +76,7 @@ def evidence(texts: list[tuple[str, str]]) -> None:
                     counts[name] += 1
                     if len(examples.setdefault(name, [])) < 3:
                         examples[name].append(f"{path}:{number}: {line.strip()[:90]}")
-    print("\nevery plugin on every line (lines flagged; * = left out by codenav.redact):")
+    print("\nevery plugin on every line (lines flagged; * = left out by codenav.index.redact):")
     for name in sorted(plugins, key=lambda n: -counts[n]):
         mark = "*" if name in redact.EXCLUDED else " "
         print(f" {mark} {counts[name]:7d}  {name}")

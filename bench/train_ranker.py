@@ -5,10 +5,10 @@ candidate pool find_files scored, each candidate's features) and the runs' resul
 (``eval_history.json``, ``eval_swebench.json``: gold files and every other ranker's ranks).
 For each repository of the suite, a LightGBM LambdaRank model is trained on the *other*
 repositories only and ranks that repository's queries exactly as find_files would (same
-candidates, same ordering rule, ``codenav.find.order``); those are the scores reported as
+candidates, same ordering rule, ``codenav.search.find.order``); those are the scores reported as
 ``find_files LORO``. Nothing about a repository is used to choose the model it is scored
 with. ``--write-model`` then trains on every repository and writes the shipped model
-(``services/core/codenav/models/find_files_<family>.txt``).
+(``services/core/codenav/search/models/find_files_<family>.txt``).
 
     .venv/bin/python bench/train_ranker.py                      # LORO report
     .venv/bin/python bench/train_ranker.py --write-model        # and ship the model
@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 
 import evalkit
-from codenav import features, find, learned, rank, weights
-from codenav.features import FEATURES, Candidate
+from codenav.search import features, find, fusion, learned, weights
+from codenav.search.features import FEATURES, Candidate
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-MODELS = ROOT / "services" / "core" / "codenav" / "models"
+MODELS = ROOT / "services" / "core" / "codenav" / "search" / "models"
 
 PARAMS: dict[str, Any] = {
     "objective": "lambdarank", "metric": "ndcg", "ndcg_eval_at": [1, 5, 10],
@@ -217,10 +217,10 @@ _NUDGES = (-0.5, -0.2, 0.2, 0.5)
 
 
 class TunedLinear:
-    """Tuned fusion: the linear weights of ``codenav.weights.FALLBACK`` improved by
+    """Tuned fusion: the linear weights of ``codenav.search.weights.FALLBACK`` improved by
     coordinate ascent on the training repositories' MRR + hit@5 (find_files' ordering
     rule included: unasked examples/docs/benchmarks last), one weight vector for short
-    queries and one for long ones (an issue text; ``codenav.learned.LONG_QUERY``), each
+    queries and one for long ones (an issue text; ``codenav.search.learned.LONG_QUERY``), each
     tuned on its own queries. Pure arithmetic at query time."""
 
     def __init__(self, x: np.ndarray, y: np.ndarray, groups: list[int],
@@ -316,7 +316,7 @@ def fuse_semantic(candidates: list[Candidate], scores: list[float],
     (an alternative for hybrid mode, compared by LORO)."""
     lexical = [c.path for _s, c in sorted(zip(scores, candidates, strict=True),
                                           key=lambda sc: (-sc[0], sc[1].path))]
-    fused = rank.rrf([lexical, semantic], weights=[1.0, rank.SEMANTIC_WEIGHT])
+    fused = fusion.rrf([lexical, semantic], weights=[1.0, fusion.SEMANTIC_WEIGHT])
     return [float(fused.get(c.path, 0.0)) * 100 for c in candidates]
 
 

@@ -19,9 +19,10 @@ import psycopg
 import uvicorn
 from psycopg import sql
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
+from codenav.index import reconcile
 from codenav_cli.stores import EmbeddedPostgres, free_port
 
 ALPHA_FILES = {
@@ -171,7 +172,7 @@ def two_teams(pg: EmbeddedPostgres, template: str, redis_url: str) -> Iterator[T
             for team, name, root in (("alpha", "alpha-ledger", alpha_root),
                                      ("beta", "beta-shop", beta_root)):
                 repo = repos.register(conn, str(root), name, repos.team_id(conn, team))
-                indexer.reconcile(settings, repo.id)
+                reconcile.reconcile(settings, repo.id)
                 ids[team] = repo.id
             token, token_id = create_token(conn, "alpha-limited", "read", "alpha",
                                            ["alpha-ledger"])

@@ -24,8 +24,9 @@ import pytest
 import redis
 from mcp import Client
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.config import Settings
+from codenav.index import reconcile
 from codenav.jobs import coordination
 from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis
 from tests.conftest import TEMPLATE_DB
@@ -298,12 +299,12 @@ def test_the_worker_refuses_a_root_that_is_not_allowed_on_its_own_disk(
         beta = repos.team_id(conn, "beta")
         etc = repos.register(conn, "/etc", "etc-direct", beta)
         swapped = repos.register(conn, str(swap), "swapped", beta)
-        assert indexer.reconcile(teams.settings, swapped.id).files_total == 1
+        assert reconcile.reconcile(teams.settings, swapped.id).files_total == 1
         (swap / "ok.py").unlink()
         swap.rmdir()
         swap.symlink_to("/etc")
         for repo in (etc, swapped):
-            summary = indexer.reconcile(teams.settings, repo.id)
+            summary = reconcile.reconcile(teams.settings, repo.id)
             assert "system directory" in summary.refused
             run = conn.execute("SELECT state, phase, error FROM index_runs WHERE repo_id = %s "
                                "ORDER BY id DESC LIMIT 1", (repo.id,)).fetchone()
@@ -335,7 +336,7 @@ def test_a_repository_registered_without_indexing_is_indexed_by_nothing_until_as
         for repo_id_watched in list(sidecar.watches):
             sidecar._stop_watch(repo_id_watched)
             coordination.release_leadership(sidecar.redis, repo_id_watched, sidecar.me)
-        assert "indexing is off" in indexer.reconcile(teams.settings, repo_id).refused
+        assert "indexing is off" in reconcile.reconcile(teams.settings, repo_id).refused
         status = http.post("/v1/status", json={"repo": "later"},
                            headers=teams.headers("beta-read")).json()["repos"][0]
         assert status["files"] == 0 and status["index_status"] == "not_indexed"
@@ -343,7 +344,7 @@ def test_a_repository_registered_without_indexing_is_indexed_by_nothing_until_as
         asked = http.post("/v1/reindex", json={"repo": "later"},
                           headers=teams.headers("beta-write"))
         assert asked.status_code == 200
-    assert indexer.reconcile(teams.settings, repo_id).files_total == 1
+    assert reconcile.reconcile(teams.settings, repo_id).files_total == 1
 
 
 def test_admin_actions_are_audited_and_the_cli_administers_a_remote_server(

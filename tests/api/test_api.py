@@ -8,8 +8,9 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.config import Settings
+from codenav.index import reconcile
 from tests.polyglot import make_polyglot
 
 
@@ -17,7 +18,7 @@ from tests.polyglot import make_polyglot
 def indexed(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> repos.Repo:
     root = make_polyglot(tmp_path)
     repo = repos.register(conn, str(root), "polyglot")
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     return repo
 
 

@@ -15,9 +15,10 @@ import psycopg
 import pytest
 from mcp import Client
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
+from codenav.index import reconcile
 from codenav.tools import TOOL_NAMES
 from tests.polyglot import make_polyglot
 from tests.teamkit import serve
@@ -31,7 +32,7 @@ REQUIRED = {"query": "token", "path": "src/auth/tokens.py", "symbol": "TokenStor
 def api(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> Iterator[tuple[str, str]]:
     root = make_polyglot(tmp_path)
     repo = repos.register(conn, str(root), "polyglot")
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     token, _ = create_token(conn, "bad-strings", "admin")
     with serve(settings) as url:
         yield url, token

@@ -10,10 +10,12 @@ import psycopg
 import redis
 from fastapi.testclient import TestClient
 
-from codenav import embeddings, indexer, repos
+from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
 from codenav.db import queries as q
+from codenav.embed import vectors
+from codenav.index import reconcile
 from codenav.jobs import enqueue
 
 SHARED = "def shared_helper(x):\n    return x + 1\n"
@@ -42,11 +44,11 @@ def test_deleting_a_repository_collects_what_nothing_else_references(
         "lib/shared.py": SHARED, "lib/only_two.py": "def unique_to_two():\n    return 2\n"})),
         "two")
     for repo in (one, two):
-        indexer.reconcile(settings, repo.id)
+        reconcile.reconcile(settings, repo.id)
         conn.execute(q.CHUNK_TEXTS_BACKFILL, (repo.id,))
-    model = embeddings.ensure_model(conn, "test-vectors", 3)
+    model = vectors.ensure_model(conn, "test-vectors", 3)
     hashes = [r[0] for r in conn.execute("SELECT DISTINCT text_hash FROM chunk_texts")]
-    embeddings.store_vectors(conn, model, hashes, [[1.0, 0.0, 0.0]] * len(hashes))
+    vectors.store_vectors(conn, model, hashes, [[1.0, 0.0, 0.0]] * len(hashes))
     shared_hashes = {r[0] for r in conn.execute(
         "SELECT text_hash FROM chunk_texts WHERE repo_id = %s INTERSECT "
         "SELECT text_hash FROM chunk_texts WHERE repo_id = %s", (one.id, two.id))}
@@ -100,5 +102,5 @@ def test_only_an_admin_deletes_and_a_queued_job_of_a_deleted_repository_ends_qui
     refused = client.delete("/v1/repos/r", headers={"Authorization": f"Bearer {writer}"})
     assert refused.status_code == 403
     assert client.delete("/v1/repos/r").status_code == 200
-    summary = indexer.reconcile(settings, repo.id)  # the job RQ may still run
+    summary = reconcile.reconcile(settings, repo.id)  # the job RQ may still run
     assert summary.refused.startswith("no repository")

@@ -20,9 +20,10 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis.core import NOT_SET
 from schemathesis.generation import GenerationMode
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
+from codenav.index import reconcile
 from tests.polyglot import make_polyglot
 from tests.teamkit import serve
 
@@ -34,7 +35,7 @@ SURROGATES = ("\ud800", "\udfff", "a\udc80b")
 def api(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> Iterator[tuple[str, str]]:
     root = make_polyglot(tmp_path)
     repo = repos.register(conn, str(root), "polyglot")
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     token, _ = create_token(conn, "fuzz", "admin")
     with serve(settings) as url:
         yield url, token

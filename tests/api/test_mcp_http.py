@@ -14,9 +14,10 @@ import pytest
 import uvicorn
 from mcp import Client
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
+from codenav.index import reconcile
 from codenav.tools import TOOL_NAMES
 from codenav_api.app import create_app
 from codenav_cli.stores import free_port
@@ -27,7 +28,7 @@ from tests.polyglot import make_polyglot
 def api(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> Iterator[tuple[str, str]]:
     root = make_polyglot(tmp_path)
     repo = repos.register(conn, str(root), "polyglot")
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     token, _ = create_token(conn, "mcp-test", "admin")
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,

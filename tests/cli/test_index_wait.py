@@ -13,10 +13,11 @@ import pytest
 import redis
 import uvicorn
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
 from codenav.errors import CodenavError
+from codenav.index import reconcile
 from codenav.jobs import enqueue
 from codenav_api.app import create_app
 from codenav_cli.cli import _check_done, wait_for_job
@@ -47,7 +48,7 @@ def test_waiting_ends_once_a_newer_full_run_covers_the_request_of_a_queued_job(
     repo = repos.register(conn, str(make_polyglot(tmp_path)), "polyglot")
     job_id = enqueue.request_full(redis.Redis.from_url(settings.redis_url), settings, repo.id)
     assert job_id is not None  # queued, and no worker will take it
-    summary = indexer.reconcile(settings, repo.id)  # another request's run does the work
+    summary = reconcile.reconcile(settings, repo.id)  # another request's run does the work
     info = wait_for_job(client_settings, job_id, "polyglot", quiet=True, timeout=60,
                         baseline=0)
     assert info["state"] == "queued"
@@ -59,7 +60,7 @@ def test_waiting_does_not_end_on_a_run_older_than_the_request(
         settings: Settings, conn: psycopg.Connection, client_settings: Settings,
         tmp_path: Path) -> None:
     repo = repos.register(conn, str(make_polyglot(tmp_path)), "polyglot")
-    summary = indexer.reconcile(settings, repo.id)  # before the request: it proves nothing
+    summary = reconcile.reconcile(settings, repo.id)  # before the request: it proves nothing
     job_id = enqueue.request_full(redis.Redis.from_url(settings.redis_url), settings, repo.id)
     assert job_id is not None
     info = wait_for_job(client_settings, job_id, "polyglot", quiet=True, timeout=1.5)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from codenav.blob import decode, git_blob_sha, looks_binary, looks_minified
 from codenav.config import Settings
 from codenav.errors import ConfigError, InvalidRequest
-from codenav.ignore import IgnoreRules
-from codenav.query import parse_query
+from codenav.index.blob import decode, git_blob_sha, looks_binary, looks_minified
+from codenav.index.ignore import IgnoreRules
+from codenav.search.query import parse_query
 from codenav.tokens import chunk_tsvector, identifier_terms, singular_variants
 
 
@@ -117,7 +117,7 @@ def test_ignore_rules_combine_defaults_and_nested_ignore_files(tmp_path: Path) -
 
 def test_ignore_negations_follow_git(tmp_path: Path) -> None:
     """``*`` / ``!*/`` / ``!*.py`` keeps every .py file at any depth, as git does."""
-    from codenav.walk import walk
+    from codenav.index.walk import walk
 
     (tmp_path / ".codenavignore").write_text("*\n!*/\n!*.py\n")
     for rel in ("a.py", "pkg/b.py", "pkg/sub/c.py", "pkg/readme.md", "notes.txt"):
@@ -156,7 +156,7 @@ def test_embed_client_reads_base64_and_float_vectors_alike() -> None:
     import base64
     from array import array
 
-    from codenav.embed_client import _decode
+    from codenav.embed.client import _decode
 
     values = [0.25, -1.5, 3.0]
     packed = base64.b64encode(array("f", values).tobytes()).decode("ascii")

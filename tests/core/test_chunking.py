@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codenav.languages import language_for
+from codenav.lang import language_for
 from codenav.parse.chunker import ChunkLimits, parse_file
 from codenav.parse.model import Chunk, ParsedFile, Symbol
 

@@ -1,10 +1,10 @@
-"""The role of a path by the conventions of its ecosystem (codenav.conventions)."""
+"""The role of a path by the conventions of its ecosystem (codenav.lang.conventions)."""
 
 from __future__ import annotations
 
 import pytest
 
-from codenav import conventions as c
+from codenav.lang import conventions as c
 
 CASES = [
     # JVM: Maven/Gradle source sets and class-name conventions

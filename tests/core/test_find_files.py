@@ -10,10 +10,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from codenav import conventions, features, find, indexer, learned, repos
+from codenav import repos
 from codenav.access import Scope
 from codenav.config import Settings
-from codenav.query import parse_query
+from codenav.index import reconcile
+from codenav.lang import conventions
+from codenav.search import features, find, learned
+from codenav.search.query import parse_query
 
 FILES = {
     "src/main/java/com/acme/retry/RetryPolicy.java":
@@ -50,7 +53,7 @@ def repo(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> repos.
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     r = repos.register(conn, str(root), "acme")
-    indexer.reconcile(settings, r.id)
+    reconcile.reconcile(settings, r.id)
     return r
 
 
@@ -100,7 +103,7 @@ def test_a_path_or_stack_frame_in_the_query_ranks_that_file_first(
 def test_graph_neighbours_of_a_strong_candidate_join_the_pool(
         conn: psycopg.Connection, repo: repos.Repo) -> None:
     query = parse_query("RetryPolicy shouldRetry")
-    from codenav.search import weigh
+    from codenav.search.chunks import weigh
 
     w = weigh(conn, query)
     pool = features.gather(conn, Scope.system(repo), query, w.groups, w.avg_terms,

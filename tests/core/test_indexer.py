@@ -6,9 +6,10 @@ from pathlib import Path
 
 import psycopg
 
-from codenav import indexer, repos
-from codenav.blob import git_blob_sha
+from codenav import repos
 from codenav.config import Settings
+from codenav.index import reconcile
+from codenav.index.blob import git_blob_sha
 
 
 def _write(root: Path, files: dict[str, str | bytes]) -> None:
@@ -26,9 +27,9 @@ def test_unchanged_files_are_not_parsed_twice(settings: Settings, conn: psycopg.
     root = tmp_path / "r"
     _write(root, {"a.py": "def alpha():\n    return 1\n", "b.py": "class B:\n    pass\n"})
     repo = repos.register(conn, str(root), "r")
-    first = indexer.reconcile(settings, repo.id)
+    first = reconcile.reconcile(settings, repo.id)
     assert (first.files_total, first.files_parsed) == (2, 2)
-    second = indexer.reconcile(settings, repo.id)
+    second = reconcile.reconcile(settings, repo.id)
     assert (second.files_changed, second.files_parsed) == (0, 0)
 
 
@@ -39,7 +40,7 @@ def test_identical_files_in_two_repos_are_stored_once(settings: Settings,
     for name in ("one", "two"):
         _write(tmp_path / name, {"lib/shared.py": body})
         repo = repos.register(conn, str(tmp_path / name), name)
-        indexer.reconcile(settings, repo.id)
+        reconcile.reconcile(settings, repo.id)
     rows = conn.execute("SELECT sha, count(*) FROM contents GROUP BY sha").fetchall()
     assert rows == [(git_blob_sha(body.encode()), 1)]
     assert conn.execute("SELECT count(*) FROM files").fetchone() == (2,)
@@ -54,7 +55,7 @@ def test_content_is_keyed_by_the_git_blob_id(settings: Settings, conn: psycopg.C
     expected = subprocess.run(["git", "hash-object", str(root / "x.go")], capture_output=True,
                               text=True, check=True).stdout.strip()
     repo = repos.register(conn, str(root), "g")
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     assert conn.execute("SELECT sha FROM files").fetchone() == (expected,)
 
 
@@ -63,9 +64,9 @@ def test_a_deleted_file_leaves_no_chunks_behind(settings: Settings, conn: psycop
     root = tmp_path / "d"
     _write(root, {"keep.py": "def keep():\n    pass\n", "gone.py": "def gone_symbol():\n  pass\n"})
     repo = repos.register(conn, str(root), "d")
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     (root / "gone.py").unlink()
-    summary = indexer.reconcile(settings, repo.id)
+    summary = reconcile.reconcile(settings, repo.id)
     assert summary.files_deleted == 1
     assert conn.execute("SELECT count(*) FROM chunks WHERE symbol = 'gone_symbol'").fetchone() \
         == (0,)
@@ -90,7 +91,7 @@ def test_bad_inputs_are_skipped_with_a_reason_and_do_not_block_the_rest(
     (root / "loop").symlink_to(root)
     (root / "outside").symlink_to("/etc")
     repo = repos.register(conn, str(root), "bad")
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     indexed = {r[0] for r in conn.execute("SELECT path FROM files")}
     assert indexed == {"good.py", "latin1.py"}
     reasons = dict(conn.execute("SELECT path, reason FROM skipped").fetchall())
@@ -120,7 +121,7 @@ def test_a_large_first_index_keeps_the_skips_of_every_batch(settings: Settings,
     files.update({f"img{i}.pgm": b"P5 1 1\x00" + bytes([i]) for i in range(20)})
     _write(root, files)
     repo = repos.register(conn, str(root), "big")
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     skipped = {p for (p,) in conn.execute("SELECT path FROM skipped WHERE repo_id = %s",
                                           (repo.id,))}
     assert skipped == {f"img{i}.pgm" for i in range(20)}
@@ -138,7 +139,7 @@ def test_gitignore_and_codenavignore_are_respected(settings: Settings,
                   "keep.log": "kept words here\n", "sub/private.py": "p = 1\n",
                   "sub/public.py": "q = 1\n"})
     repo = repos.register(conn, str(root), "ig")
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     indexed = {r[0] for r in conn.execute("SELECT path FROM files")}
     assert indexed == {".gitignore", "main.py", "keep.log", "sub/public.py",
                        "sub/.codenavignore"}
@@ -150,9 +151,9 @@ def test_a_path_job_replaces_one_file_and_keeps_the_others(settings: Settings,
     root = tmp_path / "p"
     _write(root, {"a.py": "def old_name():\n    pass\n", "b.py": "def other():\n    pass\n"})
     repo = repos.register(conn, str(root), "p")
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     (root / "a.py").write_text("def new_name():\n    pass\n")
-    summary = indexer.reconcile(settings, repo.id, ["a.py"])
+    summary = reconcile.reconcile(settings, repo.id, ["a.py"])
     assert summary.files_parsed == 1
     symbols = {r[0] for r in conn.execute(
         "SELECT c.symbol FROM chunks c JOIN files f ON f.content_id = c.content_id "

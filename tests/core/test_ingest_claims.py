@@ -11,9 +11,9 @@ import psycopg
 
 from codenav.config import Settings
 from codenav.db import queries as q
-from codenav.ingest import FileResult, Ingester, read_entry
+from codenav.index.ingest import FileResult, Ingester, read_entry
+from codenav.index.walk import FileEntry
 from codenav.versions import CHUNKER_VERSION
-from codenav.walk import FileEntry
 
 SOURCE = "def shared(x):\n    return x + 1\n"
 

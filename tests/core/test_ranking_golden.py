@@ -14,9 +14,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from codenav import find, indexer, repos, search
+from codenav import repos
 from codenav.access import Scope
 from codenav.config import Settings
+from codenav.index import reconcile
+from codenav.search import chunks, find
 from tests.polyglot import make_polyglot
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden" / "polyglot_ranking.json"
@@ -71,7 +73,7 @@ def _rank(answer: dict[str, Any], expect: str) -> int | None:
 def repo(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> repos.Repo:
     root = make_polyglot(tmp_path)
     r = repos.register(conn, str(root), "polyglot")
-    indexer.reconcile(settings, r.id)
+    reconcile.reconcile(settings, r.id)
     return r
 
 
@@ -79,7 +81,7 @@ def test_ranking_matches_the_golden_file(conn: psycopg.Connection, repo: repos.R
     ranks = {}
     for tool, query, expect in CASES:
         if tool == "search":
-            answer = search.search(conn, Scope.system(repo), query, 10)
+            answer = chunks.search(conn, Scope.system(repo), query, 10)
         else:
             answer = find.find_files(conn, Scope.system(repo), query, 10)
         ranks[f"{tool}: {query}"] = _rank(answer, expect)

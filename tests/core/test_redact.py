@@ -1,4 +1,4 @@
-"""Secret redaction (codenav.redact): the prefilter never misses what a plugin would flag,
+"""Secret redaction (codenav.index.redact): the prefilter never misses what a plugin would flag,
 only the secret is cut, lines are kept, and what detect-secrets' filters dismiss stays."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codenav import redact
+from codenav.index import redact
 
 
 def _patterns() -> list[tuple[str, re.Pattern[str]]]:

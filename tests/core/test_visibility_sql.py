@@ -20,8 +20,8 @@ from codenav.db import queries as q
 
 SYSTEM_FUNCTIONS = {
     # codenav's own jobs (workers), never a caller's request
-    ("codenav.embeddings", "embed_backlog"), ("codenav.embeddings", "ensure_model"),
-    ("codenav.embeddings", "ensure_index"), ("codenav.embeddings", "store_vectors"),
+    ("codenav.embed.vectors", "embed_backlog"), ("codenav.embed.vectors", "ensure_model"),
+    ("codenav.embed.vectors", "ensure_index"), ("codenav.embed.vectors", "store_vectors"),
     # the watcher and operator list every repository; the worker loads one by id
     ("codenav.repos", "list_repos"), ("codenav.repos", "get"),
     # registration writes into the caller's team (admin.register decides which)
@@ -71,7 +71,7 @@ def _text(statement: str) -> str:
 
 def test_every_statement_on_the_query_path_carries_the_visible_set() -> None:
     found = _query_path()
-    assert ("codenav.search", "lexical_ranking") in found  # the walk sees the query path
+    assert ("codenav.search.chunks", "lexical_ranking") in found  # the walk sees the query path
     missing = []
     for (module, function), used in sorted(found.items()):
         if (module, function) in SYSTEM_FUNCTIONS:

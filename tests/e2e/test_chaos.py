@@ -19,9 +19,9 @@ import psutil
 import psycopg
 import pytest
 
-from codenav.blob import git_blob_sha
 from codenav.config import Settings
-from codenav.walk import walk
+from codenav.index.blob import git_blob_sha
+from codenav.index.walk import walk
 from tests.e2e.stackkit import RunningStack, ctrl_c, start_stack, state_home
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])

@@ -31,14 +31,14 @@ import redis
 from rq import Queue, Worker
 from rq.registry import StartedJobRegistry
 
-from codenav.blob import git_blob_sha
 from codenav.config import Settings
 from codenav.graph.extract import extract
-from codenav.ignore import IgnoreRules
+from codenav.index.blob import git_blob_sha
+from codenav.index.ignore import IgnoreRules
+from codenav.index.walk import walk
 from codenav.jobs import enqueue
 from codenav.parse.chunker import ChunkLimits, parse_file
 from codenav.tokens import file_term_counts
-from codenav.walk import walk
 from codenav_cli.stores import free_port
 
 CODENAV = str(Path(sys.executable).with_name("codenav"))

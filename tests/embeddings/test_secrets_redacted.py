@@ -13,11 +13,13 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from codenav import embeddings, indexer, repos
+from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
-from codenav.embed_client import EmbedClient
-from codenav.redact import MARK, redact
+from codenav.embed import vectors
+from codenav.embed.client import EmbedClient
+from codenav.index import reconcile
+from codenav.index.redact import MARK, redact
 from tests.conftest import ALLOWED_ROOTS
 from tests.embedkit import start_embedder, stop
 
@@ -83,10 +85,10 @@ def indexed(settings: Settings, conn: psycopg.Connection, tmp_path: Path,
                            "CODENAV_EMBED_URL": embedder, "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS},
                       dotenv=Path("/nonexistent"))
     repo = repos.register(conn, str(root), "canary")
-    indexer.reconcile(s, repo.id)
+    reconcile.reconcile(s, repo.id)
     client = EmbedClient.from_settings(s)
     assert client is not None
-    run = embeddings.embed_backlog(conn, client, repo.id, budget_s=300)
+    run = vectors.embed_backlog(conn, client, repo.id, budget_s=300)
     assert run.remaining == 0 and run.embedded > 0
     client.close()
     token, _ = create_token(conn, "canary-reader", "read")

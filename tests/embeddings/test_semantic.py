@@ -14,12 +14,15 @@ import httpx
 import psycopg
 import pytest
 
-from codenav import embeddings, find, indexer, repos, search
+from codenav import repos
 from codenav.access import Scope
 from codenav.config import Settings
 from codenav.db import queries as q
-from codenav.embed_client import EmbedClient
-from codenav.semantic import QueryEmbedder
+from codenav.embed import vectors
+from codenav.embed.client import EmbedClient
+from codenav.index import reconcile
+from codenav.search import chunks, find
+from codenav.search.semantic import QueryEmbedder
 from tests.conftest import ALLOWED_ROOTS
 from tests.embedkit import start_embedder, stop
 from tests.polyglot import make_polyglot
@@ -42,13 +45,13 @@ def semantic_settings(settings: Settings, embedder: str) -> Settings:
 
 
 def _index_and_embed(settings: Settings, conn: psycopg.Connection, root: Path,
-                     name: str) -> tuple[repos.Repo, embeddings.EmbedRun]:
+                     name: str) -> tuple[repos.Repo, vectors.EmbedRun]:
     repo = repos.register(conn, str(root), name)
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     client = EmbedClient.from_settings(settings)
     assert client is not None
     try:
-        run = embeddings.embed_backlog(conn, client, repo.id, budget_s=600)
+        run = vectors.embed_backlog(conn, client, repo.id, budget_s=600)
     finally:
         client.close()
     return repo, run
@@ -69,10 +72,10 @@ def test_a_second_index_of_an_unchanged_repo_embeds_nothing(
     root = make_polyglot(tmp_path)
     repo, first = _index_and_embed(semantic_settings, conn, root, "poly")
     assert first.embedded > 20 and first.remaining == 0
-    indexer.reconcile(semantic_settings, repo.id)
+    reconcile.reconcile(semantic_settings, repo.id)
     client = EmbedClient.from_settings(semantic_settings)
     assert client is not None
-    second = embeddings.embed_backlog(conn, client, repo.id)
+    second = vectors.embed_backlog(conn, client, repo.id)
     assert second.embedded == 0
     # the same tree registered again (another checkout or branch) reuses every vector
     copy = tmp_path / "copy"
@@ -90,13 +93,13 @@ def test_hybrid_search_finds_code_by_meaning(semantic_settings: Settings,
     text = "where do we try an upload again after it fails"
     ctx = qe.context(conn, Scope.system(repo), text, "semantic")
     assert ctx is not None and ctx.usable and ctx.note is None
-    sem = search.search(conn, Scope.system(repo), text, 5, mode="semantic", semantic=ctx)
+    sem = chunks.search(conn, Scope.system(repo), text, 5, mode="semantic", semantic=ctx)
     assert sem["results"][0]["symbol"] == "retryFailedUpload"
-    hybrid = search.search(conn, Scope.system(repo), text, 5, mode="hybrid",
+    hybrid = chunks.search(conn, Scope.system(repo), text, 5, mode="hybrid",
                            semantic=qe.context(conn, Scope.system(repo), text, "hybrid"))
     assert hybrid["results"][0]["symbol"] == "retryFailedUpload"
     assert hybrid["match_confidence"]["level"] in ("high", "medium")
-    lexical = search.search(conn, Scope.system(repo), text, 5, mode="lexical")
+    lexical = chunks.search(conn, Scope.system(repo), text, 5, mode="lexical")
     assert "note" not in lexical
 
 
@@ -151,7 +154,7 @@ def test_search_degrades_to_lexical_when_the_embedder_is_down(
     qe = QueryEmbedder(EmbedClient.from_settings(s, timeout=2.0))
     ctx = qe.context(conn, Scope.system(repo), "token store verify", "hybrid")
     assert ctx is not None and not ctx.usable and "embedder unavailable" in (ctx.note or "")
-    answer = search.search(conn, Scope.system(repo), "token store verify", 5, mode="hybrid",
+    answer = chunks.search(conn, Scope.system(repo), "token store verify", 5, mode="hybrid",
                            semantic=ctx)
     assert answer["results"][0]["path"] == "src/auth/tokens.py"
     assert "lexical results only" in answer["note"]
@@ -179,7 +182,7 @@ def test_a_query_vector_over_the_time_budget_gives_a_lexical_answer_that_says_so
         ctx = qe.context(conn, Scope.system(repo), "retry failed upload", "hybrid")
         assert ctx is not None and not ctx.usable
         assert "did not answer within 0.3s" in (ctx.note or "")
-        answer = search.search(conn, Scope.system(repo), "retry failed upload", 5,
+        answer = chunks.search(conn, Scope.system(repo), "retry failed upload", 5,
                                mode="hybrid", semantic=ctx)
         assert answer["results"][0]["symbol"] == "retryFailedUpload"
         assert "lexical results only" in answer["note"]
@@ -207,7 +210,7 @@ def test_a_model_switch_reembeds_into_its_own_space(semantic_settings: Settings,
                                "CODENAV_EMBED_URL": url}, dotenv=Path("/nonexistent"))
         client = EmbedClient.from_settings(s)
         assert client is not None
-        run = embeddings.embed_backlog(conn, client, repo.id, budget_s=600)
+        run = vectors.embed_backlog(conn, client, repo.id, budget_s=600)
         assert run.embedded == first.embedded and run.remaining == 0
         dims = dict(conn.execute("SELECT name, dim FROM embed_models").fetchall())
         assert sorted(dims.values()) == [128, 384]
@@ -215,7 +218,7 @@ def test_a_model_switch_reembeds_into_its_own_space(semantic_settings: Settings,
             qe = QueryEmbedder(EmbedClient(url_))
             ctx = qe.context(conn, Scope.system(repo), "retry upload", "semantic")
             assert ctx is not None and ctx.model is not None and ctx.model.dim == dim
-            answer = search.search(conn, Scope.system(repo), "retry upload", 3, mode="semantic",
+            answer = chunks.search(conn, Scope.system(repo), "retry upload", 3, mode="semantic",
                                    semantic=ctx)
             assert answer["results"]
         client.close()
@@ -242,22 +245,22 @@ def test_a_filtered_knn_on_a_small_repo_in_a_large_index_returns_k_results(
         (big / f"m{i}.py").write_text(f"def helper_{i}(value):\n    return value * {i}\n")
     _index_and_embed(semantic_settings, conn, big, "big")
     small, _ = _index_and_embed(semantic_settings, conn, make_polyglot(tmp_path), "small")
-    model = embeddings.find_model(conn, EmbedClient(semantic_settings.embed_url).info().name)
+    model = vectors.find_model(conn, EmbedClient(semantic_settings.embed_url).info().name)
     assert model is not None
     assert conn.execute(q.INDEX_EXISTS, (q.hnsw_index_name(model.id),)).fetchone()
     qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
     ctx = qe.context(conn, Scope.system(small), "multiply a value", "semantic")
     assert ctx is not None and ctx.vector is not None
-    params = search.Filters(language="python").params()
+    params = chunks.Filters(language="python").params()
     # Make the planner take the HNSW index even on this small table, as it does at scale:
     # the small repo's chunks are then rare among the index's first ef_search candidates.
     conn.execute("SET enable_seqscan = off")
     conn.execute("SET enable_sort = off")
     plan = "\n".join(r[0] for r in conn.execute(
         b"EXPLAIN " + q.semantic_search(model.id, model.dim).as_bytes(conn),
-        {"q": embeddings.vector_literal(ctx.vector), "repo": small.id, "visible": [small.id],
+        {"q": vectors.vector_literal(ctx.vector), "repo": small.id, "visible": [small.id],
          "k": 5, **params}))
     assert q.hnsw_index_name(model.id) in plan
-    hits = embeddings.knn(conn, model, ctx.vector, Scope.system(small), params, 5)
+    hits = vectors.knn(conn, model, ctx.vector, Scope.system(small), params, 5)
     assert len(hits) == 5
     assert all(path.endswith(".py") for _, path, _ in hits)

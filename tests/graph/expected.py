@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 
 from codenav.db import queries as q
-from codenav.languages import language_for
+from codenav.lang import language_for
 
 SECTIONS = ("definitions", "imports", "edges", "inheritance", "potential")
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.config import Settings
+from codenav.index import reconcile
 from tests.graph.expected import differences, load, precision_recall, snapshot
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "graph"
@@ -25,7 +26,7 @@ def index_fixture(settings: Settings, conn: psycopg.Connection, family: str,
     root = dest / family
     shutil.copytree(FIXTURES / family, root, ignore=shutil.ignore_patterns("expected.json"))
     repo = repos.register(conn, str(root), family)
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     return repo
 
 
@@ -70,7 +71,7 @@ def test_a_first_index_that_defers_graph_facts_ends_with_the_expected_graph(
     root = tmp_path / family
     shutil.copytree(FIXTURES / family, root, ignore=shutil.ignore_patterns("expected.json"))
     repo = repos.register(conn, str(root), family)
-    summary = indexer.reconcile(settings, repo.id, defer_graph=True)
+    summary = reconcile.reconcile(settings, repo.id, defer_graph=True)
     assert summary.graph_deferred
     pending = conn.execute("SELECT count(*) FROM contents WHERE facts_pending").fetchone()
     refs = conn.execute("SELECT count(*) FROM refs").fetchone()

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import psycopg
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.config import Settings
 from codenav.graph import build
+from codenav.index import reconcile
 from tests.graph.expected import snapshot
 from tests.graph.test_fixture_graphs import index_fixture
 
@@ -39,13 +40,13 @@ def test_editing_a_callees_file_re_resolves_the_edges_of_its_importers(
     util = root / "app" / "util.py"
     original = util.read_text()
     util.write_text(original.replace("def helper(", "def tidy("))
-    indexer.reconcile(settings, repo.id, ["app/util.py"])
+    reconcile.reconcile(settings, repo.id, ["app/util.py"])
     assert not any(q == "helper" for _s, _l, q in _edges_to(conn, repo, "app/util.py"))
     assert not any(dst == "app/util.py" and q == "helper"
                    for _l, dst, q in _calls(conn, repo, "app/models.py"))
     _same_as_full_rebuild(conn, repo)
     util.write_text(original)
-    indexer.reconcile(settings, repo.id, ["app/util.py"])
+    reconcile.reconcile(settings, repo.id, ["app/util.py"])
     assert (18, "app/util.py", "helper") in _calls(conn, repo, "app/models.py")
     _same_as_full_rebuild(conn, repo)
 
@@ -55,7 +56,7 @@ def test_a_deleted_file_leaves_no_edge_pointing_at_it(
     repo = index_fixture(settings, conn, "python", tmp_path)
     assert _edges_to(conn, repo, "app/repo.py")
     (Path(repo.root) / "app" / "repo.py").unlink()
-    indexer.reconcile(settings, repo.id, ["app/repo.py"])
+    reconcile.reconcile(settings, repo.id, ["app/repo.py"])
     assert _edges_to(conn, repo, "app/repo.py") == []
     imports = conn.execute("SELECT spec, dst_path FROM graph_imports WHERE repo_id = %s AND "
                            "src_path = 'app/service.py' AND spec = '.repo'",
@@ -73,11 +74,11 @@ def test_a_new_file_resolves_the_imports_that_were_waiting_for_it(
     root = Path(repo.root)
     (root / "app" / "audit.py").write_text(
         "from .journal import Journal\n\n\ndef audit():\n    return Journal().write()\n")
-    indexer.reconcile(settings, repo.id, ["app/audit.py"])
+    reconcile.reconcile(settings, repo.id, ["app/audit.py"])
     assert _calls(conn, repo, "app/audit.py") == set()
     (root / "app" / "journal.py").write_text(
         "class Journal:\n    def write(self):\n        return 1\n")
-    indexer.reconcile(settings, repo.id, ["app/journal.py"])
+    reconcile.reconcile(settings, repo.id, ["app/journal.py"])
     assert _calls(conn, repo, "app/audit.py") == {(5, "app/journal.py", "Journal"),
                                                   (5, "app/journal.py", "Journal.write")}
     _same_as_full_rebuild(conn, repo)
@@ -90,13 +91,13 @@ def test_a_class_added_to_a_java_package_is_seen_by_its_peers_without_an_import(
     (base / "Teller.java").write_text(
         "package com.acme.model;\n\npublic class Teller {\n"
         "    public void serve(Account account) {\n        Receipt.print(account);\n    }\n}\n")
-    indexer.reconcile(settings, repo.id, ["src/main/java/com/acme/model/Teller.java"])
+    reconcile.reconcile(settings, repo.id, ["src/main/java/com/acme/model/Teller.java"])
     teller = "src/main/java/com/acme/model/Teller.java"
     assert not any(q == "Receipt.print" for _l, _d, q in _calls(conn, repo, teller))
     (base / "Receipt.java").write_text(
         "package com.acme.model;\n\npublic class Receipt {\n"
         "    public static void print(Entity entity) {\n    }\n}\n")
-    indexer.reconcile(settings, repo.id, ["src/main/java/com/acme/model/Receipt.java"])
+    reconcile.reconcile(settings, repo.id, ["src/main/java/com/acme/model/Receipt.java"])
     assert (5, "src/main/java/com/acme/model/Receipt.java", "Receipt.print") in \
         _calls(conn, repo, teller)
     _same_as_full_rebuild(conn, repo)
@@ -109,7 +110,7 @@ def test_changing_a_base_class_re_resolves_calls_inherited_through_a_subclass(
     service = "app/service.py"
     assert (16, "app/models.py", "Base.save") in _calls(conn, repo, service)
     models.write_text(models.read_text().replace("def save(self)", "def persist(self)"))
-    indexer.reconcile(settings, repo.id, ["app/models.py"])
+    reconcile.reconcile(settings, repo.id, ["app/models.py"])
     assert not any(q == "Base.save" for _l, _d, q in _calls(conn, repo, service))
     _same_as_full_rebuild(conn, repo)
 
@@ -119,7 +120,7 @@ def test_a_run_that_changes_nothing_leaves_the_graph_alone(
     repo = index_fixture(settings, conn, "go", tmp_path)
     before = conn.execute("SELECT built_at FROM graph_state WHERE repo_id = %s",
                           (repo.id,)).fetchone()
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     after = conn.execute("SELECT built_at FROM graph_state WHERE repo_id = %s",
                          (repo.id,)).fetchone()
     assert before == after

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from codenav import rank
+from codenav.graph.centrality import pagerank, priors
 from codenav.graph.extract import base_type, normalize_qualifier
-from codenav.graph.rank import pagerank, priors
+from codenav.search import fusion
 
 
 def test_pagerank_sums_to_one_and_favours_the_file_everyone_imports() -> None:
@@ -32,9 +32,9 @@ def test_priors_are_log_scaled_into_zero_to_one() -> None:
 
 
 def test_the_centrality_prior_is_small() -> None:
-    assert rank.centrality_prior(0.0) == 1.0
-    assert rank.centrality_prior(1.0) == pytest.approx(1.1)
-    assert rank.centrality_prior(7.0) == pytest.approx(1.1)
+    assert fusion.centrality_prior(0.0) == 1.0
+    assert fusion.centrality_prior(1.0) == pytest.approx(1.1)
+    assert fusion.centrality_prior(7.0) == pytest.approx(1.1)
 
 
 @pytest.mark.parametrize(("raw", "language", "expected"), [

@@ -10,8 +10,9 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.config import Settings
+from codenav.index import reconcile
 from codenav.tools import TOOL_NAMES
 from tests.graph.test_fixture_graphs import index_fixture
 from tests.polyglot import make_polyglot
@@ -169,7 +170,7 @@ def test_answers_say_what_they_could_not_see(client: TestClient, settings: Setti
                                              conn: psycopg.Connection, tmp_path: Path) -> None:
     root = make_polyglot(tmp_path)
     repo = repos.register(conn, str(root), "polyglot")
-    indexer.reconcile(settings, repo.id)
+    reconcile.reconcile(settings, repo.id)
     body = call(client, "skeleton", repo="polyglot")
     assert body["unseen"]["skipped_files"] >= 5
     assert body["files"]

@@ -20,10 +20,10 @@ import redis
 
 from codenav import repos
 from codenav.access import Caller
-from codenav.blob import git_blob_sha
 from codenav.config import Settings
+from codenav.index.blob import git_blob_sha
+from codenav.index.walk import walk
 from codenav.jobs import coordination, enqueue
-from codenav.walk import walk
 
 DEADLINE_S = 60.0
 

@@ -21,9 +21,9 @@ from rq.serializers import JSONSerializer
 
 from codenav import repos
 from codenav.config import Settings
+from codenav.index.walk import walk
 from codenav.jobs import coordination, enqueue
 from codenav.proc import kill_group
-from codenav.walk import walk
 from tests.worker.test_jobs import _stdlib_sample
 
 

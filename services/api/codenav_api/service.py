@@ -19,10 +19,10 @@ from codenav.auth import TokenVerifier
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import PREPARE_THRESHOLD, dsn
-from codenav.embed_client import EmbedClient
+from codenav.embed.client import EmbedClient
 from codenav.errors import Unavailable
 from codenav.jobs import enqueue
-from codenav.semantic import QueryEmbedder
+from codenav.search.semantic import QueryEmbedder
 from codenav.tools import serve
 from codenav.tools.base import Args
 

@@ -12,7 +12,7 @@ import psycopg
 
 from codenav.access import Scope
 from codenav.db import queries as q
-from codenav.languages import known_languages
+from codenav.lang import known_languages
 
 
 def estimate_tokens(text: str) -> int:

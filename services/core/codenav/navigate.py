@@ -16,8 +16,8 @@ from codenav.access import Scope
 from codenav.answers import stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest, NotFound
-from codenav.languages import STRUCTURED
-from codenav.redact import MARK
+from codenav.index.redact import MARK
+from codenav.lang import STRUCTURED
 
 MAX_READ_LINES = 2000
 _TRAVERSAL = "path must be relative to the repository root and stay inside it"

@@ -8,12 +8,13 @@ from typing import Any
 import psycopg
 import redis
 
-from codenav import access, embeddings, freshness
+from codenav import access, freshness
 from codenav.access import Caller, Scope, visible_repos
 from codenav.answers import stats
 from codenav.config import Settings
 from codenav.db import queries as q
-from codenav.embed_client import EmbedClient
+from codenav.embed import vectors
+from codenav.embed.client import EmbedClient
 from codenav.errors import CodenavError
 from codenav.jobs import coordination, enqueue
 from codenav.versions import CHUNKER_VERSION, SCHEMA_VERSION
@@ -206,8 +207,8 @@ def embedding_status(conn: psycopg.Connection, scope: Scope, client: EmbedClient
     if embedder != "ok":
         return {"configured": True, "available": False, "note": embedder}
     info = client.info()
-    model = embeddings.find_model(conn, info.name)
-    return {"configured": True, "available": True, **embeddings.coverage(conn, model, scope)}
+    model = vectors.find_model(conn, info.name)
+    return {"configured": True, "available": True, **vectors.coverage(conn, model, scope)}
 
 
 def annotate(conn: psycopg.Connection, scope: Scope, rconn: redis.Redis,

@@ -21,7 +21,7 @@ CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
      overlapping splits and text windows.
   3  graph facts per content (``refs``: references, imports, typed variables, package).
   4  declared return types and variables initialised by calls in ``refs``.
-  5  secrets inside files are redacted before parsing (``codenav.redact``): bodies, chunks,
+  5  secrets inside files are redacted before parsing (``codenav.index.redact``): bodies, chunks,
      symbols, terms and graph facts never hold them; ``contents.redactions`` lists them.
 
 GRAPH_VERSION (how references are resolved into a repository's graph; stored per repo)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import watchfiles
 
-from codenav.gitinfo import changed_since, head_commit, wait_for_checkout
-from codenav.ignore import IgnoreRules
+from codenav.index.gitinfo import changed_since, head_commit, wait_for_checkout
+from codenav.index.ignore import IgnoreRules
 
 log = logging.getLogger("codenav.watcher")
 MAX_WATCHED_DIRS = 50_000

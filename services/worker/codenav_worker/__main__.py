@@ -25,7 +25,7 @@ from rq.serializers import JSONSerializer
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
-from codenav.embed_client import EmbedClient
+from codenav.embed.client import EmbedClient
 from codenav.errors import CodenavError, Unavailable
 from codenav.jobs import coordination, enqueue
 from codenav_worker.worker import CodenavWorker

@@ -20,10 +20,11 @@ import redis
 from rq import Worker
 from rq.serializers import JSONSerializer
 
-from codenav import indexer, repos
+from codenav import repos
 from codenav.config import Settings
+from codenav.index import reconcile
+from codenav.index.walk import walk
 from codenav.jobs import enqueue
-from codenav.walk import walk
 from tests.polyglot import BAD_FILES, make_polyglot
 
 
@@ -86,7 +87,7 @@ def test_path_jobs_pick_up_edits_and_deletes(job_env: Settings, conn: psycopg.Co
                                              tmp_path: Path) -> None:
     root = make_polyglot(tmp_path)
     repo = repos.register(conn, str(root), "polyglot")
-    indexer.reconcile(job_env, repo.id)
+    reconcile.reconcile(job_env, repo.id)
     (root / "src" / "auth" / "tokens.py").write_text("def brand_new_function():\n    pass\n")
     (root / "lib" / "worker.rb").unlink()
     (root / "src" / "added.go").write_text("package src\n\nfunc AddedLater() {}\n")
@@ -106,7 +107,7 @@ def test_running_the_same_job_twice_at_once_converges(job_env: Settings,
                                                       tmp_path: Path) -> None:
     root = make_polyglot(tmp_path)
     repo = repos.register(conn, str(root), "polyglot")
-    threads = [threading.Thread(target=indexer.reconcile, args=(job_env, repo.id))
+    threads = [threading.Thread(target=reconcile.reconcile, args=(job_env, repo.id))
                for _ in range(2)]
     for t in threads:
         t.start()
@@ -116,7 +117,7 @@ def test_running_the_same_job_twice_at_once_converges(job_env: Settings,
     counts = conn.execute("SELECT count(*), count(DISTINCT (sha, language)) FROM contents")
     total, distinct = counts.fetchone()  # type: ignore[misc]
     assert total == distinct
-    indexer.reconcile(job_env, repo.id)
+    reconcile.reconcile(job_env, repo.id)
     assert _indexed_paths(conn) == once
 
 
@@ -163,7 +164,7 @@ def test_a_worker_killed_mid_job_loses_nothing(job_env: Settings, conn: psycopg.
     partial = len(_indexed_paths(conn))
     expected = {f.path for f in walk(root, job_env.max_file_bytes).files}
     assert partial < len(expected)
-    summary = indexer.reconcile(job_env, repo.id)
+    summary = reconcile.reconcile(job_env, repo.id)
     assert _indexed_paths(conn) == expected
     assert summary.files_parsed <= len(expected) - partial + 64
     states = [s for (s,) in conn.execute("SELECT state FROM index_runs ORDER BY id")]

@@ -451,7 +451,7 @@ EMBED_GC = """
 DELETE FROM embeddings e
 WHERE e.text_hash = ANY(%s)
   AND NOT EXISTS (SELECT 1 FROM chunk_texts ct WHERE ct.text_hash = e.text_hash)"""
-# Per session, before every k-NN (codenav.embeddings.knn): keep scanning the HNSW graph
+# Per session, before every k-NN (codenav.embed.vectors.knn): keep scanning the HNSW graph
 # until k rows pass the filters (up to hnsw.max_scan_tuples), instead of stopping at
 # hnsw.ef_search candidates.
 SESSION_VECTOR_SETUP = "SET hnsw.iterative_scan = relaxed_order"
@@ -563,7 +563,7 @@ GRAPH_RANK_CLEAR = "DELETE FROM graph_files WHERE repo_id = %s"
 GRAPH_RANK_COPY = "COPY graph_files (repo_id, path, rank, prior, imported_by) FROM STDIN"
 GRAPH_ANALYZE = "ANALYZE refs, graph_imports, graph_edges, graph_links, graph_files"
 
-# --- file-level ranking for long queries (codenav.filerank) ---------------------------------
+# --- file-level ranking for long queries (codenav.search.bm25) ---------------------------------
 FILE_GROUP_PATHS = """
 WITH g AS (SELECT q, i FROM unnest(%(tsqs)s::tsquery[]) WITH ORDINALITY AS g(q, i))
 SELECT g.i, f.path FROM g JOIN files f ON f.repo_id = %(repo)s
@@ -819,7 +819,7 @@ FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(rep
 WHERE lower(s.name) = ANY(%(names)s) AND s.depth <= 1
 GROUP BY f.path"""
 
-# --- find_files: per-candidate features (codenav.features) --------------------------------
+# --- find_files: per-candidate features (codenav.search.features) --------------------------------
 # Declared names (and the start of their doc comments) of candidate files: the symbol and
 # doc fields of fielded file scoring.
 FILE_DECLARED = """

@@ -20,7 +20,7 @@ import psycopg
 
 from codenav.db import queries as q
 from codenav.errors import Interrupted
-from codenav.graph import rank
+from codenav.graph import centrality
 from codenav.graph.context import BaseRow, Context, Fact, FactRow, SymRow
 from codenav.graph.modules import CONFIG_RE, ModuleIndex, is_config
 from codenav.graph.patterns import PATTERNS
@@ -296,11 +296,11 @@ def update_ranks(conn: psycopg.Connection, repo_id: int) -> None:
     links = []
     importers: dict[str, int] = {}
     for src, dst, n_imports, n_refs in conn.execute(q.GRAPH_LINKS, (repo_id,)):
-        links.append((src, dst, rank.link_weight(int(n_imports) + int(n_refs))))
+        links.append((src, dst, centrality.link_weight(int(n_imports) + int(n_refs))))
         if n_imports:
             importers[dst] = importers.get(dst, 0) + 1
-    ranks = rank.pagerank(nodes, links)
-    priors = rank.priors(ranks)
+    ranks = centrality.pagerank(nodes, links)
+    priors = centrality.priors(ranks)
     with conn.transaction():
         conn.execute(q.GRAPH_RANK_CLEAR, (repo_id,))
         with conn.cursor().copy(q.GRAPH_RANK_COPY) as copy:

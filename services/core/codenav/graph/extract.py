@@ -31,9 +31,9 @@ from typing import Any
 
 from tree_sitter import Node, Query, QueryCursor
 
-from codenav.graph import imports as import_rules
+from codenav.graph import bindings as import_rules
 from codenav.graph.patterns import PATTERNS
-from codenav.languages import STRUCTURED
+from codenav.lang import STRUCTURED
 from codenav.parse.model import Symbol
 
 log = logging.getLogger("codenav.graph")

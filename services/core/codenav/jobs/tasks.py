@@ -22,12 +22,12 @@ from codenav import repos
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
-from codenav.embed_client import EmbedClient
-from codenav.embeddings import embed_backlog
+from codenav.embed.client import EmbedClient
+from codenav.embed.vectors import embed_backlog
 from codenav.errors import Interrupted, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
-from codenav.indexer import reconcile
+from codenav.index.reconcile import reconcile
 from codenav.jobs import enqueue
 
 log = logging.getLogger("codenav.worker")

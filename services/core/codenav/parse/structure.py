@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from codenav.parse.langs import (
+from codenav.parse.specs import (
     CLASS_LIKE,
     LangSpec,
     bases_of,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from codenav.access import Caller, Scope
     from codenav.config import Settings
-    from codenav.semantic import QueryEmbedder
+    from codenav.search.semantic import QueryEmbedder
 
 Mode = Literal["hybrid", "lexical", "semantic"]
 """How search and find_files rank: fused, lexical only, or vectors only."""

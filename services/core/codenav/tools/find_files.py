@@ -17,10 +17,10 @@ class FindFilesArgs(Args):
 
 
 def handle(call: Call, args: FindFilesArgs) -> dict[str, Any]:
-    from codenav import find as files
+    from codenav.search import find
 
     ctx = call.host.semantic.context(call.conn, call.target, args.query, args.mode)
-    return files.find_files(call.conn, call.target, args.query, args.limit,
+    return find.find_files(call.conn, call.target, args.query, args.limit,
                             args.include_tests, args.mode, ctx)
 
 

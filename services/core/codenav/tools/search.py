@@ -22,12 +22,12 @@ class SearchArgs(Args):
 
 
 def handle(call: Call, args: SearchArgs) -> dict[str, Any]:
-    from codenav import search as lexical
+    from codenav.search import chunks
 
     ctx = call.host.semantic.context(call.conn, call.target, args.query, args.mode)
-    filters = lexical.Filters(language=args.language or None, path=args.path or None,
+    filters = chunks.Filters(language=args.language or None, path=args.path or None,
                               kind=args.kind or None, exported=args.exported)
-    return lexical.search(call.conn, call.target, args.query, args.limit, filters, args.mode,
+    return chunks.search(call.conn, call.target, args.query, args.limit, filters, args.mode,
                           ctx)
 
 

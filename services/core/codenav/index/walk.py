@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from codenav.ignore import IgnoreRules
+from codenav.index.ignore import IgnoreRules
 
 
 @dataclass(frozen=True)

@@ -26,16 +26,16 @@ from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.errors import Interrupted, NotFound, Unavailable
-from codenav.gitinfo import head_commit, wait_for_checkout
 from codenav.graph import build as graph
 from codenav.graph import facts
-from codenav.ignore import IgnoreRules
-from codenav.ingest import FileResult, Ingester, pool_init, pool_process
+from codenav.index.gitinfo import head_commit, wait_for_checkout
+from codenav.index.ignore import IgnoreRules
+from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process
+from codenav.index.walk import FileEntry, Skip, walk
 from codenav.tokens import path_tsvector
 from codenav.versions import CHUNKER_VERSION
-from codenav.walk import FileEntry, Skip, walk
 
-log = logging.getLogger("codenav.indexer")
+log = logging.getLogger("codenav.index.reconcile")
 
 BATCH_FILES = 48
 CHECKOUT_WAIT_S = 60.0

@@ -4,7 +4,7 @@ Every signal the index holds, per file: whole-file BM25 over the code-aware term
 matches (path, file name, declared names, doc comments, the best chunk); identifiers,
 paths and stack-trace frames the query spells out; the code graph (centrality, importers,
 neighbours of the strongest candidates); and, in hybrid mode, the similarity of the file's
-nearest chunks. ``codenav.learned`` turns a candidate's features into a score.
+nearest chunks. ``codenav.search.learned`` turns a candidate's features into a score.
 
 Features are plain floats in ``FEATURES`` order, normalised per query where their scale
 depends on the query (BM25 over the best BM25), so one model serves short and long queries.
@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from codenav import conventions, embeddings, filerank
-from codenav import weights as W
 from codenav.access import Scope
 from codenav.db import queries as q
-from codenav.query import Group, ParsedQuery, tsquery_for
-from codenav.semantic import SemanticContext
+from codenav.embed import vectors
+from codenav.lang import conventions
+from codenav.search import bm25
+from codenav.search import weights as W
+from codenav.search.query import Group, ParsedQuery, tsquery_for
+from codenav.search.semantic import SemanticContext
 from codenav.tokens import identifier_terms, path_terms, words
 
 FEATURES = (
@@ -119,10 +121,10 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
            avg_terms: float, *, include_tests: bool, asked: set[str],
            semantic: SemanticContext | None = None) -> Pool:
     """The candidate files of a query with their features. ``groups`` are the weighted
-    query groups (``codenav.search.weigh``); ``asked`` the non-source roles the query is
-    about (``codenav.conventions.asked_roles``)."""
-    groups = filerank.usable_groups(groups)
-    long_query = len(groups) >= filerank.LONG_QUERY_GROUPS
+    query groups (``codenav.search.chunks.weigh``); ``asked`` the non-source roles the query is
+    about (``codenav.lang.conventions.asked_roles``)."""
+    groups = bm25.usable_groups(groups)
+    long_query = len(groups) >= bm25.LONG_QUERY_GROUPS
     total_idf = sum(g.idf for g in groups) or 1.0
     group_terms = [set(g.terms) for g in groups]
     keep_tests = include_tests or conventions.TEST in asked
@@ -138,7 +140,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         return cand
 
     # 1. whole-file BM25: every file with a query term, scored; the best join the pool
-    ranked = filerank.rank_files(conn, scope, groups, 1_000_000) if groups else []
+    ranked = bm25.rank_files(conn, scope, groups, 1_000_000) if groups else []
     by_path = {r.path: r for r in ranked}
     lexical_order: list[str] = []
     for r in ranked:
@@ -189,7 +191,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     near: dict[str, list[float]] = defaultdict(list)
     if semantic is not None and semantic.usable:
         assert semantic.model is not None and semantic.vector is not None
-        hits = embeddings.knn(conn, semantic.model, semantic.vector, scope,
+        hits = vectors.knn(conn, semantic.model, semantic.vector, scope,
                               {"language": None, "kind": None, "exported": False,
                                "path_re": None}, W.SEMANTIC_DEPTH)
         symbols = {r[0]: r[2] for r in conn.execute(q.CHUNK_DETAILS,
@@ -235,8 +237,9 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         def pre(c: Candidate) -> float:
             lex = 1.0 / (1 + bm_rank[c.path]) if c.path in bm_rank else 0.0
             return lex + (near[c.path][0] if c.path in near else 0.0) + \
-                (1.0 if c.mentioned else 0.0) + 0.2 * declared_count.get(c.path, 0) + \
-                0.3 * chunk_best.get(c.path, 0.0)
+                (1.0 if c.mentioned else 0.0) + \
+                W.PRESCORE_DECLARED * declared_count.get(c.path, 0) + \
+                W.PRESCORE_CHUNK * chunk_best.get(c.path, 0.0)
         kept = sorted(pool.values(), key=lambda c: (-pre(c), c.path))[:W.MAX_CANDIDATES]
         pool = {c.path: c for c in kept}
     paths = sorted(pool)

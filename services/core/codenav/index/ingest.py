@@ -7,7 +7,7 @@ at them later, in the indexer's own transaction, so readers never see a half-ind
 A process claims each content before parsing it (an advisory lock on its address), so when
 several workers meet the same content at once (two copies of a repository indexed together)
 one parses it and the others wait for its rows.
-Secrets inside a file are redacted before it is parsed (``codenav.redact``).
+Secrets inside a file are redacted before it is parsed (``codenav.index.redact``).
 """
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ from pathlib import Path
 
 import psycopg
 
-from codenav.blob import decode, git_blob_sha, looks_binary, looks_minified
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.graph.extract import extract as graph_facts
-from codenav.languages import language_for
+from codenav.index.blob import decode, git_blob_sha, looks_binary, looks_minified
+from codenav.index.redact import describe, redact
+from codenav.index.walk import FileEntry
+from codenav.lang import language_for
 from codenav.parse.chunker import ChunkLimits, parse_file
 from codenav.proc import die_with_parent
-from codenav.redact import describe, redact
 from codenav.tokens import chunk_tsvector, file_term_counts
 from codenav.versions import CHUNKER_VERSION
-from codenav.walk import FileEntry
 
 
 @dataclass(frozen=True)

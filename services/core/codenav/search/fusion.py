@@ -10,13 +10,11 @@ import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from codenav import conventions
+from codenav.lang import conventions
+from codenav.search import weights as W
+from codenav.search.weights import QUALIFIED_BOOST, RRF_K, SEMANTIC_WEIGHT
 
-RRF_K = 60
-QUALIFIED_BOOST = 1.6
-SEMANTIC_WEIGHT = 1.0
-"""RRF weight of the vector k-NN list in hybrid search."""
-"""A declaration whose owner and name the query both names (``Owner member``)."""
+__all__ = ["QUALIFIED_BOOST", "RRF_K", "SEMANTIC_WEIGHT"]  # the weights, named in weights.py
 
 def idf(df: int, n_docs: int) -> float:
     """BM25's IDF, floored so very common terms still count a little."""
@@ -70,45 +68,29 @@ def path_prior(path: str, wants_tests: bool, about_docs: bool = False) -> float:
     rank lower unless the query asks for them."""
     factor = 1.0
     if is_test_path(path):
-        factor *= 1.15 if wants_tests else 0.45
+        factor *= W.TEST_PRIOR_WANTED if wants_tests else W.TEST_PRIOR
     if is_generated_path(path):
-        factor *= 0.5
+        factor *= W.GENERATED_PRIOR
     if not about_docs and (is_doc_path(path) or is_config_path(path)):
-        factor *= 0.7
+        factor *= W.DOCS_PRIOR
     return factor
-
-
-KIND_PRIOR = {
-    "class": 1.1, "interface": 1.1, "enum": 1.05, "type": 1.05, "function": 1.1,
-    "method": 1.05, "constructor": 1.0, "module": 1.0, "macro": 1.0, "property": 1.0,
-    "section": 0.85, "block": 0.8, "text": 0.75,
-}
-
-
-CENTRALITY_WEIGHT = 0.1
-"""At most +10% for the most central file of a repository (PageRank over imports and
-references, normalised to [0, 1] by ``codenav.graph.rank.priors``)."""
 
 
 def centrality_prior(prior: float) -> float:
     """Multiplier for a result's file centrality: small, so it orders near-ties only."""
-    return 1.0 + CENTRALITY_WEIGHT * min(max(prior, 0.0), 1.0)
-
-
-PATH_TERM_BOOST = 0.15
-"""Per query term found in a result's path (``auth token`` favours ``auth/``), capped."""
+    return 1.0 + W.CENTRALITY_WEIGHT * min(max(prior, 0.0), 1.0)
 
 
 def path_terms_prior(path_terms: Sequence[str], query_terms: set[str]) -> float:
     """Path tokens count: a result whose path carries query words ranks a little higher."""
     hits = len(set(path_terms) & query_terms)
-    return 1.0 + PATH_TERM_BOOST * min(hits, 3)
+    return 1.0 + W.PATH_TERM_BOOST * min(hits, W.PATH_TERM_CAP)
 
 
 def kind_prior(kind: str, definition_intent: bool) -> float:
-    prior = KIND_PRIOR.get(kind, 0.9)
+    prior = W.KIND_PRIOR.get(kind, W.KIND_PRIOR_OTHER)
     if definition_intent and kind in ("block", "text", "section"):
-        prior *= 0.6
+        prior *= W.DEFINITION_PROSE_PRIOR
     return prior
 
 

@@ -1,12 +1,12 @@
 """``find_files``: rank the files that matter for a task description.
 
-Candidates come from every signal the index has (``codenav.features``: whole-file BM25,
+Candidates come from every signal the index has (``codenav.search.features``: whole-file BM25,
 fielded matches on path, declared names, docs and chunks, identifiers and paths the query
 spells out, graph neighbours, the nearest chunks in hybrid mode); a learned ranker
-(``codenav.learned``) scores them: a tuned linear fusion for lexical mode, the hand-set
-weights of ``codenav.weights`` for hybrid mode (each chosen leave-one-repository-out).
+(``codenav.search.learned``) scores them: a tuned linear fusion for lexical mode, the hand-set
+weights of ``codenav.search.weights`` for hybrid mode (each chosen leave-one-repository-out).
 Tests, fixtures, examples, docs and benchmarks (by the conventions of each ecosystem,
-``codenav.conventions``) stay out unless the query is about them; examples, docs and
+``codenav.lang.conventions``) stay out unless the query is about them; examples, docs and
 benchmarks only fill the answer up to ``limit`` after the source files. Every result says
 why it matched.
 """
@@ -20,15 +20,16 @@ from typing import Any
 
 import psycopg
 
-from codenav import conventions, features, learned, rank
 from codenav.access import Scope
 from codenav.answers import empty_reason, stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
-from codenav.features import Candidate, Pool
-from codenav.query import Group, ParsedQuery, parse_query
-from codenav.search import weigh
-from codenav.semantic import MODES, SemanticContext, describe_semantic
+from codenav.lang import conventions
+from codenav.search import features, fusion, learned
+from codenav.search.chunks import weigh
+from codenav.search.features import Candidate, Pool
+from codenav.search.query import Group, ParsedQuery, parse_query
+from codenav.search.semantic import MODES, SemanticContext, describe_semantic
 
 MAX_LIMIT = 50
 _FILLERS = features.FILLER_ROLES
@@ -120,7 +121,7 @@ def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7
         if pool.semantic_order:
             lists["semantic"] = pool.semantic_order
         margins = [math.exp(min(s, 50.0)) for s, _c in top[:2]]
-        answer["match_confidence"] = rank.match_confidence(
+        answer["match_confidence"] = fusion.match_confidence(
             [c.path for _s, c in top], margins, lists, exact,
             1.0 - first.semantic[0] if first.semantic else None)
     describe_semantic(answer, mode, semantic)

@@ -15,10 +15,10 @@ from typing import Any
 
 import psycopg
 
-from codenav import embeddings
 from codenav.access import Scope
 from codenav.db import queries as q
-from codenav.embed_client import EmbedClient
+from codenav.embed import vectors
+from codenav.embed.client import EmbedClient
 from codenav.errors import Busy, CodenavError
 
 MODES = ("hybrid", "lexical", "semantic")
@@ -31,7 +31,7 @@ COVERAGE_TTL_S = 5.0
 
 @dataclass
 class SemanticContext:
-    model: embeddings.Model | None = None
+    model: vectors.Model | None = None
     vector: list[float] | None = None
     coverage: dict[str, Any] | None = None
     note: str | None = None
@@ -106,9 +106,9 @@ class QueryEmbedder:
             return self._down(conn, scope)
         self._busy = 0
         self._model_name = info.name
-        model = embeddings.find_model(conn, info.name)
+        model = vectors.find_model(conn, info.name)
         if model is None:
-            coverage = embeddings.coverage(conn, None, scope)
+            coverage = vectors.coverage(conn, None, scope)
             coverage.update(model=info.name, backlog=coverage["total"])
             return SemanticContext(vector=vector, coverage=coverage,
                                    note="no chunk is embedded yet; lexical results only")
@@ -128,18 +128,18 @@ class QueryEmbedder:
         if not name:  # not seen since this process started: the index's only model, if one
             names = [r[0] for r in conn.execute(q.EMBED_MODEL_NAMES).fetchall()]
             name = names[0] if len(names) == 1 else ""
-        model = embeddings.find_model(conn, name) if name else None
+        model = vectors.find_model(conn, name) if name else None
         if model is not None:
             ctx.coverage = self._repo_coverage(conn, model, scope)
         return ctx
 
-    def _repo_coverage(self, conn: psycopg.Connection, model: embeddings.Model,
+    def _repo_coverage(self, conn: psycopg.Connection, model: vectors.Model,
                        scope: Scope) -> dict[str, Any]:
         key = (model.id, scope.id)
         now = time.monotonic()
         hit = self._coverage.get(key)
         if hit is not None and now - hit[0] < COVERAGE_TTL_S:
             return hit[1]
-        value = embeddings.coverage(conn, model, scope)
+        value = vectors.coverage(conn, model, scope)
         self._coverage[key] = (now, value)
         return value

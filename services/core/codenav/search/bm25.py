@@ -15,12 +15,11 @@ import psycopg
 
 from codenav.access import Scope
 from codenav.db import queries as q
-from codenav.query import Group, tsquery_for
+from codenav.search.query import Group, tsquery_for
+from codenav.search.weights import BM25_B as B
+from codenav.search.weights import BM25_K1 as K1
+from codenav.search.weights import DECLARES_BOOST, DECLARES_CAP, MODULE_BOOST, PATH_TF
 
-K1 = 1.2
-B = 0.75
-PATH_TF = 2.0
-"""A path match counts like this many occurrences (path tokens matter)."""
 LONG_QUERY_GROUPS = 7
 """Queries with at least this many informative groups are ranked file by file."""
 MAX_GROUPS = 128
@@ -40,10 +39,6 @@ def usable_groups(groups: list[Group], n_chunks: int = 0) -> list[Group]:
     return sorted(groups, key=lambda g: -g.idf)[:MAX_GROUPS]
 
 
-DECLARES_BOOST = 0.25
-"""Per name the query spells out (``KMeans``, ``parse_header``) that the file declares."""
-MODULE_BOOST = 0.5
-"""When the query names the file's module path (``_pytest.capture.EncodedFile``)."""
 
 
 def mention_boosts(conn: psycopg.Connection, scope: Scope,
@@ -63,7 +58,7 @@ def mention_boosts(conn: psycopg.Connection, scope: Scope,
     boosts: dict[str, float] = {}
     if names:
         for path, count in conn.execute(q.DECLARING_FILES, scope.params(names=sorted(names))):
-            boosts[path] = 1.0 + DECLARES_BOOST * min(int(count), 4)
+            boosts[path] = 1.0 + DECLARES_BOOST * min(int(count), DECLARES_CAP)
     return boosts | {p: b for p, b in _module_paths(modules).items()}
 
 

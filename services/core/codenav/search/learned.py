@@ -1,14 +1,14 @@
-"""The trained file ranker over ``codenav.features``.
+"""The trained file ranker over ``codenav.search.features``.
 
 One model per mode family (``lexical``: no semantic features; ``hybrid``: with them), trained
 by ``bench/train_ranker.py`` on the development suite and chosen by leave-one-repository-out
-scores. Two kinds ship in ``codenav/models/``: a tuned linear fusion
+scores. Two kinds ship in ``codenav/search/models/``: a tuned linear fusion
 (``find_files_<family>.json``: a weight per feature, pure arithmetic, no dependency) and a
 LightGBM LambdaRank model (``find_files_<family>.txt``, used when the ``lightgbm`` package is
 installed and no JSON model is there). A model names the features it was trained on;
 scoring reads them by name, so a feature added later is simply ignored by an older model.
 Without a loadable model (and for ``hybrid``, which ships none), ``score`` uses the weights
-of ``codenav.weights.FALLBACK`` (and says so in the name it returns).
+of ``codenav.search.weights.FALLBACK`` (and says so in the name it returns).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import threading
 from importlib import resources
 from typing import Any
 
-from codenav import weights as W
-from codenav.features import FEATURES
+from codenav.search import weights as W
+from codenav.search.features import FEATURES
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def model_for(family: str) -> Model | LinearModel | None:
         if family in _cache:
             return _cache[family]
         model: Model | LinearModel | None = None
-        folder = resources.files("codenav.models")
+        folder = resources.files("codenav.search.models")
         try:
             linear = folder.joinpath(MODEL_FILES[family] + ".json")
             if linear.is_file():

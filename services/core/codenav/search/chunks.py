@@ -15,15 +15,17 @@ from typing import Any
 
 import psycopg
 
-from codenav import embeddings, filerank, rank
 from codenav.access import Scope
 from codenav.answers import empty_reason, glob_to_regex, stats
 from codenav.db import queries as q
+from codenav.embed import vectors
 from codenav.errors import InvalidRequest
 from codenav.graph.common import file_priors
 from codenav.parse.model import CHUNK_KINDS
-from codenav.query import Group, ParsedQuery, parse_query, tsquery_for
-from codenav.semantic import MODES, SemanticContext, describe_semantic
+from codenav.search import bm25, fusion
+from codenav.search import weights as W
+from codenav.search.query import Group, ParsedQuery, parse_query, tsquery_for
+from codenav.search.semantic import MODES, SemanticContext, describe_semantic
 from codenav.tokens import identifier_terms
 from codenav.tokens import path_terms as path_terms_of
 
@@ -98,9 +100,9 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 128,
             continue
         df = max(dfs[t] for t in present)  # files containing the term
         # IDF over files; ``df`` kept in chunks (estimated) for the candidate budget
-        groups.append(Group(terms=present, label=g.label, idf=rank.idf(df, n_docs),
+        groups.append(Group(terms=present, label=g.label, idf=fusion.idf(df, n_docs),
                             df=max(1, round(df * per_doc)), count=g.count))
-    keep = rank.top_groups(((i, g.idf) for i, g in enumerate(groups)), max_groups)
+    keep = fusion.top_groups(((i, g.idf) for i, g in enumerate(groups)), max_groups)
     groups = [groups[i] for i in keep]
     candidates: list[str] = []
     covered = 0
@@ -135,17 +137,15 @@ def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters
     return [(key[0], key[1], score) for key, score in ranked]
 
 
-TOP_FILES = 30
-"""Long queries rank chunks only inside the files that file-level BM25 ranked best."""
 
 
 def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filters: Filters,
                      k: int) -> list[tuple[int, str, float]]:
     """Chunks for a long query: the best files by BM25, then the best chunks in them,
     each chunk's score scaled by its file's."""
-    boosts = filerank.mention_boosts(conn, scope, w.query.identifiers)
-    files = filerank.rank_files(conn, scope, filerank.usable_groups(w.groups, w.n_chunks),
-                                TOP_FILES, boosts)
+    boosts = bm25.mention_boosts(conn, scope, w.query.identifiers)
+    files = bm25.rank_files(conn, scope, bm25.usable_groups(w.groups, w.n_chunks),
+                                W.TOP_FILES, boosts)
     if not files:
         return []
     best = files[0].score or 1.0
@@ -158,7 +158,7 @@ def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filter
     }).fetchall()
     top_chunk = max((float(r[2] or 0.0) for r in rows), default=0.0) or 1.0
     # The file's rank leads; a strong chunk can still lift its file a little.
-    scored = [(r[0], r[1], file_weight[r[1]] + 0.3 * float(r[2] or 0.0) / top_chunk)
+    scored = [(r[0], r[1], file_weight[r[1]] + W.CHUNK_LIFT * float(r[2] or 0.0) / top_chunk)
               for r in rows]
     return sorted(scored, key=lambda r: -r[2])
 
@@ -177,7 +177,7 @@ def declaration_ranking(conn: psycopg.Connection, scope: Scope, query: ParsedQue
             if len(parts) > 1:
                 owners.add(parts[-2].lower())
     # "KafkaConsumer poll" reads as Owner.member
-    long_query = len(query.groups) >= filerank.LONG_QUERY_GROUPS
+    long_query = len(query.groups) >= bm25.LONG_QUERY_GROUPS
     for first, second in zip(typed, typed[1:], strict=False):
         if long_query:
             break  # in prose, neighbouring words are rarely Owner.member
@@ -232,7 +232,7 @@ def semantic_ranking(conn: psycopg.Connection, scope: Scope, ctx: SemanticContex
     if ctx is None or not ctx.usable:
         return []
     assert ctx.model is not None and ctx.vector is not None
-    return embeddings.knn(conn, ctx.model, ctx.vector, scope, filters.params(), k)
+    return vectors.knn(conn, ctx.model, ctx.vector, scope, filters.params(), k)
 
 
 def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
@@ -245,7 +245,7 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
     if mode not in MODES:
         raise InvalidRequest(f"unknown mode {mode!r}", hint="hybrid, lexical or semantic")
     query = parse_query(text)
-    depth = max(50, limit * 5)
+    depth = max(W.SEARCH_DEPTH_MIN, limit * W.SEARCH_DEPTH_PER_RESULT)
     vectors = semantic_ranking(conn, scope, semantic, filters, depth)
     use_lexical = mode != "semantic" or not vectors
     lexical: list[tuple[int, str, float]] = []
@@ -255,31 +255,32 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
     unknown = False
     if use_lexical:
         weighted = weigh(conn, query)
-        long_query = len(weighted.groups) >= filerank.LONG_QUERY_GROUPS
+        long_query = len(weighted.groups) >= bm25.LONG_QUERY_GROUPS
         if long_query:
             lexical = lexical_in_files(conn, scope, weighted, filters, depth)
         else:
             lexical = lexical_ranking(conn, scope, weighted, filters, depth)
-        decls, owned = declaration_ranking(conn, scope, query, filters, 30)
+        decls, owned = declaration_ranking(conn, scope, query, filters, W.DECLARATION_DEPTH)
         unknown = any(t not in weighted.known_terms for t in
                       (identifier_terms(i.split(".")[-1])[0] for i in query.identifiers[:3]
                        if identifier_terms(i.split(".")[-1])))
         if not long_query and (unknown or not decls):  # prose has no misspelt name to fix
-            fuzzy = trigram_ranking(conn, scope, query, filters, 20)
+            fuzzy = trigram_ranking(conn, scope, query, filters, W.FUZZY_DEPTH)
     lists = {
         "lexical": [(i, p) for i, p, _ in lexical],
         "declaration": decls,
         "fuzzy": fuzzy,
         "semantic": [(i, p) for i, p, _ in vectors],
     }
-    fused = rank.rrf(list(lists.values()), weights=[
-        0.5 if unknown else 1.0, 1.0 if query.identifiers else 0.6, 1.5 if unknown else 0.5,
-        rank.SEMANTIC_WEIGHT])
+    fused = fusion.rrf(list(lists.values()), weights=[
+        W.LEXICAL_WEIGHT_UNKNOWN if unknown else W.LEXICAL_WEIGHT,
+        W.DECLARATION_WEIGHT if query.identifiers else W.DECLARATION_WEIGHT_PROSE,
+        W.FUZZY_WEIGHT_UNKNOWN if unknown else W.FUZZY_WEIGHT, W.SEMANTIC_WEIGHT])
     keys: list[tuple[int, str]] = list(fused)  # type: ignore[arg-type]
     ids = [key[0] for key in keys]
     details = {r[0]: r for r in conn.execute(q.CHUNK_DETAILS, scope.params(ids=ids)).fetchall()} \
         if ids else {}
-    about_docs = rank.asks_for_docs(text)
+    about_docs = fusion.asks_for_docs(text)
     central = file_priors(conn, scope, sorted({path for _id, path in keys}))
     query_terms = {t for g in query.groups for t in g.terms}
     scored = []
@@ -289,12 +290,12 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
         row = details.get(chunk_id)
         if row is None:
             continue
-        score *= rank.path_prior(path, query.wants_tests, about_docs) *\
-            rank.kind_prior(row[1], query.definition_intent) *\
-            rank.centrality_prior(central.get(path, 0.0)) *\
-            rank.path_terms_prior(path_terms_of(path), query_terms)
+        score *= fusion.path_prior(path, query.wants_tests, about_docs) *\
+            fusion.kind_prior(row[1], query.definition_intent) *\
+            fusion.centrality_prior(central.get(path, 0.0)) *\
+            fusion.path_terms_prior(path_terms_of(path), query_terms)
         if key in owned:
-            score *= rank.QUALIFIED_BOOST
+            score *= W.QUALIFIED_BOOST
         scored.append((score, path, row))
     scored.sort(key=lambda s: (-s[0], s[1], s[2][6]))
     scored = _diversify(scored)
@@ -320,7 +321,7 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
                               "results": results}
     top_keys = [(r[2][0], r[1]) for r in scored[:limit]]
     distances = {(i, p): d for i, p, d in vectors}
-    answer["match_confidence"] = rank.match_confidence(
+    answer["match_confidence"] = fusion.match_confidence(
         top_keys, [s for s, _, _ in scored[:2]], lists, owned,
         distances.get(top_keys[0]) if top_keys else None)
     describe_semantic(answer, mode, semantic)
@@ -349,6 +350,6 @@ def _diversify(scored: list[tuple[float, str, tuple]]) -> list[tuple[float, str,
         key = (path, row[2] or f"@{row[6]}")
         n = seen.get(key, 0)
         seen[key] = n + 1
-        out.append((score * (0.7 ** n), path, row))
+        out.append((score * (W.REPEAT_DECAY ** n), path, row))
     out.sort(key=lambda s: (-s[0], s[1], s[2][6]))
     return out

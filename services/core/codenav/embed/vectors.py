@@ -20,10 +20,10 @@ import psycopg
 
 from codenav.access import Scope
 from codenav.db import queries as q
-from codenav.embed_client import EmbedClient
+from codenav.embed.client import EmbedClient
 from codenav.errors import ConfigError, Interrupted
 
-log = logging.getLogger("codenav.embeddings")
+log = logging.getLogger("codenav.embed.vectors")
 
 HNSW_MIN_ROWS = 1000
 """The HNSW index of a model is built when a repository's first bulk load is done and at

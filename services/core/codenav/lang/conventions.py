@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from codenav.languages import language_for
+from codenav.lang import language_for
 
 SOURCE = "source"
 TEST = "test"

@@ -1,1 +1,0 @@
-"""Trained ranker models shipped with codenav (``codenav.learned``)."""

@@ -1,0 +1,1 @@
+"""Trained ranker models shipped with codenav (``codenav.search.learned``)."""
