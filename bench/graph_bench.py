@@ -32,11 +32,11 @@ from typing import Any
 import httpx
 import psycopg
 
+import bench_queries as bq
 from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
 from codenav.db import migrations
-from codenav.db import queries as q
 from codenav.graph.extract import extract
 from codenav.index.walk import walk
 from codenav.jobs import enqueue
@@ -103,13 +103,13 @@ def bench(root: Path, home: Path, pg: EmbeddedPostgres, rd: EmbeddedRedis,
                 if graph_job:
                     wait_job(r, graph_job)
                 index_s = time.perf_counter() - started
-            state = conn.execute(q.BENCH_GRAPH_STATE, (repo.id,)).fetchone()
-            imports = conn.execute(q.BENCH_GRAPH_IMPORTS, (repo.id,)).fetchall()
-            edges = conn.execute(q.BENCH_GRAPH_EDGES, (repo.id,)).fetchall()
+            state = conn.execute(bq.BENCH_GRAPH_STATE, (repo.id,)).fetchone()
+            imports = conn.execute(bq.BENCH_GRAPH_IMPORTS, (repo.id,)).fetchall()
+            edges = conn.execute(bq.BENCH_GRAPH_EDGES, (repo.id,)).fetchall()
             rng = random.Random(7)
-            targets = conn.execute(q.BENCH_GRAPH_TARGETS, (repo.id,)).fetchall()
+            targets = conn.execute(bq.BENCH_GRAPH_TARGETS, (repo.id,)).fetchall()
             symbols = rng.sample(targets, min(n_queries, len(targets)))
-            files = [f for (f,) in conn.execute(q.BENCH_GRAPH_FILES, (repo.id,))]
+            files = [f for (f,) in conn.execute(bq.BENCH_GRAPH_FILES, (repo.id,))]
             files = rng.sample(files, min(n_queries, len(files)))
         phases: dict[str, float] = {}
         for line in (logs / "worker.log").read_text(errors="replace").splitlines():

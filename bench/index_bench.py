@@ -31,6 +31,7 @@ import httpx
 import psutil
 import psycopg
 
+import bench_queries as bq
 from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
@@ -104,7 +105,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def make_queries(conn: psycopg.Connection, repo_id: int, n: int, seed: int = 7) -> list[str]:
-    rows = conn.execute(q.BENCH_SYMBOLS, (repo_id,)).fetchall()
+    rows = conn.execute(bq.BENCH_SYMBOLS, (repo_id,)).fetchall()
     rng = random.Random(seed)
     picks = rng.sample(rows, min(len(rows), n))
     out = []
@@ -231,10 +232,10 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
             started = time.perf_counter()
             wait_job(r, enqueue.request_full(r, settings, repo.id))
             warm_s = time.perf_counter() - started
-            chunks = conn.execute(q.CHUNK_COUNT).fetchone()[0]  # type: ignore[index]
-            graph = conn.execute(q.BENCH_GRAPH_SHARE, (repo.id, repo.id)).fetchone()
+            chunks = conn.execute(bq.CHUNK_COUNT).fetchone()[0]  # type: ignore[index]
+            graph = conn.execute(bq.BENCH_GRAPH_SHARE, (repo.id, repo.id)).fetchone()
             queries = make_queries(conn, repo.id, n_queries)
-            db_mb = conn.execute(q.DATABASE_SIZE).fetchone()[0] / 1e6  # type: ignore[index]
+            db_mb = conn.execute(bq.DATABASE_SIZE).fetchone()[0] / 1e6  # type: ignore[index]
             semantic: dict[str, Any] = {}
             if embed_url:
                 client = EmbedClient(embed_url)

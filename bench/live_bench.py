@@ -41,6 +41,7 @@ import httpx
 import psutil
 import psycopg
 
+import bench_queries as bq
 from codenav import repos
 from codenav.auth import create_token
 from codenav.db import migrations
@@ -198,17 +199,17 @@ def edits_and_switch(base: Path, files: int, edits: int, switch: int) -> dict[st
         started = time.monotonic()
         git(root, "checkout", "-q", "feature")
         feature_head = head_commit(root)
-        runs_before = conn.execute(q.BENCH_RUN_COUNT).fetchone()[0]  # type: ignore[index]
+        runs_before = conn.execute(bq.BENCH_RUN_COUNT).fetchone()[0]  # type: ignore[index]
 
         def switched() -> bool:
             row = conn.execute(q.REPO_BY_ID, (live.repo.id,)).fetchone()
-            changed = conn.execute(q.BENCH_FILES_CONTAINING,
+            changed = conn.execute(bq.BENCH_FILES_CONTAINING,
                                    (live.repo.id, "value + 1 +")).fetchone()[0]  # type: ignore[index]
             return bool(row and row[5] == feature_head and changed == switch)
 
         wait_until(switched, f"branch switch of {switch} files", 120, live.logs)
         switch_s = time.monotonic() - started
-        jobs = conn.execute(q.BENCH_RUN_COUNT).fetchone()[0] - runs_before  # type: ignore[index]
+        jobs = conn.execute(bq.BENCH_RUN_COUNT).fetchone()[0] - runs_before  # type: ignore[index]
     return {"files": files, "edits": edits,
             "edit_to_searchable_p50_ms": ms(lags, 50),
             "edit_to_searchable_p95_ms": ms(lags, 95),
@@ -220,7 +221,7 @@ def edits_and_switch(base: Path, files: int, edits: int, switch: int) -> dict[st
 def embedding_lag(base: Path, files: int, edits: int, embed_url: str) -> dict[str, Any]:
     with stack(base, files, embed_url) as live:
         def backlog_done() -> bool:
-            total, embedded = live.conn.execute(q.BENCH_EMBED_COVERAGE,
+            total, embedded = live.conn.execute(bq.BENCH_EMBED_COVERAGE,
                                                 (live.repo.id,)).fetchone()  # type: ignore[misc]
             return bool(total and embedded == total)
 
@@ -231,7 +232,7 @@ def embedding_lag(base: Path, files: int, edits: int, embed_url: str) -> dict[st
             lexical.append(lexical_lag(live, symbol, saved))
 
             def done(symbol: str = symbol) -> bool:
-                total, have = live.conn.execute(q.BENCH_SYMBOL_EMBEDDED,
+                total, have = live.conn.execute(bq.BENCH_SYMBOL_EMBEDDED,
                                                 (live.repo.id, symbol)).fetchone()  # type: ignore[misc]
                 return bool(total and have == total)
 

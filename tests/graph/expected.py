@@ -18,8 +18,26 @@ from typing import Any
 
 import psycopg
 
-from codenav.db import queries as q
 from codenav.lang import language_for
+
+# Every potential edge of a repository: ambiguous resolutions, and references that resolved
+# to nothing matched by name to declarations of a fitting kind (tests and graph_eval).
+GRAPH_POTENTIAL_ALL = """
+SELECT e.src_path, e.line, e.kind, split_part(e.dst_qual, '.', -1), e.dst_path, e.dst_qual
+FROM graph_edges e WHERE e.repo_id = %(repo)s AND NOT e.verified
+UNION
+SELECT f.path, r.line, r.kind, r.name, df.path, s.qualname
+FROM refs r
+JOIN files f ON f.content_id = r.content_id AND f.repo_id = %(repo)s
+JOIN symbols s ON s.name = r.name
+JOIN files df ON df.content_id = s.content_id AND df.repo_id = %(repo)s
+WHERE r.kind IN ('call', 'type', 'extends', 'implements')
+  AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.repo_id = f.repo_id
+                  AND e.src_path = f.path AND e.ord = r.ord)
+  AND CASE r.kind WHEN 'call' THEN s.kind IN ('function', 'method', 'constructor', 'class',
+                                              'macro', 'type', 'enum')
+                  ELSE s.kind IN ('class', 'interface', 'enum', 'type', 'module') END
+ORDER BY 1, 2, 5, 6"""
 
 SECTIONS = ("definitions", "imports", "edges", "inheritance", "potential")
 
@@ -47,7 +65,7 @@ def snapshot(conn: psycopg.Connection, repo_id: int) -> dict[str, list[list[Any]
         "imports": _sorted(conn.execute(_IMPORTS, (repo_id,))),
         "edges": _sorted(conn.execute(_EDGES, (repo_id,))),
         "inheritance": _sorted(conn.execute(_INHERITANCE, (repo_id,))),
-        "potential": _sorted(conn.execute(q.GRAPH_POTENTIAL_ALL, {"repo": repo_id})),
+        "potential": _sorted(conn.execute(GRAPH_POTENTIAL_ALL, {"repo": repo_id})),
     }
 
 

@@ -97,16 +97,7 @@ class Settings:
 
     @classmethod
     def load(cls, env: dict[str, str] | None = None, dotenv: Path | None = None) -> Settings:
-        source = dict(_read_dotenv(dotenv if dotenv is not None else Path.cwd() / ".env"))
-        source.update(os.environ if env is None else env)
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            key = PREFIX + f.name.upper()
-            if key not in source:
-                continue
-            raw = source[key]
-            values[f.name] = _convert(key, raw, f.type)
-        settings = cls(**values)
+        settings = cls(**read_fields(cls, PREFIX, env, dotenv))
         settings.validate()
         return settings
 
@@ -130,6 +121,23 @@ class Settings:
 
     def workers(self) -> int:
         return self.parse_processes or (os.cpu_count() or 1)
+
+
+def read_fields(cls: type, prefix: str, env: dict[str, str] | None = None,
+                dotenv: Path | None = None, strip: bool = False) -> dict[str, Any]:
+    """The values of the dataclass ``cls``'s fields found as ``prefix + FIELD``: the
+    environment (or ``env``), then ``.env`` in the working directory (or ``dotenv``),
+    converted to each field's type; a malformed value raises ``ConfigError``. Every
+    settings object (this one, the embedder's) is read by this one loader."""
+    source = dict(_read_dotenv(dotenv if dotenv is not None else Path.cwd() / ".env"))
+    source.update(os.environ if env is None else env)
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        key = prefix + f.name.upper()
+        if key in source:
+            raw = source[key].strip() if strip else source[key]
+            values[f.name] = _convert(key, raw, f.type)
+    return values
 
 
 _BOOLS = {"1": True, "true": True, "yes": True, "on": True,

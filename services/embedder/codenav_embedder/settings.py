@@ -1,5 +1,6 @@
-"""The embedder's settings, read from ``CODENAV_EMBED_*``: environment, then ``.env`` in the
-working directory, then the default. A malformed value fails loudly (``ConfigError``).
+"""The embedder's settings, read from ``CODENAV_EMBED_*`` by the core's one loader
+(``codenav.config.read_fields``): environment, then ``.env`` in the working directory, then
+the default. A malformed value fails loudly (``ConfigError``).
 
 The core ``Settings`` reads ``CODENAV_EMBED_URL``/``_MODEL``/``_KEY`` for the clients; this
 module reads what only the server needs, and ``CODENAV_EMBED_MODEL`` too (the same name, so
@@ -8,11 +9,10 @@ one variable names the model on both sides).
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from codenav.config import read_fields
 from codenav.errors import ConfigError
 
 PREFIX = "CODENAV_EMBED_"
@@ -61,14 +61,7 @@ class EmbedderSettings:
     @classmethod
     def load(cls, env: dict[str, str] | None = None, dotenv: Path | None = None
              ) -> EmbedderSettings:
-        source = _read_dotenv(dotenv if dotenv is not None else Path.cwd() / ".env")
-        source.update(os.environ if env is None else env)
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            key = PREFIX + f.name.upper()
-            if key in source:
-                values[f.name] = _convert(key, source[key].strip(), f.type)
-        settings = cls(**values)
+        settings = cls(**read_fields(cls, PREFIX, env, dotenv, strip=True))
         settings.validate()
         return settings
 
@@ -92,28 +85,3 @@ class EmbedderSettings:
 
     def cache_path(self) -> Path | None:
         return Path(self.cache_dir).expanduser() if self.cache_dir else None
-
-
-def _read_dotenv(path: Path) -> dict[str, str]:
-    values: dict[str, str] = {}
-    if not path.is_file():
-        return values
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        key, sep, value = raw.strip().partition("=")
-        key = key.strip().removeprefix("export ").strip()
-        if not sep or not key.startswith(PREFIX):
-            continue
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        values[key] = value
-    return values
-
-
-def _convert(key: str, raw: str, type_name: Any) -> Any:
-    if str(type_name) == "int":
-        try:
-            return int(raw)
-        except ValueError:
-            raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
-    return raw

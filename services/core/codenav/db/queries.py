@@ -87,10 +87,6 @@ ORDER BY id DESC LIMIT 1"""
 RUN_REFUSED = """
 INSERT INTO index_runs (repo_id, scope, state, phase, job_id, error, finished_at)
 VALUES (%s, %s, 'failed', 'refused', %s, %s, now())"""
-RUN_BY_ID = """
-SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_deleted, error,
-       started_at, updated_at, finished_at, job_id
-FROM index_runs WHERE id = %s"""
 
 # --- ingest (parser processes) -------------------------------------------------------------
 CONTENT_LOOKUP = "SELECT id, sha, language FROM contents WHERE chunker = %s AND sha = ANY(%s)"
@@ -208,7 +204,6 @@ TOKEN_GET = """
 SELECT a.id, a.name, a.team_id, t.name, a.revoked_at FROM api_tokens a
 JOIN teams t ON t.id = a.team_id
 WHERE a.id = %(id)s AND (%(team)s::int IS NULL OR a.team_id = %(team)s)"""
-TOKEN_GRANTS = "SELECT repo_id FROM token_repos WHERE token_id = %s"
 TOKEN_REVOKE = "UPDATE api_tokens SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL"
 TEAM_GET = "SELECT id, name FROM teams WHERE name = %s"
 TEAM_INSERT = """
@@ -318,14 +313,6 @@ WHERE c.tsv @@ %(any)s::tsquery
 ORDER BY score DESC
 LIMIT %(k)s"""
 
-FIND_PATHS = """
-WITH g AS (
-    SELECT q, i FROM unnest(%(tsqs)s::tsquery[]) WITH ORDINALITY AS g(q, i)
-)
-SELECT f.path, array(SELECT g.i FROM g WHERE f.path_tsv @@ g.q) AS groups
-FROM files f
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path_tsv @@ %(any)s::tsquery
-LIMIT %(k)s"""
 
 # --- navigation --------------------------------------------------------------------------
 FILE_BY_PATH = """
@@ -388,12 +375,6 @@ WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND co.redact
 ORDER BY f.path LIMIT %(k)s"""
 
 # --- benchmarks --------------------------------------------------------------------------
-BENCH_SYMBOLS = """
-SELECT DISTINCT c.symbol, c.parent FROM chunks c JOIN files f ON f.content_id = c.content_id
-WHERE f.repo_id = %s AND c.symbol IS NOT NULL AND length(c.symbol) > 3
-ORDER BY 1, 2 NULLS FIRST"""
-DATABASE_SIZE = "SELECT pg_database_size(current_database())"
-CHUNK_COUNT = "SELECT count(*) FROM chunks"
 
 # --- embeddings --------------------------------------------------------------------------
 # The text a chunk is embedded as: its context (path, kind, symbol, parent, signature, doc)
@@ -755,62 +736,8 @@ SELECT t.term, f.path, t.tf, f.size
 FROM file_terms t JOIN files f ON f.content_id = t.content_id AND f.repo_id = %(repo)s
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE t.term = ANY(%(terms)s)"""
-# Every potential edge of a repository: ambiguous resolutions, and references that resolved
-# to nothing matched by name to declarations of a fitting kind (tests and graph_eval).
-GRAPH_POTENTIAL_ALL = """
-SELECT e.src_path, e.line, e.kind, split_part(e.dst_qual, '.', -1), e.dst_path, e.dst_qual
-FROM graph_edges e WHERE e.repo_id = %(repo)s AND NOT e.verified
-UNION
-SELECT f.path, r.line, r.kind, r.name, df.path, s.qualname
-FROM refs r
-JOIN files f ON f.content_id = r.content_id AND f.repo_id = %(repo)s
-JOIN symbols s ON s.name = r.name
-JOIN files df ON df.content_id = s.content_id AND df.repo_id = %(repo)s
-WHERE r.kind IN ('call', 'type', 'extends', 'implements')
-  AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.repo_id = f.repo_id
-                  AND e.src_path = f.path AND e.ord = r.ord)
-  AND CASE r.kind WHEN 'call' THEN s.kind IN ('function', 'method', 'constructor', 'class',
-                                              'macro', 'type', 'enum')
-                  ELSE s.kind IN ('class', 'interface', 'enum', 'type', 'module') END
-ORDER BY 1, 2, 5, 6"""
 
 # --- benchmarks: the code graph (bench/graph_bench.py) -------------------------------------
-BENCH_GRAPH_IMPORTS = """
-SELECT f.language, count(DISTINCT (g.src_path, g.ord)),
-       count(DISTINCT (g.src_path, g.ord)) FILTER (WHERE g.dst_path IS NOT NULL)
-FROM graph_imports g JOIN files f ON f.repo_id = g.repo_id AND f.path = g.src_path
-WHERE g.repo_id = %s GROUP BY 1 ORDER BY 1"""
-BENCH_GRAPH_EDGES = """
-SELECT kind, verified, count(*) FROM graph_edges WHERE repo_id = %s GROUP BY 1, 2 ORDER BY 1, 2"""
-BENCH_GRAPH_STATE = "SELECT seconds, files_resolved FROM graph_state WHERE repo_id = %s"
-BENCH_GRAPH_TARGETS = """
-SELECT dst_qual, dst_path FROM graph_edges
-WHERE repo_id = %s AND verified AND kind = 'call' AND dst_qual LIKE '%%.%%'
-GROUP BY 1, 2 HAVING count(*) >= 2 ORDER BY 1, 2"""
-BENCH_GRAPH_FILES = """
-SELECT DISTINCT dst_path FROM graph_imports WHERE repo_id = %s AND dst_path IS NOT NULL
-ORDER BY 1"""
-# The code graph's share of a cold index, and its imports resolved to files of the repo.
-BENCH_GRAPH_SHARE = """
-SELECT (SELECT seconds FROM graph_state WHERE repo_id = %s),
-       count(DISTINCT (src_path, ord)),
-       count(DISTINCT (src_path, ord)) FILTER (WHERE dst_path IS NOT NULL)
-FROM graph_imports WHERE repo_id = %s"""
-BENCH_RUN_COUNT = "SELECT count(*) FROM index_runs"
-BENCH_FILES_CONTAINING = """
-SELECT count(*) FROM files f JOIN contents c ON c.id = f.content_id
-WHERE f.repo_id = %s AND strpos(c.body, %s) > 0"""
-# A repo's chunk texts and how many have an embedding (any model; benchmarks use one).
-BENCH_EMBED_COVERAGE = """
-SELECT count(*), count(e.text_hash)
-FROM chunk_texts ct LEFT JOIN embeddings e ON e.text_hash = ct.text_hash
-WHERE ct.repo_id = %s"""
-# Chunks declaring a symbol in a repo, and how many of them have an embedding.
-BENCH_SYMBOL_EMBEDDED = """
-SELECT count(*), count(e.text_hash)
-FROM chunk_texts ct JOIN chunks c ON c.id = ct.chunk_id
-LEFT JOIN embeddings e ON e.text_hash = ct.text_hash
-WHERE ct.repo_id = %s AND c.symbol = %s"""
 # Files that declare names a long query spells out (top-level or class members).
 DECLARING_FILES = """
 SELECT f.path, count(DISTINCT lower(s.name))
