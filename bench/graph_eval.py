@@ -1,6 +1,6 @@
 """Graph accuracy on the fixture repositories: precision and recall of verified edges per
 language, against each family's hand-written ``tests/fixtures/graph/<family>/expected.json``.
-Not a test (tests/graph asserts these are perfect): it prints the table.
+Not a test (tests/core/graph asserts these are perfect): it prints the table.
 
     .venv/bin/python bench/graph_eval.py [--json out.json]
 """
@@ -24,7 +24,7 @@ from codenav.index import reconcile
 from codenav_cli.stores import EmbeddedPostgres, free_port, stop_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests/
-from tests.graph.expected import differences, load, precision_recall, snapshot
+from tests.core.graph.expected import differences, load, precision_recall, snapshot
 
 FIXTURES = Path(__file__).parents[1] / "tests" / "fixtures" / "graph"
 
@@ -71,7 +71,7 @@ def main() -> int:
           f"{total['correct'] / max(total['found'], 1):>9.3f} "
           f"{total['correct'] / max(total['expected'], 1):>6.3f}")
     if mismatches:
-        print(f"{mismatches} section(s) differ from expected.json (see tests/graph)")
+        print(f"{mismatches} section(s) differ from expected.json (see tests/core/graph)")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     return 0

@@ -24,7 +24,7 @@ from codenav.config import Settings
 from codenav.index.walk import walk
 from codenav.jobs import coordination, enqueue
 from codenav.proc import kill_group
-from tests.worker.test_jobs import _stdlib_sample
+from tests.core.jobs.test_tasks import _stdlib_sample
 
 
 def wait_until(check: Callable[[], Any], timeout: float, what: str) -> Any:

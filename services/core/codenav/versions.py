@@ -16,7 +16,7 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
-  2  per-language fixes pinned by tests/core/test_chunking.py (exports, owners, docs,
+  2  per-language fixes pinned by tests/core/parse/test_chunking.py (exports, owners, docs,
      signatures, nested scopes); bodiless members stay in their class's chunk; equal-sized
      overlapping splits and text windows.
   3  graph facts per content (``refs``: references, imports, typed variables, package).

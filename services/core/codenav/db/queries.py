@@ -4,7 +4,7 @@
 Every statement that answers a caller with rows of a repository carries the caller's
 visibility predicate, ``... repo_id = ANY(%(visible)s::int[])`` (see ``codenav.access``), on
 top of the repository it is about: what a token may see is part of the query, not a check
-after it (tests/core/test_visibility_sql.py fails on a statement without it). Statements in
+after it (tests/core/db/test_visibility_sql.py fails on a statement without it). Statements in
 ``GLOBAL`` return no repository's rows (settings, corpus-wide statistics, models, tokens).
 """
 

@@ -15,7 +15,7 @@ from codenav.lang import language_for
 from codenav.parse.chunker import ChunkLimits, parse_file
 from codenav.parse.model import Chunk, ParsedFile, Symbol
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "langs"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "langs"
 SOURCE_FILES = sorted(p.name for p in FIXTURES.iterdir() if p.suffix not in (".md", ".txt"))
 ALL_FILES = sorted(p.name for p in FIXTURES.iterdir())
 

@@ -15,9 +15,9 @@ import pytest
 from codenav import repos
 from codenav.config import Settings
 from codenav.index import reconcile
-from tests.graph.expected import differences, load, precision_recall, snapshot
+from tests.core.graph.expected import differences, load, precision_recall, snapshot
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "graph"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "graph"
 FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").is_file())
 
 

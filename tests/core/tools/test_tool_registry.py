@@ -17,7 +17,7 @@ from codenav.tools import TOOLS, table
 from codenav.tools.mcp_tools import register_tools
 from codenav_cli.cli import _tool_body, build_parser
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_readme_tool_table_is_the_registry() -> None:

@@ -12,8 +12,8 @@ from codenav import repos
 from codenav.config import Settings
 from codenav.graph import build
 from codenav.index import reconcile
-from tests.graph.expected import snapshot
-from tests.graph.test_fixture_graphs import index_fixture
+from tests.core.graph.expected import snapshot
+from tests.core.graph.test_fixture_graphs import index_fixture
 
 
 def _edges_to(conn: psycopg.Connection, repo: repos.Repo, path: str) -> list[tuple]:

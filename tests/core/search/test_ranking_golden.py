@@ -21,7 +21,7 @@ from codenav.index import reconcile
 from codenav.search import chunks, find
 from tests.polyglot import make_polyglot
 
-GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden" / "polyglot_ranking.json"
+GOLDEN = Path(__file__).parents[2] / "fixtures" / "golden" / "polyglot_ranking.json"
 
 CASES = [  # (tool, query, expected path[:symbol])
     ("search", "parse http header",

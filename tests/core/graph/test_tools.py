@@ -14,7 +14,7 @@ from codenav import repos
 from codenav.config import Settings
 from codenav.index import reconcile
 from codenav.tools import TOOL_NAMES
-from tests.graph.test_fixture_graphs import index_fixture
+from tests.core.graph.test_fixture_graphs import index_fixture
 from tests.polyglot import make_polyglot
 
 GRAPH_TOOLS = ("definition", "references", "dependencies", "impact", "implementations",
