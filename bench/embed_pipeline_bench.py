@@ -9,6 +9,7 @@ with the same backend. The ratio pipeline / bare is the pipeline's efficiency (t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -24,14 +25,14 @@ from pathlib import Path
 import httpx
 import psycopg
 
+from benchkit import stores
 from codenav import repos
 from codenav.config import Settings
-from codenav.db import migrations
 from codenav.db import queries as q
 from codenav.embed import vectors
 from codenav.embed.client import EmbedClient
 from codenav.index import reconcile
-from codenav_cli.stores import EmbeddedPostgres, free_port, stop_process
+from codenav_cli.stores import free_port
 
 PACKAGES = ("json", "http", "email", "logging", "urllib", "xml/dom", "concurrent")
 
@@ -72,8 +73,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="codenav-embed-bench-") as tmp:
         base = Path(tmp)
         root = corpus(base)
-        pg = EmbeddedPostgres(base / "home", free_port())
-        pg_proc = pg.start()
+        started = contextlib.ExitStack()
+        pg = started.enter_context(stores(base / "home", queue=False)).pg
         # Bulk embedding runs at a lower CPU priority (CODENAV_EMBED_BULK_NICE): that only
         # matters against other work, and the bare encode() it is compared with runs at the
         # normal one, so both do here.
@@ -85,7 +86,6 @@ def main() -> int:
                                           "CODENAV_ALLOWED_ROOTS": str(root)},
                                      dotenv=Path("/nonexistent"))
             with psycopg.connect(pg.url, autocommit=True) as conn:
-                migrations.migrate(conn)
                 repo = repos.register(conn, str(root), "slice")
                 reconcile.reconcile(settings, repo.id)
                 client = EmbedClient(url)
@@ -100,7 +100,7 @@ def main() -> int:
         finally:
             os.killpg(embedder.pid, signal.SIGTERM)
             embedder.wait(30)
-            stop_process(pg_proc, signal.SIGINT, timeout=30)
+            started.close()
     from codenav_embedder import encoder
     from codenav_embedder.settings import EmbedderSettings
 

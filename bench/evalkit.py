@@ -19,7 +19,6 @@ import math
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import time
@@ -31,10 +30,10 @@ from typing import Any
 
 import psycopg
 
+from benchkit import stores
 from codenav import repos
 from codenav.access import Scope
 from codenav.config import Settings
-from codenav.db import migrations
 from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.embed.client import EmbedClient
@@ -49,7 +48,6 @@ from codenav.search.query import parse_query
 from codenav.search.semantic import QueryEmbedder
 from codenav.tokens import term_counts, words
 from codenav.versions import CHUNKER_VERSION
-from codenav_cli.stores import EmbeddedPostgres, free_port, stop_process
 
 log = logging.getLogger("codenav.eval")
 
@@ -129,11 +127,8 @@ def store(home: Path, fresh: bool, processes: int,
     (allowing ``allowed_root`` as a repository root)."""
     if fresh and home.exists():
         shutil.rmtree(home)
-    pg = EmbeddedPostgres(home, free_port())
-    proc = pg.start()
-    try:
-        with psycopg.connect(pg.url, autocommit=True) as conn:
-            migrations.migrate(conn)
+    with stores(home, queue=False) as started:
+        pg = started.pg
         env = {k: v for k, v in os.environ.items() if k.startswith("CODENAV_")}
         env.update({"CODENAV_DATABASE_URL": pg.url, "CODENAV_HOME": str(home),
                     "CODENAV_LOG_LEVEL": "WARNING"})
@@ -142,8 +137,6 @@ def store(home: Path, fresh: bool, processes: int,
         if allowed_root is not None:
             env["CODENAV_ALLOWED_ROOTS"] = str(allowed_root)
         yield Settings.load(env=env, dotenv=Path("/nonexistent"))
-    finally:
-        stop_process(proc, signal.SIGINT, timeout=30)
 
 
 def query_connection(settings: Settings) -> psycopg.Connection:

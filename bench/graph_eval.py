@@ -10,18 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import sys
 import tempfile
 from pathlib import Path
 
 import psycopg
 
+from benchkit import stores
 from codenav import repos
 from codenav.config import Settings
-from codenav.db import migrations
 from codenav.index import reconcile
-from codenav_cli.stores import EmbeddedPostgres, free_port, stop_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests/
 from tests.core.graph.expected import differences, load, precision_recall, snapshot
@@ -38,11 +36,9 @@ def main() -> int:
     mismatches = 0
     with tempfile.TemporaryDirectory(prefix="codenav-graph-eval-") as tmp:
         base = Path(tmp)
-        pg = EmbeddedPostgres(base / "store", free_port())
-        proc = pg.start()
-        try:
+        with stores(base / "store", queue=False) as started:
+            pg = started.pg
             with psycopg.connect(pg.url, autocommit=True) as conn:
-                migrations.migrate(conn)
                 settings = Settings.load(env={"CODENAV_DATABASE_URL": pg.url,
                                               "CODENAV_HOME": str(base / "home"),
                                               "CODENAV_PARSE_PROCESSES": "1",
@@ -59,8 +55,6 @@ def main() -> int:
                     mismatches += len(differences(expected, actual))
                     for language, score in precision_recall(expected, actual).items():
                         rows.append({"family": family, "language": language, **score})
-        finally:
-            stop_process(proc, signal.SIGINT, timeout=30)
     print(f"{'family':<8} {'language':<11} {'expected':>8} {'found':>6} {'correct':>7} "
           f"{'precision':>9} {'recall':>6}")
     for r in rows:

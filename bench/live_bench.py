@@ -42,14 +42,14 @@ import psutil
 import psycopg
 
 import bench_queries as bq
+from benchkit import service, stop_services, stores
 from codenav import repos
 from codenav.auth import create_token
-from codenav.db import migrations
 from codenav.db import queries as q
 from codenav.index.gitinfo import head_commit
 from codenav.repos import Repo
 from codenav.search.fusion import is_generated_path, is_test_path
-from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
+from codenav_cli.stores import free_port
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@e", "GIT_COMMITTER_NAME": "b",
            "GIT_COMMITTER_EMAIL": "b@e"}
@@ -103,9 +103,10 @@ def stack(base: Path, files: int, embed_url: str = "") -> Iterator[Live]:
     """A generated repo of ``files`` files, indexed by real api/worker/watcher processes."""
     root = base / "repo"
     make_repo(root, files)
-    pg, rd = EmbeddedPostgres(base / "home", free_port()), EmbeddedRedis(base / "home",
-                                                                          free_port())
-    procs = [pg.start(), rd.start()]
+    started = contextlib.ExitStack()
+    both = started.enter_context(stores(base / "home"))
+    pg, rd = both.pg, both.rd
+    assert rd is not None
     api_port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
     env.update({"CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url,
@@ -117,21 +118,16 @@ def stack(base: Path, files: int, embed_url: str = "") -> Iterator[Live]:
     services = []
     try:
         with psycopg.connect(pg.url, autocommit=True) as conn:
-            migrations.migrate(conn)
             token, _ = create_token(conn, "bench", "admin")
             repo = repos.register(conn, str(root), "live")
         logs = base / "logs"
         logs.mkdir()
-        lanes = [("worker", ["-m", "codenav_worker", "--lane", "index"])]
+        lanes = [("worker", ["codenav_worker", "--lane", "index"])]
         if embed_url:  # embedding has a lane (a worker) of its own
-            lanes.append(("embed-worker", ["-m", "codenav_worker", "--lane", "embed"]))
-        for name, argv in (("api", ["-m", "codenav_api", "--no-migrate", "--port",
-                                    str(api_port)]),
-                           *lanes,
-                           ("watcher", ["-m", "codenav_watcher"])):
-            services.append(subprocess.Popen(
-                [sys.executable, *argv], env=env, start_new_session=True,
-                stdout=(logs / f"{name}.log").open("wb"), stderr=subprocess.STDOUT))
+            lanes.append(("embed-worker", ["codenav_worker", "--lane", "embed"]))
+        for name, argv in (("api", ["codenav_api", "--no-migrate", "--port", str(api_port)]),
+                           *lanes, ("watcher", ["codenav_watcher"])):
+            services.append(service(name, argv, env, logs))
         client = httpx.Client(base_url=f"http://127.0.0.1:{api_port}", timeout=30,
                               headers={"Authorization": f"Bearer {token}"})
         with psycopg.connect(pg.url, autocommit=True) as conn:
@@ -149,11 +145,8 @@ def stack(base: Path, files: int, embed_url: str = "") -> Iterator[Live]:
             wait_until(indexed, "first index", 300, logs)
             yield Live(root, client, conn, repo, logs)
     finally:
-        for proc in services:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(30)
-        stop_process(procs[1])
-        stop_process(procs[0], signal.SIGINT, timeout=30)
+        stop_services(services)
+        started.close()
 
 
 def save_edit(live: Live, i: int) -> tuple[str, float]:

@@ -1,0 +1,67 @@
+"""What the benchmarks share: the embedded stores a run starts (migrated) and stops, and
+the services started as real processes.
+
+Every benchmark that needs a store (and a queue) starts them here, in a directory of its
+own, so none of them reaches a developer's ``~/.codenav`` or another run's data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from codenav.db import migrations
+from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
+
+QUOTED = "quoted, not measured in this run"
+"""How a benchmark labels a figure it did not measure itself (with where it comes from)."""
+
+
+@dataclass
+class Stores:
+    pg: EmbeddedPostgres
+    rd: EmbeddedRedis | None
+
+
+@contextlib.contextmanager
+def stores(home: Path, queue: bool = True) -> Iterator[Stores]:
+    """An embedded Postgres (migrated) and, with ``queue``, an embedded Redis in ``home``;
+    both stopped on the way out."""
+    pg = EmbeddedPostgres(home, free_port())
+    rd = EmbeddedRedis(home, free_port()) if queue else None
+    pg_proc = pg.start()
+    rd_proc = rd.start() if rd is not None else None
+    try:
+        with psycopg.connect(pg.url, autocommit=True) as conn:
+            migrations.migrate(conn)
+        yield Stores(pg, rd)
+    finally:
+        if rd_proc is not None:
+            stop_process(rd_proc)
+        stop_process(pg_proc, signal.SIGINT, timeout=30)
+
+
+def service(name: str, argv: list[str], env: dict[str, str], logs: Path
+            ) -> subprocess.Popen[bytes]:
+    """A codenav service started as its image starts it (``python -m <package> ...``), in
+    a session of its own, logging to ``logs/<name>.log``."""
+    logs.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen([sys.executable, "-m", *argv], env=env, start_new_session=True,
+                            stdout=(logs / f"{name}.log").open("ab"),
+                            stderr=subprocess.STDOUT)
+
+
+def stop_services(procs: list[subprocess.Popen[bytes]], timeout: float = 30) -> None:
+    """SIGTERM each service's process group, and wait for it."""
+    for proc in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout)
