@@ -1,41 +1,52 @@
-"""Which language a path is, and how much structure codenav extracts from it."""
+"""The language registry: which language a path is, and how much structure codenav
+extracts from it.
+
+Every language with AST chunking has a module here, ``codenav.lang.<language>``, declaring
+its ``Language`` (``codenav.lang.base``): extensions, the node tables of its chunks and
+symbols, the tree-sitter patterns of its references. The pipeline stages read them through
+this registry (``LANGUAGES``, ``get``, ``SPECS``, ``codenav.graph.patterns.PATTERNS``).
+Adding a language: its module, a line below, and its fixtures. Other text files are known
+by extension (``_TEXT_EXTENSIONS``) and searched in line windows.
+"""
 
 from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-# Languages with AST chunking and symbol extraction (tree-sitter grammar name on the right).
-STRUCTURED: dict[str, str] = {
-    "python": "python",
-    "typescript": "typescript",
-    "tsx": "tsx",
-    "javascript": "javascript",
-    "go": "go",
-    "java": "java",
-    "rust": "rust",
-    "c": "c",
-    "cpp": "cpp",
-    "csharp": "csharp",
-    "ruby": "ruby",
-    "php": "php",
-    "kotlin": "kotlin",
-}
+from codenav.lang import (
+    c,
+    cpp,
+    csharp,
+    go,
+    java,
+    javascript,
+    kotlin,
+    php,
+    python,
+    ruby,
+    rust,
+    tsx,
+    typescript,
+)
+from codenav.lang.base import Language
+from codenav.parse.specs import LangSpec
 
-_EXTENSIONS: dict[str, str] = {
-    ".py": "python", ".pyi": "python", ".pyw": "python",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript",
-    ".tsx": "tsx",
-    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
-    ".go": "go",
-    ".java": "java",
-    ".rs": "rust",
-    ".c": "c", ".h": "c",
-    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hpp": "cpp", ".hh": "cpp",
-    ".hxx": "cpp", ".ipp": "cpp", ".inl": "cpp",
-    ".cs": "csharp",
-    ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby",
-    ".php": "php",
-    ".kt": "kotlin", ".kts": "kotlin",
+LANGUAGES: tuple[Language, ...] = tuple(m.LANGUAGE for m in (
+    python, typescript, tsx, javascript, go, java, rust, c, cpp, csharp, ruby, php, kotlin,
+))
+_BY_NAME = {lang.name: lang for lang in LANGUAGES}
+
+STRUCTURED: dict[str, str] = {lang.name: lang.grammar for lang in LANGUAGES}
+"""Languages with AST chunking and symbol extraction, and their tree-sitter grammar."""
+SPECS: dict[str, LangSpec] = {lang.name: lang.spec for lang in LANGUAGES}
+"""Each structured language's node tables (``codenav.parse.specs.LangSpec``)."""
+
+
+def get(name: str) -> Language:
+    return _BY_NAME[name]
+
+
+_TEXT_EXTENSIONS: dict[str, str] = {
     ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst",
     ".scala": "scala", ".swift": "swift", ".dart": "dart", ".lua": "lua", ".pl": "perl",
     ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".ps1": "powershell",
@@ -49,9 +60,13 @@ _EXTENSIONS: dict[str, str] = {
     ".jl": "julia", ".zig": "zig", ".nim": "nim", ".m": "objc", ".mm": "objc",
 }
 
+_EXTENSIONS: dict[str, str] = {ext: lang.name for lang in LANGUAGES
+                               for ext in lang.extensions} | _TEXT_EXTENSIONS
+
 _FILENAMES: dict[str, str] = {
     "Makefile": "make", "makefile": "make", "GNUmakefile": "make", "Dockerfile": "dockerfile",
-    "CMakeLists.txt": "cmake", "Rakefile": "ruby", "Gemfile": "ruby", "BUILD": "starlark",
+    "CMakeLists.txt": "cmake", **{n: lang.name for lang in LANGUAGES for n in lang.filenames},
+    "BUILD": "starlark",
     "WORKSPACE": "starlark", "Jenkinsfile": "groovy", "README": "text", "LICENSE": "text",
 }
 

@@ -1,0 +1,47 @@
+"""C++: its files, the nodes its chunks and symbols come from (``spec``), and
+the tree-sitter patterns of the references its code makes (``references``)."""
+
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+from codenav.lang.base import Language
+from codenav.lang.c import REFERENCES as C_REFERENCES
+from codenav.parse.specs import LangSpec
+
+REFERENCES = C_REFERENCES + r"""
+(call_expression function: (qualified_identifier name: (identifier) @call) @call.expr)
+(call_expression function: (template_function name: (identifier) @call) @call.expr)
+(new_expression type: (type_identifier) @new)
+(new_expression type: (qualified_identifier name: (type_identifier) @new) @new.expr)
+(new_expression type: (template_type name: (type_identifier) @new))
+(base_class_clause (type_identifier) @extends)
+(base_class_clause (template_type name: (type_identifier) @extends))
+(base_class_clause (qualified_identifier name: (type_identifier) @extends) @extends.expr)
+(qualified_identifier name: (type_identifier) @type) @type.expr
+(type_parameter_declaration (type_identifier) @tparam)
+(field_declaration declarator: (function_declarator declarator: (field_identifier) @decl))
+(parameter_declaration type: (_) @var.type declarator: (reference_declarator (identifier) @var.name))
+(declaration type: (placeholder_type_specifier) declarator: (init_declarator declarator: (identifier) @var.name
+  value: (new_expression type: (_) @var.type)))
+"""
+
+
+LANGUAGE = Language(
+    name="cpp",
+    grammar="cpp",
+    extensions=('.cc', '.cpp', '.cxx', '.c++', '.hpp', '.hh', '.hxx', '.ipp', '.inl'),
+    spec=LangSpec(
+            grammar="cpp",
+            defs={"function_definition": "function", "class_specifier": "class",
+                  "struct_specifier": "class", "union_specifier": "class",
+                  "enum_specifier": "enum", "type_definition": "type",
+                  "alias_declaration": "type", "concept_definition": "type"},
+            wrappers=frozenset({"template_declaration"}),
+            scopes={"namespace_definition": "module", "linkage_specification": ""},
+            bodies=frozenset({"field_declaration_list", "declaration_list"}),
+            imports=frozenset({"preproc_include"}),
+            visibility_markers=True,
+        ),
+    references=REFERENCES,
+)

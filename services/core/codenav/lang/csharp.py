@@ -1,0 +1,62 @@
+"""C#: its files, the nodes its chunks and symbols come from (``spec``), and
+the tree-sitter patterns of the references its code makes (``references``)."""
+
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+from codenav.lang.base import Language
+from codenav.parse.specs import LangSpec
+
+REFERENCES = r"""
+(invocation_expression function: (identifier) @call) @call.expr
+(invocation_expression function: (generic_name (identifier) @call)) @call.expr
+(invocation_expression function: (member_access_expression name: (identifier) @call) @call.expr)
+(invocation_expression function: (member_access_expression name: (generic_name (identifier) @call)) @call.expr)
+(object_creation_expression type: (identifier) @new)
+(object_creation_expression type: (generic_name (identifier) @new))
+(object_creation_expression type: (qualified_name name: (identifier) @new) @new.expr)
+(base_list (identifier) @extends)
+(base_list (generic_name (identifier) @extends))
+(base_list (qualified_name name: (identifier) @extends) @extends.expr)
+(_ type: (identifier) @type)
+(_ returns: (identifier) @type)
+(_ type: (generic_name (identifier) @type))
+(_ returns: (generic_name (identifier) @type))
+(type_argument_list (identifier) @type)
+(type_argument_list (generic_name (identifier) @type))
+(_ type: (qualified_name name: (identifier) @type) @type.expr)
+(_ type: (nullable_type type: (identifier) @type))
+(_ type: (array_type type: (identifier) @type))
+(type_parameter name: (identifier) @tparam)
+(variable_declaration type: (_) @var.type (variable_declarator name: (identifier) @var.name))
+(variable_declaration type: (implicit_type) (variable_declarator name: (identifier) @var.name
+  (object_creation_expression type: (_) @var.type)))
+(parameter type: (_) @var.type name: (identifier) @var.name)
+(property_declaration type: (_) @field.type name: (identifier) @field.name)
+(variable_declaration type: (implicit_type) (variable_declarator name: (identifier) @var.name
+  (invocation_expression function: (_) @var.call)))
+(method_declaration returns: (_) @ret.type name: (identifier) @ret.name)
+"""
+
+
+LANGUAGE = Language(
+    name="csharp",
+    grammar="csharp",
+    extensions=('.cs',),
+    spec=LangSpec(
+            grammar="csharp",
+            defs={"class_declaration": "class", "interface_declaration": "interface",
+                  "struct_declaration": "class", "record_declaration": "class",
+                  "record_struct_declaration": "class", "enum_declaration": "enum",
+                  "method_declaration": "method", "constructor_declaration": "constructor",
+                  "property_declaration": "property", "delegate_declaration": "type",
+                  "destructor_declaration": "method", "operator_declaration": "method"},
+            scopes={"namespace_declaration": "module"},
+            bodies=frozenset({"declaration_list"}),
+            imports=frozenset({"using_directive"}),
+            public_keywords=frozenset({"public", "protected"}),
+            file_scopes=frozenset({"file_scoped_namespace_declaration"}),
+        ),
+    references=REFERENCES,
+)

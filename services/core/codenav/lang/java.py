@@ -1,0 +1,61 @@
+"""Java: its files, the nodes its chunks and symbols come from (``spec``), and
+the tree-sitter patterns of the references its code makes (``references``)."""
+
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+from codenav.lang.base import Language
+from codenav.parse.specs import LangSpec
+
+REFERENCES = r"""
+(method_invocation name: (identifier) @call) @call.expr
+(method_reference (identifier) @call .) @call.expr
+(object_creation_expression type: (type_identifier) @new)
+(object_creation_expression type: (generic_type (type_identifier) @new))
+(object_creation_expression type: (scoped_type_identifier (type_identifier) @new .) @new.expr)
+(object_creation_expression type: (generic_type (scoped_type_identifier (type_identifier) @new .) @new.expr))
+(superclass (type_identifier) @extends)
+(superclass (generic_type (type_identifier) @extends))
+(superclass (scoped_type_identifier (type_identifier) @extends .) @extends.expr)
+(super_interfaces (type_list (type_identifier) @implements))
+(super_interfaces (type_list (generic_type (type_identifier) @implements)))
+(super_interfaces (type_list (scoped_type_identifier (type_identifier) @implements .) @implements.expr))
+(extends_interfaces (type_list (type_identifier) @extends))
+(extends_interfaces (type_list (generic_type (type_identifier) @extends)))
+(type_identifier) @type
+(type_parameter (type_identifier) @tparam)
+(local_variable_declaration type: (_) @var.type declarator: (variable_declarator name: (identifier) @var.name))
+(local_variable_declaration type: (type_identifier) @_var (#eq? @_var "var")
+  declarator: (variable_declarator name: (identifier) @var.name
+                                   value: (object_creation_expression type: (_) @var.type)))
+(field_declaration type: (_) @var.type declarator: (variable_declarator name: (identifier) @var.name))
+(formal_parameter type: (_) @var.type name: (identifier) @var.name)
+(enhanced_for_statement type: (_) @var.type name: (identifier) @var.name)
+(resource type: (_) @var.type name: (identifier) @var.name)
+(local_variable_declaration type: (type_identifier) @_var (#eq? @_var "var")
+  declarator: (variable_declarator name: (identifier) @var.name value: (method_invocation) @var.call))
+(method_declaration type: (_) @ret.type name: (identifier) @ret.name)
+"""
+
+
+LANGUAGE = Language(
+    name="java",
+    grammar="java",
+    extensions=('.java',),
+    spec=LangSpec(
+            grammar="java",
+            defs={"class_declaration": "class", "interface_declaration": "interface",
+                  "enum_declaration": "enum", "record_declaration": "class",
+                  "annotation_type_declaration": "interface", "method_declaration": "method",
+                  "constructor_declaration": "constructor",
+                  "compact_constructor_declaration": "constructor"},
+            scopes={"enum_body_declarations": ""},
+            bodies=frozenset({"class_body", "interface_body", "enum_body",
+                              "enum_body_declarations", "annotation_type_body"}),
+            comments=frozenset({"block_comment", "line_comment", "comment"}),
+            imports=frozenset({"import_declaration"}),
+            public_keywords=frozenset({"public", "protected"}),
+        ),
+    references=REFERENCES,
+)

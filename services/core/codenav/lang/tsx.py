@@ -1,0 +1,18 @@
+"""TSX (TypeScript with JSX): its files, the nodes its chunks and symbols come from (``spec``), and
+the tree-sitter patterns of the references its code makes (``references``)."""
+
+
+from __future__ import annotations
+
+from codenav.lang.base import Language
+from codenav.lang.javascript import JS_DEFS, JS_PARTS, JSX
+from codenav.lang.typescript import REFERENCES
+from codenav.parse.specs import LangSpec
+
+LANGUAGE = Language(
+    name="tsx",
+    grammar="tsx",
+    extensions=('.tsx',),
+    spec=LangSpec(grammar="tsx", defs=JS_DEFS, **JS_PARTS),  # type: ignore[arg-type]
+    references=REFERENCES + JSX,
+)

@@ -1,0 +1,45 @@
+"""TypeScript: its files, the nodes its chunks and symbols come from (``spec``), and
+the tree-sitter patterns of the references its code makes (``references``)."""
+
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+from codenav.lang.base import Language
+from codenav.lang.javascript import JS_DEFS, JS_PARTS, REFERENCES_COMMON
+from codenav.parse.specs import LangSpec
+
+REFERENCES = REFERENCES_COMMON + r"""
+(extends_clause value: (identifier) @extends)
+(extends_clause value: (member_expression property: (property_identifier) @extends) @extends.expr)
+(implements_clause (type_identifier) @implements)
+(implements_clause (generic_type name: (type_identifier) @implements))
+(implements_clause (nested_type_identifier name: (type_identifier) @implements) @implements.expr)
+(extends_type_clause (type_identifier) @extends)
+(extends_type_clause (generic_type name: (type_identifier) @extends))
+(extends_type_clause (nested_type_identifier name: (type_identifier) @extends) @extends.expr)
+(type_identifier) @type
+(nested_type_identifier name: (type_identifier) @type) @type.expr
+(type_parameter name: (type_identifier) @tparam)
+(variable_declarator name: (identifier) @var.name type: (type_annotation (_) @var.type))
+(required_parameter pattern: (identifier) @var.name type: (type_annotation (_) @var.type))
+(optional_parameter pattern: (identifier) @var.name type: (type_annotation (_) @var.type))
+(required_parameter (accessibility_modifier) pattern: (identifier) @field.name type: (type_annotation (_) @field.type))
+(public_field_definition name: (property_identifier) @var.name type: (type_annotation (_) @var.type))
+(public_field_definition name: (property_identifier) @var.name value: (new_expression constructor: (identifier) @var.type))
+(variable_declarator name: (identifier) @var.name value: (call_expression function: (_) @var.call))
+(variable_declarator name: (identifier) @var.name value: (await_expression (call_expression function: (_) @var.call)))
+(function_declaration name: (identifier) @ret.name return_type: (type_annotation (_) @ret.type))
+(method_definition name: (property_identifier) @ret.name return_type: (type_annotation (_) @ret.type))
+(method_signature name: (property_identifier) @ret.name return_type: (type_annotation (_) @ret.type))
+(variable_declarator name: (identifier) @ret.name value: (arrow_function return_type: (type_annotation (_) @ret.type)))
+"""
+
+
+LANGUAGE = Language(
+    name="typescript",
+    grammar="typescript",
+    extensions=('.ts', '.mts', '.cts'),
+    spec=LangSpec(grammar="typescript", defs=JS_DEFS, **JS_PARTS),  # type: ignore[arg-type]
+    references=REFERENCES,
+)
