@@ -417,7 +417,7 @@ def test_settings_name_the_allowed_roots_and_the_docs_switch(tmp_path: Path) -> 
 def test_every_route_and_tool_names_its_action_in_the_one_role_table() -> None:
     from fastapi.routing import APIRoute
 
-    from codenav.access import REQUIRED
+    from codenav.roles import REQUIRED
     from codenav.tools import TOOL_NAMES
     from codenav_api.routes import admin, repos, tools
 

@@ -1,5 +1,5 @@
 """Request dependencies: the services object, and the caller behind a bearer token with the
-role an action needs (``codenav.access.REQUIRED``, the one map of roles)."""
+role an action needs (``codenav.roles.REQUIRED``, the one map of roles)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 from fastapi import Request
 
-from codenav.access import REQUIRED, Caller, authorize
+from codenav.access import Caller
+from codenav.roles import REQUIRED, authorize
 from codenav_api.service import Services
 
 
@@ -24,7 +25,7 @@ def require_token(request: Request) -> Caller:
 def allowed(action: str) -> Callable[[Request], Caller]:
     """A dependency: the caller, if its token's role allows ``action``."""
     if action not in REQUIRED:
-        raise KeyError(f"no role is defined for action {action!r} (codenav.access.REQUIRED)")
+        raise KeyError(f"no role is defined for action {action!r} (codenav.roles.REQUIRED)")
 
     def dependency(request: Request) -> Caller:
         caller = require_token(request)

@@ -3,8 +3,8 @@
 A request is made by a ``Caller``: a token's role (``read`` < ``write`` < ``admin``) in a
 team, restricted to explicit repositories when the token was granted some, or the operator
 (the CLI with direct database access, as in ``docker compose exec api codenav ...``).
-``REQUIRED`` maps every action (each tool, route and CLI command goes through one) to the
-role it needs; ``authorize`` is the one check.
+``codenav.roles.REQUIRED`` maps every action (each tool, route and CLI command goes through
+one) to the role it needs; ``codenav.roles.authorize`` is the one check.
 
 A request about a repository is answered within a ``Scope``: the repository, resolved once
 by name among the repositories the caller may see, and that visible set, which every SQL
@@ -22,27 +22,14 @@ from typing import Any
 
 import psycopg
 
-from codenav import tools
 from codenav.db import queries as q
-from codenav.errors import Forbidden, InvalidRequest, NotFound
+from codenav.errors import InvalidRequest, NotFound
 
 ROLES = ("read", "write", "admin")
 """In increasing order: each role can do everything the ones before it can."""
 DEFAULT_TEAM = "default"
 
-REQUIRED: dict[str, str] = {
-    **tools.roles(),  # each tool declares its role in its module
-    "repo.list": "read",
-    "job.status": "read",
-    "repo.register": "write",
-    "repo.delete": "admin",
-    "token.create": "admin",
-    "token.list": "admin",
-    "token.revoke": "admin",
-    "team.list": "admin",
-    "audit.list": "admin",
-}
-"""The role each action needs, for REST, MCP and the CLI alike."""
+
 
 
 @dataclass(frozen=True)
@@ -69,16 +56,6 @@ class Caller:
     def actor(self) -> str:
         """How the audit trail names the caller."""
         return self.name if self.token_id is None else f"{self.name} (token {self.token_id})"
-
-
-def authorize(caller: Caller, action: str) -> None:
-    """Raise ``Forbidden`` unless the caller's role allows ``action``."""
-    needed = REQUIRED[action]
-    if ROLES.index(caller.role) < ROLES.index(needed):
-        article = "an" if needed == "admin" else "a"
-        raise Forbidden(f"{action} needs {article} {needed} token; this one is {caller.role}",
-                        hint=f"ask an admin: codenav token create --role {needed} "
-                        f"--team {caller.team or DEFAULT_TEAM}")
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,12 @@ from typing import Any
 import psycopg
 
 from codenav import repos, roots
-from codenav.access import DEFAULT_TEAM, Caller, Scope, authorize
+from codenav.access import DEFAULT_TEAM, Caller, Scope
 from codenav.auth import create_token, ensure_team, revoke_token
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.errors import Forbidden, InvalidRequest, NotFound
+from codenav.roles import authorize
 
 _DURATION = re.compile(r"^\s*(\d{1,6})\s*([hdw])\s*$")
 AUDIT_SHOWN = 100

@@ -11,8 +11,8 @@ import anyio
 from mcp import Client
 from mcp.server import MCPServer
 
-from codenav.access import REQUIRED
 from codenav.config import Settings
+from codenav.roles import REQUIRED
 from codenav.tools import TOOLS, table
 from codenav.tools.mcp_tools import register_tools
 from codenav_cli.cli import _tool_body, build_parser

@@ -1,5 +1,5 @@
 """The tool endpoints: the same names, arguments and answers as the MCP tools, each one
-allowed to the role ``codenav.access.REQUIRED`` names for it."""
+allowed to the role ``codenav.roles.REQUIRED`` names for it."""
 
 # (no `from __future__ import annotations`: FastAPI reads each endpoint's body model from
 # its annotations, made here per tool)

@@ -96,7 +96,7 @@ class Tool:
     handler: Handler
     render: Callable[[dict[str, Any]], str]
     role: str = "read"
-    """The role a token needs (``codenav.access.REQUIRED`` takes it from here)."""
+    """The role a token needs (``codenav.roles.REQUIRED`` takes it from here)."""
     cli: Cli = Cli()
     scoped: bool = True
     """The call is about one repository, resolved before the handler runs."""

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 from pydantic import ValidationError
 
-from codenav import access, status
+from codenav import access, roles, status
 from codenav.access import Caller
 from codenav.tools import get
 from codenav.tools.base import Args, Call, Host
@@ -32,7 +32,7 @@ def parse(name: str, args: Args | dict[str, Any]) -> Args:
 def run(host: Host, connection: Callable[[], AbstractContextManager[psycopg.Connection]],
         caller: Caller, name: str, args: Args | dict[str, Any]) -> dict[str, Any]:
     tool = get(name)
-    access.authorize(caller, tool.name)
+    roles.authorize(caller, tool.name)
     parsed = parse(name, args)
     with connection() as conn:
         scope = access.resolve(conn, caller, parsed.repo or None) if tool.scoped else None
