@@ -14,6 +14,10 @@ from codenav.access import Scope
 from codenav.db import queries as q
 from codenav.lang import known_languages
 
+REDACTED = "[REDACTED]"
+"""What a secret found in a file reads as, in the stored text and so in every answer: one
+token, valid inside any string literal (``codenav.index.redact`` writes it)."""
+
 
 def estimate_tokens(text: str) -> int:
     """A tokenizer-free estimate (about four characters per token for code)."""

@@ -13,10 +13,10 @@ from typing import Any
 import psycopg
 
 from codenav.access import Scope
+from codenav.answers import REDACTED as MARK
 from codenav.answers import stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest, NotFound
-from codenav.index.redact import MARK
 from codenav.lang import STRUCTURED
 
 MAX_READ_LINES = 2000

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-MARK = "[REDACTED]"
-"""What a secret is replaced with: one token, valid inside any string literal."""
+from codenav.answers import REDACTED
+
+MARK = REDACTED
+"""What a secret is replaced with (``codenav.answers.REDACTED``)."""
 
 EXCLUDED = frozenset({"Base64 High Entropy String", "Hex High Entropy String",
                       "Public IP (ipv4)"})

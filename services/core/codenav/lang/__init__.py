@@ -29,7 +29,7 @@ from codenav.lang import (
     typescript,
 )
 from codenav.lang.base import Language
-from codenav.parse.specs import LangSpec
+from codenav.lang.spec import LangSpec
 
 LANGUAGES: tuple[Language, ...] = tuple(m.LANGUAGE for m in (
     python, typescript, tsx, javascript, go, java, rust, c, cpp, csharp, ruby, php, kotlin,
@@ -39,7 +39,7 @@ _BY_NAME = {lang.name: lang for lang in LANGUAGES}
 STRUCTURED: dict[str, str] = {lang.name: lang.grammar for lang in LANGUAGES}
 """Languages with AST chunking and symbol extraction, and their tree-sitter grammar."""
 SPECS: dict[str, LangSpec] = {lang.name: lang.spec for lang in LANGUAGES}
-"""Each structured language's node tables (``codenav.parse.specs.LangSpec``)."""
+"""Each structured language's node tables (``codenav.lang.spec.LangSpec``)."""
 
 
 def get(name: str) -> Language:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codenav.parse.specs import LangSpec
+from codenav.lang.spec import LangSpec
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from codenav.lang.base import Language
 from codenav.lang.c import REFERENCES as C_REFERENCES
-from codenav.parse.specs import LangSpec
+from codenav.lang.spec import LangSpec
 
 REFERENCES = C_REFERENCES + r"""
 (call_expression function: (qualified_identifier name: (identifier) @call) @call.expr)

@@ -4,7 +4,7 @@ the tree-sitter patterns of the references its code makes (``references``)."""
 from __future__ import annotations
 
 from codenav.lang.base import Language
-from codenav.parse.specs import LangSpec
+from codenav.lang.spec import LangSpec
 
 REFERENCES = r"""
 (call_expression function: (identifier) @call) @call.expr

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from codenav.lang.base import Language
 from codenav.lang.javascript import JS_DEFS, JS_PARTS, JSX
+from codenav.lang.spec import LangSpec
 from codenav.lang.typescript import REFERENCES
-from codenav.parse.specs import LangSpec
 
 LANGUAGE = Language(
     name="tsx",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from codenav.lang.base import Language
 from codenav.lang.javascript import JS_DEFS, JS_PARTS, REFERENCES_COMMON
-from codenav.parse.specs import LangSpec
+from codenav.lang.spec import LangSpec
 
 REFERENCES = REFERENCES_COMMON + r"""
 (extends_clause value: (identifier) @extends)

@@ -1,3 +1,3 @@
 """Parsing one file with tree-sitter: its chunks (``chunker``), symbols and structure
-(``structure``, driven by the per-language node tables in ``specs``) and the import lines
+(``structure``, driven by each language's node tables, ``codenav.lang``) and the import lines
 ``outline`` shows (``imports``); ``model`` is what parsing produces."""

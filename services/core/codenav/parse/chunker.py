@@ -16,9 +16,9 @@ from functools import cache
 from tree_sitter import Parser
 
 from codenav.lang import SPECS, STRUCTURED
+from codenav.lang.spec import CALLABLE, CLASS_LIKE, MEMBER_ONLY
 from codenav.parse.imports import extract_imports
 from codenav.parse.model import Chunk, ParsedFile, Symbol
-from codenav.parse.specs import CALLABLE, CLASS_LIKE, MEMBER_ONLY
 from codenav.parse.structure import Decl, Walker, end_row
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from codenav.parse.specs import (
+from codenav.lang.spec import (
     CLASS_LIKE,
     LangSpec,
     bases_of,
