@@ -64,3 +64,66 @@ def test_the_twelve_tool_names_are_listed_together_only_in_the_registry() -> Non
                 if all(re.search(rf"\b{n}\b", p.read_text(encoding="utf-8"))
                        for n in TOOL_NAMES)]
     assert together == ["services/core/codenav/tools/__init__.py"]
+
+
+GROUPS = {"access": "access", "auth": "access", "repos": "access", "roots": "access",
+          "answers": "answers", "navigate": "answers", "status": "status", "admin": "admin",
+          "roles": "roles", "client": "client", "serve": "serve"}
+"""The README's names for the engine's top-level modules (the rest is the foundation)."""
+PACKAGES_OF_CORE = {"db", "index", "parse", "lang", "search", "graph", "embed", "jobs",
+                    "tools"}
+
+
+def _unit(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] == "codenav":
+        if len(parts) == 1:
+            return "foundation"
+        if parts[1] in PACKAGES_OF_CORE:
+            return parts[1]
+        return GROUPS.get(parts[1], "foundation")
+    return parts[0] if parts[0] in PACKAGES else None
+
+
+def _package_graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for path in _sources(SERVICES):
+        parts = path.relative_to(SERVICES).parts[1:]
+        source = _unit(".".join(parts).removesuffix(".py").removesuffix(".__init__"))
+        if source is None:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [f"{node.module}.{a.name}" if node.module == "codenav" else
+                         node.module for a in node.names]
+            for name in names:
+                target = _unit(name)
+                if target and target not in (source, "foundation"):
+                    edges.setdefault(source, set()).add(target)
+    return edges
+
+
+def test_the_readme_draws_every_package_dependency_and_no_other() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("One arrow per dependency between packages"):]
+    block = section[section.index("```\n") + 4:]
+    block = block[:block.index("```")]
+    drawn: dict[str, set[str]] = {}
+    source = ""
+    for line in block.splitlines():
+        if "->" in line:
+            source, _, rest = line.partition("->")
+            source = source.strip()
+        else:
+            rest = line
+        rest = rest.split("(")[0].replace("and starts", ",")
+        targets = {t.strip() for t in rest.split(",") if t.strip()} - {"foundation"}
+        drawn.setdefault(source, set()).update(targets)
+    drawn = {k: v for k, v in drawn.items() if v}
+    actual = _package_graph()
+    for service in ("codenav_api", "codenav_worker", "codenav_watcher", "codenav_embedder"):
+        actual.setdefault("codenav_cli", set()).add(service)  # started by name (``-m``)
+    assert drawn == actual

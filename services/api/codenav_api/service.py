@@ -1,5 +1,5 @@
 """The API's long-lived clients (a connection pool, Redis, the query embedder) and its one
-entry to the core: run a tool by name (``codenav.tools.serve``).
+entry to the core: run a tool by name (``codenav.serve``).
 
 REST routes and the MCP endpoint both call ``Services.run``, so they cannot disagree.
 """
@@ -14,6 +14,7 @@ import psycopg
 import redis
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from codenav import serve
 from codenav.access import Caller
 from codenav.auth import TokenVerifier
 from codenav.config import Settings
@@ -23,7 +24,6 @@ from codenav.embed.client import EmbedClient
 from codenav.errors import Unavailable
 from codenav.jobs import enqueue
 from codenav.search.semantic import QueryEmbedder
-from codenav.tools import serve
 from codenav.tools.base import Args
 
 POOL_TIMEOUT_S = 3.0
@@ -72,7 +72,7 @@ class Services:
             raise Unavailable(f"database unavailable: {str(exc).splitlines()[0]}") from None
 
     def run(self, caller: Caller, tool: str, args: Args | dict[str, Any]) -> dict[str, Any]:
-        """Run a tool for ``caller`` (``codenav.tools.serve``): its role is checked, its
+        """Run a tool for ``caller`` (``codenav.serve``): its role is checked, its
         arguments validated by the tool's model, and the answer comes from the
         repositories it may see."""
         return serve.run(self, self.connection, caller, tool, args)
