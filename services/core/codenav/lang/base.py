@@ -16,8 +16,6 @@ class Language:
     (``codenav.lang.conventions``) still keep their per-language rules in those modules."""
 
     name: str
-    grammar: str
-    """The tree-sitter grammar (``tree-sitter-language-pack``)."""
     extensions: tuple[str, ...]
     """File suffixes, lower case, with the dot."""
     spec: LangSpec
@@ -27,3 +25,8 @@ class Language:
     documented in ``codenav.graph.patterns``); empty: no code graph for the language."""
     filenames: tuple[str, ...] = ()
     """Whole file names that are this language (``Rakefile``)."""
+
+    @property
+    def grammar(self) -> str:
+        """The tree-sitter grammar (``tree-sitter-language-pack``)."""
+        return self.spec.grammar

@@ -1,5 +1,5 @@
-"""C: its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""C: its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 # ruff: noqa: E501
 
@@ -25,17 +25,13 @@ REFERENCES = r"""
 """C's references, which C++ extends."""
 
 
-LANGUAGE = Language(
-    name="c",
+SPEC = LangSpec(
     grammar="c",
-    extensions=('.c', '.h'),
-    spec=LangSpec(
-            grammar="c",
-            defs={"function_definition": "function", "struct_specifier": "class",
-                  "union_specifier": "class", "enum_specifier": "enum",
-                  "type_definition": "type"},
-            bodies=frozenset({"field_declaration_list"}),
-            imports=frozenset({"preproc_include"}),
-        ),
-    references=REFERENCES,
+    defs={"function_definition": "function", "struct_specifier": "class",
+          "union_specifier": "class", "enum_specifier": "enum",
+          "type_definition": "type"},
+    bodies=frozenset({"field_declaration_list"}),
+    imports=frozenset({"preproc_include"}),
 )
+
+LANGUAGE = Language("c", (".c", ".h"), SPEC, REFERENCES)

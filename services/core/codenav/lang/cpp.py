@@ -1,5 +1,5 @@
-"""C++: its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""C++: its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 # ruff: noqa: E501
 
@@ -27,21 +27,17 @@ REFERENCES = C_REFERENCES + r"""
 """
 
 
-LANGUAGE = Language(
-    name="cpp",
+SPEC = LangSpec(
     grammar="cpp",
-    extensions=('.cc', '.cpp', '.cxx', '.c++', '.hpp', '.hh', '.hxx', '.ipp', '.inl'),
-    spec=LangSpec(
-            grammar="cpp",
-            defs={"function_definition": "function", "class_specifier": "class",
-                  "struct_specifier": "class", "union_specifier": "class",
-                  "enum_specifier": "enum", "type_definition": "type",
-                  "alias_declaration": "type", "concept_definition": "type"},
-            wrappers=frozenset({"template_declaration"}),
-            scopes={"namespace_definition": "module", "linkage_specification": ""},
-            bodies=frozenset({"field_declaration_list", "declaration_list"}),
-            imports=frozenset({"preproc_include"}),
-            visibility_markers=True,
-        ),
-    references=REFERENCES,
+    defs={"function_definition": "function", "class_specifier": "class",
+          "struct_specifier": "class", "union_specifier": "class",
+          "enum_specifier": "enum", "type_definition": "type",
+          "alias_declaration": "type", "concept_definition": "type"},
+    wrappers=frozenset({"template_declaration"}),
+    scopes={"namespace_definition": "module", "linkage_specification": ""},
+    bodies=frozenset({"field_declaration_list", "declaration_list"}),
+    imports=frozenset({"preproc_include"}),
+    visibility_markers=True,
 )
+
+LANGUAGE = Language("cpp", (".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".ipp", ".inl"), SPEC, REFERENCES)

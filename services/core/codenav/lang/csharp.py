@@ -1,5 +1,5 @@
-"""C#: its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""C#: its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 # ruff: noqa: E501
 
@@ -40,23 +40,19 @@ REFERENCES = r"""
 """
 
 
-LANGUAGE = Language(
-    name="csharp",
+SPEC = LangSpec(
     grammar="csharp",
-    extensions=('.cs',),
-    spec=LangSpec(
-            grammar="csharp",
-            defs={"class_declaration": "class", "interface_declaration": "interface",
-                  "struct_declaration": "class", "record_declaration": "class",
-                  "record_struct_declaration": "class", "enum_declaration": "enum",
-                  "method_declaration": "method", "constructor_declaration": "constructor",
-                  "property_declaration": "property", "delegate_declaration": "type",
-                  "destructor_declaration": "method", "operator_declaration": "method"},
-            scopes={"namespace_declaration": "module"},
-            bodies=frozenset({"declaration_list"}),
-            imports=frozenset({"using_directive"}),
-            public_keywords=frozenset({"public", "protected"}),
-            file_scopes=frozenset({"file_scoped_namespace_declaration"}),
-        ),
-    references=REFERENCES,
+    defs={"class_declaration": "class", "interface_declaration": "interface",
+          "struct_declaration": "class", "record_declaration": "class",
+          "record_struct_declaration": "class", "enum_declaration": "enum",
+          "method_declaration": "method", "constructor_declaration": "constructor",
+          "property_declaration": "property", "delegate_declaration": "type",
+          "destructor_declaration": "method", "operator_declaration": "method"},
+    scopes={"namespace_declaration": "module"},
+    bodies=frozenset({"declaration_list"}),
+    imports=frozenset({"using_directive"}),
+    public_keywords=frozenset({"public", "protected"}),
+    file_scopes=frozenset({"file_scoped_namespace_declaration"}),
 )
+
+LANGUAGE = Language("csharp", (".cs",), SPEC, REFERENCES)

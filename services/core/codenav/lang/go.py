@@ -1,5 +1,5 @@
-"""Go: its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""Go: its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 from __future__ import annotations
 
@@ -32,17 +32,13 @@ REFERENCES = r"""
 """
 
 
-LANGUAGE = Language(
-    name="go",
+SPEC = LangSpec(
     grammar="go",
-    extensions=('.go',),
-    spec=LangSpec(
-            grammar="go",
-            defs={"function_declaration": "function", "method_declaration": "method",
-                  "type_spec": "type", "type_alias": "type", "method_elem": "method"},
-            scopes={"type_declaration": ""},
-            bodies=frozenset({"interface_type"}),
-            imports=frozenset({"import_declaration"}),
-        ),
-    references=REFERENCES,
+    defs={"function_declaration": "function", "method_declaration": "method",
+          "type_spec": "type", "type_alias": "type", "method_elem": "method"},
+    scopes={"type_declaration": ""},
+    bodies=frozenset({"interface_type"}),
+    imports=frozenset({"import_declaration"}),
 )
+
+LANGUAGE = Language("go", (".go",), SPEC, REFERENCES)

@@ -1,5 +1,5 @@
-"""Java: its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""Java: its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 # ruff: noqa: E501
 
@@ -39,23 +39,19 @@ REFERENCES = r"""
 """
 
 
-LANGUAGE = Language(
-    name="java",
+SPEC = LangSpec(
     grammar="java",
-    extensions=('.java',),
-    spec=LangSpec(
-            grammar="java",
-            defs={"class_declaration": "class", "interface_declaration": "interface",
-                  "enum_declaration": "enum", "record_declaration": "class",
-                  "annotation_type_declaration": "interface", "method_declaration": "method",
-                  "constructor_declaration": "constructor",
-                  "compact_constructor_declaration": "constructor"},
-            scopes={"enum_body_declarations": ""},
-            bodies=frozenset({"class_body", "interface_body", "enum_body",
-                              "enum_body_declarations", "annotation_type_body"}),
-            comments=frozenset({"block_comment", "line_comment", "comment"}),
-            imports=frozenset({"import_declaration"}),
-            public_keywords=frozenset({"public", "protected"}),
-        ),
-    references=REFERENCES,
+    defs={"class_declaration": "class", "interface_declaration": "interface",
+          "enum_declaration": "enum", "record_declaration": "class",
+          "annotation_type_declaration": "interface", "method_declaration": "method",
+          "constructor_declaration": "constructor",
+          "compact_constructor_declaration": "constructor"},
+    scopes={"enum_body_declarations": ""},
+    bodies=frozenset({"class_body", "interface_body", "enum_body",
+                      "enum_body_declarations", "annotation_type_body"}),
+    comments=frozenset({"block_comment", "line_comment", "comment"}),
+    imports=frozenset({"import_declaration"}),
+    public_keywords=frozenset({"public", "protected"}),
 )
+
+LANGUAGE = Language("java", (".java",), SPEC, REFERENCES)

@@ -1,5 +1,5 @@
-"""JavaScript (and JSX): its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""JavaScript (and JSX): its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 # ruff: noqa: E501
 
@@ -50,10 +50,6 @@ JSX = r"""
 """Components used in JSX (JavaScript and TSX)."""
 
 
-LANGUAGE = Language(
-    name="javascript",
-    grammar="javascript",
-    extensions=('.js', '.jsx', '.mjs', '.cjs'),
-    spec=LangSpec(grammar="javascript", defs=JS_DEFS, **JS_PARTS),  # type: ignore[arg-type]
-    references=REFERENCES_COMMON + CLASS_HERITAGE + JSX,
-)
+SPEC = LangSpec(grammar="javascript", defs=JS_DEFS, **JS_PARTS)  # type: ignore[arg-type]
+
+LANGUAGE = Language("javascript", (".js", ".jsx", ".mjs", ".cjs"), SPEC, REFERENCES_COMMON + CLASS_HERITAGE + JSX)

@@ -1,5 +1,5 @@
-"""Kotlin: its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""Kotlin: its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 # ruff: noqa: E501
 
@@ -25,19 +25,15 @@ REFERENCES = r"""
 """
 
 
-LANGUAGE = Language(
-    name="kotlin",
+SPEC = LangSpec(
     grammar="kotlin",
-    extensions=('.kt', '.kts'),
-    spec=LangSpec(
-            grammar="kotlin",
-            defs={"class_declaration": "class", "object_declaration": "class",
-                  "function_declaration": "function", "type_alias": "type",
-                  "companion_object": "class", "secondary_constructor": "constructor"},
-            bodies=frozenset({"class_body", "enum_class_body", "function_body"}),
-            comments=frozenset({"comment", "multiline_comment", "line_comment"}),
-            imports=frozenset({"import_list", "import_header"}),
-            private_keywords=frozenset({"private", "internal"}),
-        ),
-    references=REFERENCES,
+    defs={"class_declaration": "class", "object_declaration": "class",
+          "function_declaration": "function", "type_alias": "type",
+          "companion_object": "class", "secondary_constructor": "constructor"},
+    bodies=frozenset({"class_body", "enum_class_body", "function_body"}),
+    comments=frozenset({"comment", "multiline_comment", "line_comment"}),
+    imports=frozenset({"import_list", "import_header"}),
+    private_keywords=frozenset({"private", "internal"}),
 )
+
+LANGUAGE = Language("kotlin", (".kt", ".kts"), SPEC, REFERENCES)

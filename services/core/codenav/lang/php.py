@@ -1,5 +1,5 @@
-"""PHP: its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""PHP: its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 # ruff: noqa: E501
 
@@ -40,19 +40,15 @@ REFERENCES = r"""
 """
 
 
-LANGUAGE = Language(
-    name="php",
+SPEC = LangSpec(
     grammar="php",
-    extensions=('.php',),
-    spec=LangSpec(
-            grammar="php",
-            defs={"class_declaration": "class", "interface_declaration": "interface",
-                  "trait_declaration": "class", "enum_declaration": "enum",
-                  "function_definition": "function", "method_declaration": "method"},
-            scopes={"namespace_definition": ""},
-            bodies=frozenset({"declaration_list", "compound_statement", "enum_declaration_list"}),
-            imports=frozenset({"namespace_use_declaration"}),
-            private_keywords=frozenset({"private", "protected"}),
-        ),
-    references=REFERENCES,
+    defs={"class_declaration": "class", "interface_declaration": "interface",
+          "trait_declaration": "class", "enum_declaration": "enum",
+          "function_definition": "function", "method_declaration": "method"},
+    scopes={"namespace_definition": ""},
+    bodies=frozenset({"declaration_list", "compound_statement", "enum_declaration_list"}),
+    imports=frozenset({"namespace_use_declaration"}),
+    private_keywords=frozenset({"private", "protected"}),
 )
+
+LANGUAGE = Language("php", (".php",), SPEC, REFERENCES)

@@ -1,5 +1,5 @@
-"""Python: its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""Python: its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 # ruff: noqa: E501
 
@@ -37,18 +37,14 @@ REFERENCES = r"""
 """
 
 
-LANGUAGE = Language(
-    name="python",
+SPEC = LangSpec(
     grammar="python",
-    extensions=('.py', '.pyi', '.pyw'),
-    spec=LangSpec(
-            grammar="python",
-            defs={"function_definition": "function", "class_definition": "class"},
-            wrappers=frozenset({"decorated_definition"}),
-            bodies=frozenset({"block"}),
-            imports=frozenset({"import_statement", "import_from_statement",
-                               "future_import_statement"}),
-            python_docstrings=True,
-        ),
-    references=REFERENCES,
+    defs={"function_definition": "function", "class_definition": "class"},
+    wrappers=frozenset({"decorated_definition"}),
+    bodies=frozenset({"block"}),
+    imports=frozenset({"import_statement", "import_from_statement",
+                       "future_import_statement"}),
+    python_docstrings=True,
 )
+
+LANGUAGE = Language("python", (".py", ".pyi", ".pyw"), SPEC, REFERENCES)

@@ -1,5 +1,5 @@
-"""Ruby: its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""Ruby: its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 # ruff: noqa: E501
 
@@ -47,18 +47,13 @@ REFERENCES = r"""
 """
 
 
-LANGUAGE = Language(
-    name="ruby",
+SPEC = LangSpec(
     grammar="ruby",
-    extensions=('.rb', '.rake', '.gemspec'),
-    filenames=('Rakefile', 'Gemfile'),
-    spec=LangSpec(
-            grammar="ruby",
-            defs={"class": "class", "module": "module", "method": "method",
-                  "singleton_method": "method"},
-            scopes={"singleton_class": ""},
-            bodies=frozenset({"body_statement"}),
-            visibility_markers=True,
-        ),
-    references=REFERENCES,
+    defs={"class": "class", "module": "module", "method": "method",
+          "singleton_method": "method"},
+    scopes={"singleton_class": ""},
+    bodies=frozenset({"body_statement"}),
+    visibility_markers=True,
 )
+
+LANGUAGE = Language("ruby", (".rb", ".rake", ".gemspec"), SPEC, REFERENCES, filenames=("Rakefile", "Gemfile"))

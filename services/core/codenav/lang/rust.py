@@ -1,5 +1,5 @@
-"""Rust: its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""Rust: its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 # ruff: noqa: E501
 
@@ -35,20 +35,16 @@ REFERENCES = r"""
 """
 
 
-LANGUAGE = Language(
-    name="rust",
+SPEC = LangSpec(
     grammar="rust",
-    extensions=('.rs',),
-    spec=LangSpec(
-            grammar="rust",
-            defs={"function_item": "function", "function_signature_item": "function",
-                  "struct_item": "class", "union_item": "class", "enum_item": "enum",
-                  "trait_item": "interface", "type_item": "type", "macro_definition": "macro"},
-            scopes={"mod_item": "module", "impl_item": ""},
-            bodies=frozenset({"declaration_list"}),
-            comments=frozenset({"line_comment", "block_comment"}),
-            imports=frozenset({"use_declaration", "extern_crate_declaration"}),
-            attached=frozenset({"attribute_item"}),
-        ),
-    references=REFERENCES,
+    defs={"function_item": "function", "function_signature_item": "function",
+          "struct_item": "class", "union_item": "class", "enum_item": "enum",
+          "trait_item": "interface", "type_item": "type", "macro_definition": "macro"},
+    scopes={"mod_item": "module", "impl_item": ""},
+    bodies=frozenset({"declaration_list"}),
+    comments=frozenset({"line_comment", "block_comment"}),
+    imports=frozenset({"use_declaration", "extern_crate_declaration"}),
+    attached=frozenset({"attribute_item"}),
 )
+
+LANGUAGE = Language("rust", (".rs",), SPEC, REFERENCES)

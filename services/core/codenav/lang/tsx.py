@@ -1,6 +1,5 @@
-"""TSX (TypeScript with JSX): its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
-
+"""TSX (TypeScript with JSX): its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 from __future__ import annotations
 
@@ -9,10 +8,6 @@ from codenav.lang.javascript import JS_DEFS, JS_PARTS, JSX
 from codenav.lang.spec import LangSpec
 from codenav.lang.typescript import REFERENCES
 
-LANGUAGE = Language(
-    name="tsx",
-    grammar="tsx",
-    extensions=('.tsx',),
-    spec=LangSpec(grammar="tsx", defs=JS_DEFS, **JS_PARTS),  # type: ignore[arg-type]
-    references=REFERENCES + JSX,
-)
+SPEC = LangSpec(grammar="tsx", defs=JS_DEFS, **JS_PARTS)  # type: ignore[arg-type]
+
+LANGUAGE = Language("tsx", (".tsx",), SPEC, REFERENCES + JSX)

@@ -1,5 +1,5 @@
-"""TypeScript: its files, the nodes its chunks and symbols come from (``spec``), and
-the tree-sitter patterns of the references its code makes (``references``)."""
+"""TypeScript: its files, the nodes its chunks and symbols come from
+(``SPEC``), and the tree-sitter patterns of the references its code makes."""
 
 # ruff: noqa: E501
 
@@ -36,10 +36,6 @@ REFERENCES = REFERENCES_COMMON + r"""
 """
 
 
-LANGUAGE = Language(
-    name="typescript",
-    grammar="typescript",
-    extensions=('.ts', '.mts', '.cts'),
-    spec=LangSpec(grammar="typescript", defs=JS_DEFS, **JS_PARTS),  # type: ignore[arg-type]
-    references=REFERENCES,
-)
+SPEC = LangSpec(grammar="typescript", defs=JS_DEFS, **JS_PARTS)  # type: ignore[arg-type]
+
+LANGUAGE = Language("typescript", (".ts", ".mts", ".cts"), SPEC, REFERENCES)
