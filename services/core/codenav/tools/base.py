@@ -85,13 +85,12 @@ Handler = Callable[[Call, Any], dict[str, Any]]
 
 @dataclass(frozen=True)
 class Tool:
+    """A tool: its ``handler``'s docstring is the description MCP gives the model, its
+    ``render``'s docstring what the README's table says the answer holds."""
+
     name: str
     summary: str
     """One line: the REST summary, the CLI's help."""
-    description: str
-    """What the model reads in MCP's tool list."""
-    answer: str
-    """What the answer holds (the README's tool table)."""
     args: type[Args]
     handler: Handler
     render: Callable[[dict[str, Any]], str]
@@ -102,6 +101,16 @@ class Tool:
     """The call is about one repository, resolved before the handler runs."""
     fresh: bool = True
     """The answer carries freshness signals (stale results, runs in progress)."""
+
+    @property
+    def description(self) -> str:
+        """What the model reads in MCP's tool list."""
+        return " ".join((self.handler.__doc__ or "").split())
+
+    @property
+    def answer(self) -> str:
+        """What the answer holds (the README's tool table)."""
+        return " ".join((self.render.__doc__ or "").split())
 
     def signature(self) -> str:
         """The arguments as the README writes them: ``query, limit=10, ..., repo=None``."""

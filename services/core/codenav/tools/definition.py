@@ -16,12 +16,16 @@ class DefinitionArgs(Args):
 
 
 def handle(call: Call, args: DefinitionArgs) -> dict[str, Any]:
+    """A symbol's declaration(s): signature, doc, location, and the signatures of the types its
+    signature mentions, resolved through the file's imports."""
     from codenav.graph import lookup
 
     return lookup.definition(call.conn, call.target, args.symbol, args.path or None)
 
 
 def render(data: dict[str, Any]) -> str:
+    """the declaration(s): signature, doc, location, and the declarations of the types its
+    signature mentions"""
     out = []
     for r in data.get("results", []):
         out.append(f"{r['kind']} {r['qualname']}  {loc(r)}-{r['end_line']}")
@@ -35,10 +39,5 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-TOOL = Tool(
-    name="definition", summary="A symbol's declaration and the types it mentions",
-    description="A symbol's declaration(s): signature, doc, location, and the signatures "
-                "of the types its signature mentions, resolved through the file's imports.",
-    answer="the declaration(s): signature, doc, location, and the declarations of the types "
-           "its signature mentions",
-    args=DefinitionArgs, handler=handle, render=render, cli=Cli(positional=("symbol",)))
+TOOL = Tool("definition", "A symbol's declaration and the types it mentions",
+            DefinitionArgs, handle, render, cli=Cli(positional=("symbol",)))

@@ -16,6 +16,8 @@ class DependenciesArgs(Args):
 
 
 def handle(call: Call, args: DependenciesArgs) -> dict[str, Any]:
+    """A file's imports and importers to depth 1-3 (direction imports, importers or both), each
+    file with language, exports and importer count; plus its external imports."""
     from codenav.graph import impact
 
     return impact.dependencies(call.conn, call.target, args.path, args.direction, args.depth)
@@ -36,6 +38,8 @@ def _files(title: str, files: list[dict[str, Any]]) -> list[str]:
 
 
 def render(data: dict[str, Any]) -> str:
+    """imports and importers to depth 1-3, each file with language, first exports, importer
+    count; external imports"""
     out = [f"{data.get('path')} ({data.get('language')})"]
     out += _files("imports", data.get("imports", []))
     out += _files("imported by", data.get("importers", []))
@@ -44,11 +48,5 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-TOOL = Tool(
-    name="dependencies", summary="A file's imports and importers",
-    description="A file's imports and importers to depth 1-3 (direction imports, "
-                "importers or both), each file with language, exports and importer "
-                "count; plus its external imports.",
-    answer="imports and importers to depth 1-3, each file with language, first exports, "
-           "importer count; external imports",
-    args=DependenciesArgs, handler=handle, render=render, cli=Cli(positional=("path",)))
+TOOL = Tool("dependencies", "A file's imports and importers", DependenciesArgs, handle, render,
+            cli=Cli(positional=("path",)))

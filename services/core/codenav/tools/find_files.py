@@ -17,6 +17,8 @@ class FindFilesArgs(Args):
 
 
 def handle(call: Call, args: FindFilesArgs) -> dict[str, Any]:
+    """Rank files relevant to a task description. Words are ANDed softly; [a|b] means either;
+    plurals match. Each result says why it matched."""
     from codenav.search import find
 
     ctx = call.host.semantic.context(call.conn, call.target, args.query, args.mode)
@@ -25,14 +27,10 @@ def handle(call: Call, args: FindFilesArgs) -> dict[str, Any]:
 
 
 def render(data: dict[str, Any]) -> str:
+    r"""files ranked for a task description, each with the reason it matched (`[a\|b]` = either,
+    plurals fold)"""
     return "\n".join(f"{r['path']}  -- {r.get('reason', '')}" for r in data.get("results", []))
 
 
-TOOL = Tool(
-    name="find_files", summary="Files relevant to a task description",
-    description="Rank files relevant to a task description. Words are ANDed softly; "
-                "[a|b] means either; plurals match. Each result says why it matched.",
-    answer="files ranked for a task description, each with the reason it matched "
-           "(`[a\\|b]` = either, plurals fold)",
-    args=FindFilesArgs, handler=handle, render=render,
-    cli=Cli(positional=("query",), aliases=("find",)))
+TOOL = Tool("find_files", "Files relevant to a task description", FindFilesArgs, handle, render,
+            cli=Cli(positional=("query",), aliases=("find",)))

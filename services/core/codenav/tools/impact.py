@@ -15,12 +15,17 @@ class ImpactArgs(Args):
 
 
 def handle(call: Call, args: ImpactArgs) -> dict[str, Any]:
+    """Everything that transitively depends on a symbol or a file (calls, type uses, extends,
+    implements, overrides, imports): chains, affected files, and re-exports to update. The
+    blast radius of a change or a rename."""
     from codenav.graph import impact
 
     return impact.impact(call.conn, call.target, args.symbol_or_path, args.depth)
 
 
 def render(data: dict[str, Any]) -> str:
+    """everything that transitively depends on it (calls, type uses, extends, implements,
+    overrides, imports), the chains, the affected files, and re-exports to update"""
     s = data.get("summary", {})
     if data.get("target_kind") == "file":
         out = [f"{s.get('files', 0)} file(s) depend on {data.get('target')}"]
@@ -43,12 +48,5 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-TOOL = Tool(
-    name="impact", summary="What transitively depends on a symbol or file",
-    description="Everything that transitively depends on a symbol or a file (calls, type "
-                "uses, extends, implements, overrides, imports): chains, affected files, and "
-                "re-exports to update. The blast radius of a change or a rename.",
-    answer="everything that transitively depends on it (calls, type uses, extends, "
-           "implements, overrides, imports), the chains, the affected files, and re-exports "
-           "to update",
-    args=ImpactArgs, handler=handle, render=render, cli=Cli(positional=("symbol_or_path",)))
+TOOL = Tool("impact", "What transitively depends on a symbol or file", ImpactArgs, handle, render,
+            cli=Cli(positional=("symbol_or_path",)))

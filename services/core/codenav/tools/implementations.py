@@ -15,12 +15,16 @@ class ImplementationsArgs(Args):
 
 
 def handle(call: Call, args: ImplementationsArgs) -> dict[str, Any]:
+    """Classes that implement an interface or extend a class (directly or through others), with
+    their methods."""
     from codenav.graph import lookup
 
     return lookup.implementations(call.conn, call.target, args.symbol)
 
 
 def render(data: dict[str, Any]) -> str:
+    """classes implementing an interface or extending a class (directly or not), with their
+    methods; Go types by method set"""
     out = []
     for r in data.get("results", []):
         via = f" via {r['via']}" if r.get("via") else ""
@@ -31,10 +35,5 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-TOOL = Tool(
-    name="implementations", summary="Classes implementing or extending a type",
-    description="Classes that implement an interface or extend a class (directly or "
-                "through others), with their methods.",
-    answer="classes implementing an interface or extending a class (directly or not), with "
-           "their methods; Go types by method set",
-    args=ImplementationsArgs, handler=handle, render=render, cli=Cli(positional=("symbol",)))
+TOOL = Tool("implementations", "Classes implementing or extending a type",
+            ImplementationsArgs, handle, render, cli=Cli(positional=("symbol",)))

@@ -14,6 +14,8 @@ class OutlineArgs(Args):
 
 
 def handle(call: Call, args: OutlineArgs) -> dict[str, Any]:
+    """A file's symbols with line ranges (methods nested under classes) and its imports,
+    without the code."""
     from codenav import navigate
 
     return navigate.outline(call.conn, call.target, args.path)
@@ -29,6 +31,7 @@ def _nodes(nodes: list[dict[str, Any]], depth: int, out: list[str]) -> None:
 
 
 def render(data: dict[str, Any]) -> str:
+    """the file's symbols with line ranges, methods nested under classes, and its imports"""
     out = [f"{data.get('path')} ({data.get('language')}, {data.get('lines')} lines)"]
     _nodes(data.get("symbols", []), 1, out)
     if data.get("imports"):
@@ -36,9 +39,5 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-TOOL = Tool(
-    name="outline", summary="A file's symbols and imports",
-    description="A file's symbols with line ranges (methods nested under classes) and its "
-                "imports, without the code.",
-    answer="the file's symbols with line ranges, methods nested under classes, and its imports",
-    args=OutlineArgs, handler=handle, render=render, cli=Cli(positional=("path",)))
+TOOL = Tool("outline", "A file's symbols and imports", OutlineArgs, handle, render,
+            cli=Cli(positional=("path",)))

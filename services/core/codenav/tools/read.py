@@ -17,6 +17,7 @@ class ReadArgs(Args):
 
 
 def handle(call: Call, args: ReadArgs) -> dict[str, Any]:
+    """Code from the index by path and line range, or by symbol name (e.g. 'Class.method')."""
     from codenav import navigate
 
     return navigate.read(call.conn, call.target, args.path or None, args.start_line,
@@ -24,6 +25,7 @@ def handle(call: Call, args: ReadArgs) -> dict[str, Any]:
 
 
 def render(data: dict[str, Any]) -> str:
+    """exact code from the index by lines or by symbol (`Class.method`)"""
     head = f"{data.get('path')}:{data.get('start_line')}-{data.get('end_line')} " \
            f"of {data.get('total_lines')}"
     tail = f"\n({data['truncated']})" if data.get("truncated") else ""
@@ -33,10 +35,5 @@ def render(data: dict[str, Any]) -> str:
     return f"{head}\n{data.get('content', '')}{tail}"
 
 
-TOOL = Tool(
-    name="read", summary="Code by path and lines, or by symbol",
-    description="Code from the index by path and line range, or by symbol name "
-                "(e.g. 'Class.method').",
-    answer="exact code from the index by lines or by symbol (`Class.method`)",
-    args=ReadArgs, handler=handle, render=render,
-    cli=Cli(positional=("path",), flags={"start_line": "--start", "end_line": "--end"}))
+TOOL = Tool("read", "Code by path and lines, or by symbol", ReadArgs, handle, render,
+            cli=Cli(positional=("path",), flags={"start_line": "--start", "end_line": "--end"}))

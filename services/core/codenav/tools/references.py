@@ -18,6 +18,8 @@ class ReferencesArgs(Args):
 
 
 def handle(call: Call, args: ReferencesArgs) -> dict[str, Any]:
+    """Who uses a symbol: verified references (file, line, enclosing symbol, how it resolved)
+    apart from potential name-only matches (with why), with counts."""
     from codenav.graph import lookup
 
     return lookup.references(call.conn, call.target, args.symbol, args.path or None,
@@ -25,6 +27,8 @@ def handle(call: Call, args: ReferencesArgs) -> dict[str, Any]:
 
 
 def render(data: dict[str, Any]) -> str:
+    """verified references (file, line, enclosing symbol, how it resolved) apart from potential
+    name-only matches (why each did not resolve), with counts"""
     s = data.get("summary", {})
     out = [f"{s.get('verified', 0)} verified, {s.get('potential', 0)} potential reference(s) "
            f"in {s.get('files', 0)} file(s)"]
@@ -39,13 +43,7 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-TOOL = Tool(
-    name="references", summary="Verified references to a symbol, and potential ones",
-    description="Who uses a symbol: verified references (file, line, enclosing symbol, "
-                "how it resolved) apart from potential name-only matches (with why), "
-                "with counts.",
-    answer="verified references (file, line, enclosing symbol, how it resolved) apart from "
-           "potential name-only matches (why each did not resolve), with counts",
-    args=ReferencesArgs, handler=handle, render=render,
-    cli=Cli(positional=("symbol",), flags={"include_potential": "--no-potential"},
+TOOL = Tool("references", "Verified references to a symbol, and potential ones",
+            ReferencesArgs, handle, render,
+            cli=Cli(positional=("symbol",), flags={"include_potential": "--no-potential"},
             help={"include_potential": "leave out the name-only matches"}))

@@ -15,14 +15,14 @@ class ReindexArgs(Args):
 
 
 def handle(call: Call, args: ReindexArgs) -> dict[str, Any]:
-    """Queue a reindex; a repository registered with ``index: false`` is indexed from now
-    on (it was asked)."""
+    """Ask the index to refresh: whole repo, or just the given paths."""
     from codenav import navigate, roots
     from codenav.db import queries as q
     from codenav.jobs import enqueue
 
     scope, host = call.target, call.host
     roots.check(host.settings, scope.repo.root)
+    # a repository registered with ``index: false`` is indexed from now on (it was asked)
     if not scope.repo.index_enabled:
         call.conn.execute(q.REPO_ENABLE_INDEX, scope.params())
     if args.paths:
@@ -34,13 +34,10 @@ def handle(call: Call, args: ReindexArgs) -> dict[str, Any]:
 
 
 def render(data: dict[str, Any]) -> str:
+    """queue a reindex of the repo or of some paths"""
     return f"queued {data.get('scope', 'index')} job {data.get('job_id', '')} for " \
            f"{data.get('repo')}" + (f" ({len(data['paths'])} paths)" if data.get("paths") else "")
 
 
-TOOL = Tool(
-    name="reindex", summary="Queue a reindex of the repo or of some paths (write)",
-    description="Ask the index to refresh: whole repo, or just the given paths.",
-    answer="queue a reindex of the repo or of some paths",
-    args=ReindexArgs, handler=handle, render=render, role="write",
-    cli=Cli(positional=("paths",)), fresh=False)
+TOOL = Tool("reindex", "Queue a reindex of the repo or of some paths (write)",
+            ReindexArgs, handle, render, role="write", cli=Cli(positional=("paths",)), fresh=False)

@@ -22,6 +22,9 @@ class SearchArgs(Args):
 
 
 def handle(call: Call, args: SearchArgs) -> dict[str, Any]:
+    """Find code chunks (functions, classes, methods, blocks) matching identifiers or a
+    description. Returns exact code with path and lines. mode: hybrid (default), lexical or
+    semantic."""
     from codenav.search import chunks
 
     ctx = call.host.semantic.context(call.conn, call.target, args.query, args.mode)
@@ -32,6 +35,8 @@ def handle(call: Call, args: SearchArgs) -> dict[str, Any]:
 
 
 def render(data: dict[str, Any]) -> str:
+    """code chunks (function, method, class shell, block...) with path, lines, kind, symbol,
+    score, content"""
     out = []
     for r in data.get("results", []):
         sym = f" {r['kind']} {r['symbol']}" if r.get("symbol") else f" {r.get('kind', '')}"
@@ -46,11 +51,5 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-TOOL = Tool(
-    name="search", summary="Code chunks matching a query",
-    description="Find code chunks (functions, classes, methods, blocks) matching identifiers "
-                "or a description. Returns exact code with path and lines. mode: hybrid "
-                "(default), lexical or semantic.",
-    answer="code chunks (function, method, class shell, block...) with path, lines, kind, "
-           "symbol, score, content",
-    args=SearchArgs, handler=handle, render=render, cli=Cli(positional=("query",)))
+TOOL = Tool("search", "Code chunks matching a query", SearchArgs, handle, render,
+            cli=Cli(positional=("query",)))

@@ -15,12 +15,15 @@ class SkeletonArgs(Args):
 
 
 def handle(call: Call, args: SkeletonArgs) -> dict[str, Any]:
+    """Exported declarations grouped by file for a directory (depth limits the subdirectories),
+    to orient in a subsystem without opening files."""
     from codenav.graph import skeleton
 
     return skeleton.skeleton(call.conn, call.target, args.path or None, args.depth)
 
 
 def render(data: dict[str, Any]) -> str:
+    """exported declarations grouped by file for a directory"""
     out = []
     for f in data.get("files", []):
         names = ", ".join(e["name"] for e in f.get("exports", []))
@@ -29,9 +32,5 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-TOOL = Tool(
-    name="skeleton", summary="Exported declarations of a directory, by file",
-    description="Exported declarations grouped by file for a directory (depth limits the "
-                "subdirectories), to orient in a subsystem without opening files.",
-    answer="exported declarations grouped by file for a directory",
-    args=SkeletonArgs, handler=handle, render=render, cli=Cli(positional=("path",)))
+TOOL = Tool("skeleton", "Exported declarations of a directory, by file",
+            SkeletonArgs, handle, render, cli=Cli(positional=("path",)))

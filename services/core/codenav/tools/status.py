@@ -12,6 +12,7 @@ class StatusArgs(Args):
 
 
 def handle(call: Call, args: StatusArgs) -> dict[str, Any]:
+    """What is indexed: files, languages, skipped files with reasons, last run."""
     from codenav import status
 
     return status.report(call.conn, call.caller, args.repo or None, call.host.settings,
@@ -19,6 +20,7 @@ def handle(call: Call, args: StatusArgs) -> dict[str, Any]:
 
 
 def render(data: dict[str, Any]) -> str:
+    """files, languages, skipped files with reasons, last run, queue depth"""
     out = []
     for r in data.get("repos", []):
         langs = ", ".join(f"{k} {v}" for k, v in list(r.get("languages", {}).items())[:8])
@@ -59,8 +61,5 @@ def render(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-TOOL = Tool(
-    name="status", summary="Index state, skipped files, last run",
-    description="What is indexed: files, languages, skipped files with reasons, last run.",
-    answer="files, languages, skipped files with reasons, last run, queue depth",
-    args=StatusArgs, handler=handle, render=render, scoped=False, fresh=False)
+TOOL = Tool("status", "Index state, skipped files, last run", StatusArgs, handle, render,
+            scoped=False, fresh=False)
