@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
@@ -93,9 +94,15 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL, wait: float = 5.0) -> bool:
     True when the group is gone."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    deadline = time.monotonic() + wait
-    while group_alive(pgid):
+    return poll_until(lambda: not group_alive(pgid), wait, 0.02)
+
+
+def poll_until(done: Callable[[], bool], timeout: float, interval: float) -> bool:
+    """Check ``done`` every ``interval`` seconds until it holds (True) or ``timeout`` has
+    passed (False)."""
+    deadline = time.monotonic() + timeout
+    while not done():
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.02)
+        time.sleep(interval)
     return True

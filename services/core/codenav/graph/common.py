@@ -85,6 +85,20 @@ def unseen(conn: psycopg.Connection, scope: Scope, **extra: Any) -> dict[str, An
     return out or None
 
 
+def explain(answer: dict[str, Any], conn: psycopg.Connection, scope: Scope, symbol: str,
+            found_symbol: bool, found_any: bool, none_found: dict[str, str],
+            **extra: Any) -> None:
+    """What a graph answer could not see (``unseen``), and why it is empty when it is: no
+    such symbol, or ``none_found``."""
+    blind = unseen(conn, scope, **extra)
+    if blind:
+        answer["unseen"] = blind
+    if not found_symbol:
+        answer["empty"] = no_symbol(conn, scope, symbol)
+    elif not found_any:
+        answer["empty"] = none_found
+
+
 def no_symbol(conn: psycopg.Connection, scope: Scope, symbol: str,
               path: str | None = None) -> dict[str, str]:
     empty = empty_reason(conn, scope, path=path)

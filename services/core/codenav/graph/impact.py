@@ -14,7 +14,7 @@ from codenav.access import Scope
 from codenav.answers import stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
-from codenav.graph.common import locate, no_symbol, unseen
+from codenav.graph.common import explain, locate, unseen
 from codenav.navigate import _file, clean_path
 
 MAX_DEPTH = 3
@@ -230,14 +230,9 @@ def _symbol_impact(conn: psycopg.Connection, scope: Scope, symbol: str,
         counted = f"{potential}+" if potential >= POTENTIAL_CAP else str(potential)
         extra["potential_only"] = (f"{counted} reference(s) to {rows[0][1]!r} match the "
                                    "name only and are not followed (see references)")
-    blind = unseen(conn, scope, **extra)
-    if blind:
-        answer["unseen"] = blind
-    if not targets:
-        answer["empty"] = no_symbol(conn, scope, symbol)
-    elif not dependents:
-        answer["empty"] = {"code": "no_dependents", "message": f"nothing in the index depends "
-                           f"on {symbol!r} through a verified edge"}
+    explain(answer, conn, scope, symbol, bool(targets), bool(dependents),
+            {"code": "no_dependents", "message": f"nothing in the index depends on {symbol!r} "
+             "through a verified edge"}, **extra)
     return answer
 
 

@@ -15,7 +15,7 @@ from codenav.access import Scope
 from codenav.answers import stats
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
-from codenav.graph.common import declaration, locate, no_symbol, unseen
+from codenav.graph.common import declaration, explain, locate, no_symbol, unseen
 from codenav.navigate import clean_path
 
 MAX_TARGETS = 10
@@ -250,14 +250,9 @@ def implementations(conn: psycopg.Connection, scope: Scope, symbol: str) -> dict
     truncated = {"implementations": total} if total > len(results) else {}
     if total_targets > len(targets):
         truncated["targets"] = total_targets
-    blind = unseen(conn, scope, truncated=truncated)
-    if blind:
-        answer["unseen"] = blind
-    if not targets:
-        answer["empty"] = no_symbol(conn, scope, symbol)
-    elif not results:
-        answer["empty"] = {"code": "no_implementations", "message": f"no indexed class "
-                           f"implements or extends {symbol!r}"}
+    explain(answer, conn, scope, symbol, bool(targets), bool(results),
+            {"code": "no_implementations", "message": f"no indexed class implements or "
+             f"extends {symbol!r}"}, truncated=truncated)
     paths = {r["path"] for r in results} | {t["path"] for t in targets}
     answer["_stats"] = stats(answer, _sizes(conn, scope, paths), started)
     return answer

@@ -183,12 +183,7 @@ class ScopeBuilder:
                         return self._local_import(path, language, name, depth)
                     return self.export_target(path, fact.name, depth + 1) or \
                         self._local_import(path, language, fact.name, depth)
-                found = self.index.resolve_js(path, fact.qualifier)
-                if found is None:
-                    return None
-                if not fact.name:
-                    return Target(found, "", "module")
-                return self.export_target(found, fact.name, depth + 1)
+                return self._js_from(path, fact, depth)
             if language == "python":
                 if fact.name == "*":
                     found = self.index.resolve_python(path, fact.qualifier)
@@ -216,13 +211,18 @@ class ScopeBuilder:
         """``import { X } from "./x"; export { X }``: X through the file's own import."""
         for fact in self.ctx.facts(path).imports:
             if fact.kind == "import" and local_name(language, fact) == name and fact.qualifier:
-                found = self.index.resolve_js(path, fact.qualifier)
-                if found is None:
-                    return None
-                if not fact.name:
-                    return Target(found, "", "module")
-                return self.export_target(found, fact.name, depth + 1)
+                return self._js_from(path, fact, depth)
         return None
+
+    def _js_from(self, path: str, fact: Fact, depth: int) -> Target | None:
+        """What ``fact`` (``from "./x"``: a name, or the whole module) names in the file it
+        resolves to."""
+        found = self.index.resolve_js(path, fact.qualifier)
+        if found is None:
+            return None
+        if not fact.name:
+            return Target(found, "", "module")
+        return self.export_target(found, fact.name, depth + 1)
 
     # --- per language ----------------------------------------------------------------------
     def _python_from(self, path: str, fact: Fact, depth: int = 0) -> Target | None:

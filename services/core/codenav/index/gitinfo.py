@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from codenav.proc import poll_until
+
 
 def git_dir(root: Path) -> Path | None:
     dot = root / ".git"
@@ -54,14 +56,7 @@ def checkout_in_progress(root: Path) -> bool:
 
 def wait_for_checkout(root: Path, timeout: float = 60.0) -> bool:
     """Wait until no git operation holds the index; False if it is still held."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while checkout_in_progress(root):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    return poll_until(lambda: not checkout_in_progress(root), timeout, 0.05)
 
 
 def changed_since(root: Path, old: str | None) -> list[str] | None:

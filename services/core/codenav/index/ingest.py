@@ -182,28 +182,21 @@ class Ingester:
                 inserted = {(sha, lang): cid for cid, sha, lang in
                             cur.execute(q.STAGE_INSERT,
                                         (CHUNKER_VERSION, self.defer_facts)).fetchall()}
+                stored = [(inserted[(r.sha, r.language)], text, pf) for r, text, pf in parsed
+                          if (r.sha, r.language) in inserted]
                 with cur.copy(q.CHUNKS_COPY) as copy:
-                    for r, _text, pf in parsed:
-                        cid = inserted.get((r.sha, r.language))
-                        if cid is None:
-                            continue
+                    for cid, _text, pf in stored:
                         for ord_, c in enumerate(pf.chunks):
                             tsv, n_terms = chunk_tsvector(c.content, c.symbol, c.parent)
                             copy.write_row((cid, ord_, c.kind, c.symbol, c.parent, c.signature,
                                             c.doc, c.exported, c.start_line, c.end_line,
                                             c.part, c.content, n_terms, tsv))
                 with cur.copy(q.FILE_TERMS_COPY) as copy:  # whole-file BM25 postings
-                    for r, text, _pf in parsed:
-                        cid = inserted.get((r.sha, r.language))
-                        if cid is None:
-                            continue
+                    for cid, text, _pf in stored:
                         for term, tf in file_term_counts(text).items():
                             copy.write_row((term, cid, tf))
                 with cur.copy(q.SYMBOLS_COPY) as copy:
-                    for r, _text, pf in parsed:
-                        cid = inserted.get((r.sha, r.language))
-                        if cid is None:
-                            continue
+                    for cid, _text, pf in stored:
                         for ord_, s in enumerate(pf.symbols):
                             copy.write_row((cid, ord_, s.name, s.qualname, s.kind, s.parent,
                                             s.depth, s.start_line, s.end_line, s.signature,
