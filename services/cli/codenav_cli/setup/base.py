@@ -82,9 +82,15 @@ class Harness:
 
     name: ClassVar[str]
     title: ClassVar[str]
+    servers_key: ClassVar[str] = "mcpServers"
+    """The JSON member of its MCP file that holds the servers, codenav's among them."""
 
     def probes(self, ctx: Context) -> list[Path | str]:
         """Directories (Path) and executables (str) whose presence means it is installed."""
+        raise NotImplementedError
+
+    def mcp_file(self, ctx: Context) -> Path:
+        """The file holding its MCP entries."""
         raise NotImplementedError
 
     def detect(self, ctx: Context) -> str | None:
@@ -108,11 +114,17 @@ class Harness:
 
     def configured(self, ctx: Context, ws: Workspace) -> bool:
         """Whether its MCP config holds codenav's entry (in the planned state)."""
-        raise NotImplementedError
+        return files.json_has(ws, self.mcp_file(ctx), [self.servers_key, NAME])
 
     def rules_file(self, ctx: Context, ws: Workspace) -> Path | None:
         """The Markdown file holding its rules block, when it shares one with others."""
         return None
+
+
+def dot_folder(ctx: Context, command: str, folder: str) -> list[Path | str]:
+    """The probes of a harness with a command and a folder of its own, in the home and in
+    the project (``claude``, ``~/.claude``, ``.claude``)."""
+    return [command, ctx.home / folder, ctx.project / folder]
 
 
 def shared_rules(ctx: Context, ws: Workspace, path: Path, remove: bool,

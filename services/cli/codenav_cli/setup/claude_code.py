@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codenav_cli.setup import files
-from codenav_cli.setup.base import NAME, Context, Harness, shared_rules
+from codenav_cli.setup.base import NAME, Context, Harness, dot_folder, shared_rules
 from codenav_cli.setup.files import Workspace
 
 
@@ -23,16 +23,13 @@ class ClaudeCode(Harness):
     title = "Claude Code"
 
     def probes(self, ctx: Context) -> list[Path | str]:
-        return ["claude", ctx.home / ".claude", ctx.project / ".claude"]
+        return dot_folder(ctx, "claude", ".claude")
 
     def mcp_file(self, ctx: Context) -> Path:
         return ctx.project / ".mcp.json"
 
     def rules_file(self, ctx: Context, ws: Workspace) -> Path | None:
         return ctx.project / "CLAUDE.md"
-
-    def configured(self, ctx: Context, ws: Workspace) -> bool:
-        return files.json_has(ws, self.mcp_file(ctx), ["mcpServers", NAME])
 
     def plan(self, ctx: Context, ws: Workspace, remove: bool) -> list[str]:
         entry = ctx.server.entry("${CODENAV_TOKEN}", first={"type": "stdio"})

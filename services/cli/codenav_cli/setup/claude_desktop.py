@@ -34,9 +34,6 @@ class ClaudeDesktop(Harness):
     def mcp_file(self, ctx: Context) -> Path:
         return self.folder(ctx) / "claude_desktop_config.json"
 
-    def configured(self, ctx: Context, ws: Workspace) -> bool:
-        return files.json_has(ws, self.mcp_file(ctx), ["mcpServers", NAME])
-
     def plan(self, ctx: Context, ws: Workspace, remove: bool) -> list[str]:
         entry = ctx.server.entry(None, project_level=False)
         files.json_member(ws, self.mcp_file(ctx), ["mcpServers", NAME], entry, remove)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codenav_cli.setup import files
-from codenav_cli.setup.base import NAME, Context, Harness
+from codenav_cli.setup.base import NAME, Context, Harness, dot_folder
 from codenav_cli.setup.files import Workspace
 from codenav_cli.setup.rules import CURSOR_MDC
 
@@ -23,13 +23,10 @@ class Cursor(Harness):
     title = "Cursor"
 
     def probes(self, ctx: Context) -> list[Path | str]:
-        return ["cursor", ctx.home / ".cursor", ctx.project / ".cursor"]
+        return dot_folder(ctx, "cursor", ".cursor")
 
     def mcp_file(self, ctx: Context) -> Path:
         return ctx.project / ".cursor" / "mcp.json"
-
-    def configured(self, ctx: Context, ws: Workspace) -> bool:
-        return files.json_has(ws, self.mcp_file(ctx), ["mcpServers", NAME])
 
     def plan(self, ctx: Context, ws: Workspace, remove: bool) -> list[str]:
         entry = ctx.server.entry("${env:CODENAV_TOKEN}")

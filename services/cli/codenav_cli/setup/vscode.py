@@ -25,6 +25,7 @@ INPUT = {"type": "promptString", "id": "codenav-token",
 class VSCode(Harness):
     name = "vscode"
     title = "VS Code"
+    servers_key = "servers"
 
     def probes(self, ctx: Context) -> list[Path | str]:
         if ctx.platform == "darwin":
@@ -40,9 +41,6 @@ class VSCode(Harness):
 
     def rules_file(self, ctx: Context, ws: Workspace) -> Path | None:
         return ctx.project / ".github" / "copilot-instructions.md"
-
-    def configured(self, ctx: Context, ws: Workspace) -> bool:
-        return files.json_has(ws, self.mcp_file(ctx), ["servers", NAME])
 
     def plan(self, ctx: Context, ws: Workspace, remove: bool) -> list[str]:
         path = self.mcp_file(ctx)

@@ -30,9 +30,6 @@ class Windsurf(Harness):
     def mcp_file(self, ctx: Context) -> Path:
         return ctx.home / ".codeium" / "windsurf" / "mcp_config.json"
 
-    def configured(self, ctx: Context, ws: Workspace) -> bool:
-        return files.json_has(ws, self.mcp_file(ctx), ["mcpServers", NAME])
-
     def plan(self, ctx: Context, ws: Workspace, remove: bool) -> list[str]:
         entry = ctx.server.entry("${env:CODENAV_TOKEN}", project_level=False)
         files.json_member(ws, self.mcp_file(ctx), ["mcpServers", NAME], entry, remove)

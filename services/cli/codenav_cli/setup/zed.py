@@ -28,6 +28,7 @@ INSTRUCTION_FILES = (".rules", ".cursorrules", ".windsurfrules", ".clinerules",
 class Zed(Harness):
     name = "zed"
     title = "Zed"
+    servers_key = "context_servers"
 
     def folder(self, ctx: Context) -> Path:
         if ctx.platform.startswith("win"):
@@ -39,9 +40,6 @@ class Zed(Harness):
 
     def mcp_file(self, ctx: Context) -> Path:
         return self.folder(ctx) / "settings.json"
-
-    def configured(self, ctx: Context, ws: Workspace) -> bool:
-        return files.json_has(ws, self.mcp_file(ctx), ["context_servers", NAME])
 
     def rules_file(self, ctx: Context, ws: Workspace) -> Path | None:
         candidates = [ctx.project / name for name in INSTRUCTION_FILES]
