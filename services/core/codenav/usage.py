@@ -69,8 +69,9 @@ class UsageBuffer:
         return len(self._sums)
 
     def flush(self, conn: psycopg.Connection) -> int:
-        """Write the sums (one statement); returns the rows written. A failure keeps
-        nothing back from the answers: the figures are dropped and logged."""
+        """Write the sums (one statement); returns the rows written. A store that is down
+        or a row that lost its team or repository meanwhile drops these figures (logged),
+        never an answer."""
         with self._lock:
             taken, self._sums = self._sums, {}
             self._last_flush = time.monotonic()
@@ -86,12 +87,12 @@ class UsageBuffer:
             "ms": [taken[k].duration_ms for k in keys],
         }
         try:
-            conn.execute(q.USAGE_FLUSH, params)
-        except psycopg.Error as exc:
+            written = conn.execute(q.USAGE_FLUSH, params).rowcount
+        except (psycopg.OperationalError, psycopg.errors.IntegrityError) as exc:
             log.warning("usage figures of %d tool/day rows dropped: %s", len(keys),
                         str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
             return 0
-        return len(keys)
+        return max(written, 0)
 
 
 def _row(day: Any, tool: str, calls: int, empty: int, returned: int, full: int,

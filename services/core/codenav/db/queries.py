@@ -422,11 +422,11 @@ SELECT co.id, co.body FROM contents co WHERE co.id = ANY(%(ids)s) AND EXISTS (
 USAGE_FLUSH = """
 INSERT INTO usage_daily AS u (day, team_id, repo_id, tool, calls, empty, tokens_returned,
                               tokens_full_files, duration_ms)
-SELECT n.day, n.team, n.repo, n.tool, n.calls, n.empty, n.returned, n.full, n.ms
+SELECT n.day, n.team, n.repo, n.tool, n.calls, n.empty, n.returned, n.whole, n.ms
 FROM unnest(%(day)s::date[], %(team)s::int[], %(repo)s::int[], %(tool)s::text[],
             %(calls)s::bigint[], %(empty)s::bigint[], %(returned)s::bigint[],
             %(full)s::bigint[], %(ms)s::float8[])
-     AS n(day, team, repo, tool, calls, empty, returned, full, ms)
+     AS n(day, team, repo, tool, calls, empty, returned, whole, ms)
 WHERE EXISTS (SELECT 1 FROM teams t WHERE t.id = n.team)
   AND (n.repo IS NULL OR EXISTS (SELECT 1 FROM repos r WHERE r.id = n.repo))
 ON CONFLICT (day, team_id, (coalesce(repo_id, 0)), tool) DO UPDATE SET
@@ -437,8 +437,8 @@ ON CONFLICT (day, team_id, (coalesce(repo_id, 0)), tool) DO UPDATE SET
 # Per day and tool, within what the caller sees: its visible repositories, its team's
 # answers about no single repository (a token of the whole team), or all (the operator).
 USAGE_SUMMARY = """
-SELECT u.day, u.tool, sum(u.calls), sum(u.empty), sum(u.tokens_returned),
-       sum(u.tokens_full_files), sum(u.duration_ms)
+SELECT u.day, u.tool, sum(u.calls)::bigint, sum(u.empty)::bigint,
+       sum(u.tokens_returned)::bigint, sum(u.tokens_full_files)::bigint, sum(u.duration_ms)
 FROM usage_daily u
 WHERE u.day >= %(since)s
   AND (u.repo_id = ANY(%(visible)s::int[])
