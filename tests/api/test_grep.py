@@ -63,6 +63,8 @@ def test_a_regex_matches_within_lines_and_bad_syntax_is_a_clear_400(
     assert _lines(body) == [("src/auth/tokens.py", 19,
                              "    def verify(self, token: str) -> bool:")]
     assert "'(self, token'" in body["accelerated"]
+    anchored = _lines(_grep(client, pattern=r"^class \w+:$", regex=True, language="python"))
+    assert ("src/auth/tokens.py", 7, "class TokenStore:") in anchored  # ^ and $ per line
     r = client.post("/v1/grep", json={"pattern": r"(a)\1", "regex": True})
     assert r.status_code == 400
     assert "RE2" in r.json()["message"] and "backreferences" in r.json()["hint"]

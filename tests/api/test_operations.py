@@ -191,3 +191,24 @@ def test_services_log_one_json_object_per_line_when_asked(service_env: dict[str,
                          text=True, env={**env, "CODENAV_LOG_FORMAT": "xml"}, timeout=60,
                          cwd=tmp_path)
     assert bad.returncode == 1 and "CODENAV_LOG_FORMAT" in bad.stderr
+
+
+def test_the_dashboard_and_the_documented_queries_use_only_metrics_the_api_exports(
+        client: TestClient, indexed: repos.Repo) -> None:
+    import re
+
+    client.post("/v1/grep", json={"pattern": "TokenStore"})  # every request metric has a series
+    families = {f.name for f in text_string_to_metric_families(client.get("/metrics").text)}
+    root = Path(__file__).resolve().parents[2]
+    dashboard = json.loads((root / "deploy/grafana/codenav.json").read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    readme = (root / "deploy/README.md").read_text()
+    used = set()
+    for text in [*exprs, readme]:
+        for name in re.findall(r"\bcodenav_[a-z_]+", text):
+            used.add(re.sub(r"_(bucket|count|sum|total)$", "", name))
+    packages = {"codenav_api", "codenav_worker", "codenav_watcher", "codenav_embedder",
+                "codenav_adapter"}  # module names the text mentions, not metrics
+    used -= packages
+    assert len(exprs) >= 12 and used
+    assert used <= families, used - families

@@ -128,6 +128,9 @@ def test_every_tool_has_the_same_arguments_over_stdio_http_rest_and_the_cli(
     command_line = _cli()
     assert set(stdio) == set(http_mcp) == set(rest) == set(command_line) == set(TOOL_NAMES)
     assert "grep" in TOOL_NAMES and "references" in TOOL_NAMES
+    from codenav.client import TOOL_ROUTES  # where the adapter and the CLI send each call
+
+    assert TOOL_ROUTES == {tool: ("POST", f"/v1/{tool}") for tool in TOOL_NAMES}
     for tool in TOOL_NAMES:
         assert stdio[tool] == http_mcp[tool], tool
         assert rest[tool] == stdio[tool], (tool, rest[tool], stdio[tool])

@@ -80,8 +80,7 @@ def compile_pattern(text: str, regex: bool = False, case_sensitive: bool = False
     if "\n" in text:
         raise InvalidRequest("pattern: contains a newline; grep matches within one line")
     source = text if regex else re2.escape(text)
-    if not case_sensitive:
-        source = "(?i)" + source
+    source = ("(?m)" if case_sensitive else "(?mi)") + source  # ^ and $ at each line
     try:
         compiled = re2.compile(source.encode("utf-8"), _options())
     except re2.error as exc:

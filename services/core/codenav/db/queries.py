@@ -453,6 +453,8 @@ SELECT DISTINCT c.symbol, c.parent FROM chunks c JOIN files f ON f.content_id = 
 WHERE f.repo_id = %s AND c.symbol IS NOT NULL AND length(c.symbol) > 3
 ORDER BY 1, 2 NULLS FIRST"""
 DATABASE_SIZE = "SELECT pg_database_size(current_database())"
+BENCH_TRGM_SIZE = "SELECT pg_relation_size('contents_body_trgm_idx')"
+BENCH_TRGM_REINDEX = "REINDEX INDEX contents_body_trgm_idx"
 CHUNK_COUNT = "SELECT count(*) FROM chunks"
 
 # --- embeddings --------------------------------------------------------------------------
