@@ -90,8 +90,9 @@ def test_grep_and_the_graph_tools_answer_alike_from_the_cli_and_the_agent(
                  ("grep", {"pattern": r"def \w+\(self", "regex": True, "context": 1,
                            "path": "src/**"})),
                 (["references", "TokenStore", "--json"], ("references", {"symbol": "TokenStore"})),
-                (["find-files", "invoice discount", "--json"],
-                 ("find_files", {"query": "invoice discount"}))]
+                (["skeleton", "src", "--json"], ("skeleton", {"path": "src"})),
+                (["impact", "TokenStore", "--depth", "2", "--json"],
+                 ("impact", {"symbol_or_path": "TokenStore", "depth": 2}))]
     _tools, *answers = _mcp(stack, [call for _argv, call in commands])
     for (argv, _call), via_mcp in zip(commands, answers, strict=True):
         cli = subprocess.run([CODENAV, *argv], env=env, capture_output=True, text=True,
