@@ -43,6 +43,7 @@ bench: install ## indexing, search and live-index benchmarks (CORPUS=path adds a
 	$(PY) bench/embed_pipeline_bench.py
 	$(PY) bench/live_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
 	$(PY) bench/redact_bench.py
+	$(PY) bench/grep_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
 
 eval: install ## retrieval quality: SWE-bench Verified, commit history, the ranker left-one-repo-out
 	$(PY) bench/eval_swebench.py $(EVAL_ARGS)

@@ -66,6 +66,17 @@ class FindFilesQuery(_Body):
     mode: Mode = "hybrid"
 
 
+class GrepQuery(_Body):
+    pattern: str = Field(min_length=1, max_length=1000,
+                         description="a literal, or an RE2 regex with regex=true")
+    regex: bool = False
+    path: str | None = Field(default=None, max_length=500, description="path glob filter")
+    language: str | None = Field(default=None, max_length=40)
+    case_sensitive: bool = False
+    context: int = Field(default=0, ge=0, le=10, description="lines before and after")
+    limit: int = Field(default=50, ge=1, le=500, description="matching lines shown")
+
+
 class OutlineQuery(_Body):
     path: str = Field(min_length=1, max_length=1000)
 

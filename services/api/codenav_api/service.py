@@ -5,6 +5,7 @@ REST routes and the MCP endpoint both call ``Services.run``, so they cannot disa
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -13,7 +14,19 @@ import psycopg
 import redis
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from codenav import access, embeddings, find, freshness, navigate, queue, roots, search, status
+from codenav import (
+    access,
+    embeddings,
+    find,
+    freshness,
+    grep,
+    navigate,
+    queue,
+    roots,
+    search,
+    status,
+    usage,
+)
 from codenav.access import Caller, Scope
 from codenav.auth import TokenVerifier
 from codenav.config import Settings
@@ -25,6 +38,7 @@ from codenav.graph import tools as graph_tools
 from codenav.graph.tools import GRAPH_TOOLS
 from codenav.semantic import QueryEmbedder
 from codenav.validate import check_value
+from codenav_api import metrics
 
 POOL_TIMEOUT_S = 3.0
 
@@ -49,11 +63,13 @@ class Services:
         self.tokens = TokenVerifier()
         self.semantic = QueryEmbedder(EmbedClient.from_settings(
             settings, timeout=settings.embed_query_budget_ms / 1000))
+        self.usage = usage.UsageBuffer()
 
     def open(self) -> None:
         self.pool.open(wait=False)
 
     def close(self) -> None:
+        self.flush_usage()
         self.pool.close()
         self.redis.close()
         if self.semantic.client is not None:
@@ -73,19 +89,58 @@ class Services:
 
     def run(self, caller: Caller, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         """Run a tool for ``caller``: its role is checked, its arguments must be text, and
-        the answer comes from the repositories it may see."""
+        the answer comes from the repositories it may see. Its latency and outcome go to
+        the metrics, its ``_stats`` to the usage figures."""
         if tool not in access.READ_TOOLS and tool != "reindex":
             raise InvalidRequest(f"unknown tool {tool!r}")
+        started = time.perf_counter()
+        try:
+            answer = self._run(caller, tool, args)
+        except CodenavError as exc:
+            metrics.observe_tool(tool, time.perf_counter() - started, exc.code)
+            raise
+        metrics.observe_tool(tool, time.perf_counter() - started, metrics.outcome_of(answer))
+        return answer
+
+    def _run(self, caller: Caller, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         access.authorize(caller, tool)
         check_value(args, "")
         with self.connection() as conn:
             if tool == "status":
-                return self.status(conn, caller, args.get("repo") or None)
+                answer = self.status(conn, caller, args.get("repo") or None)
+                self._count(conn, caller, answer.get("_repo_id"), tool, answer)
+                answer.pop("_repo_id", None)
+                return answer
             scope = access.resolve(conn, caller, args.get("repo") or None)
             answer = self._dispatch(conn, scope, tool, args)
             if tool != "reindex":
                 self._annotate(conn, scope, answer)
+                self._count(conn, caller, scope.id, tool, answer)
             return answer
+
+    def _count(self, conn: psycopg.Connection, caller: Caller, repo_id: int | None,
+               tool: str, answer: dict[str, Any]) -> None:
+        """Add the answer to the usage figures; write them if they are due (one statement
+        on this connection, at most every few seconds)."""
+        self.usage.record(caller, repo_id, tool, answer)
+        if self.usage.due():
+            self.usage.flush(conn)
+
+    def flush_usage(self) -> None:
+        if not self.usage.pending():
+            return
+        try:
+            with self.connection() as conn:
+                self.usage.flush(conn)
+        except CodenavError:
+            pass  # the store is down: the figures wait for the next flush
+
+    def stats(self, caller: Caller, days: int) -> dict[str, Any]:
+        """Usage figures the caller may see (this process's latest answers included)."""
+        access.authorize(caller, "stats")
+        with self.connection() as conn:
+            self.usage.flush(conn)
+            return usage.summary(conn, caller, days)
 
     def _annotate(self, conn: psycopg.Connection, scope: Scope,
                   answer: dict[str, Any]) -> None:
@@ -106,6 +161,9 @@ class Services:
             status.scopes_of(conn, caller)
         visible = {s.id: s for s in scopes}
         answer = status.status(conn, scopes)
+        if repo_name:
+            answer["_repo_id"] = scopes[0].id
+        answer["usage"] = self._usage_summary(conn, caller)
         error = None
         workers = None
         depth: dict[str, Any] = {}
@@ -141,6 +199,16 @@ class Services:
         answer["queue"] = {"error": "queue unreachable"} if error else \
             {"jobs": jobs, "of": "the repositories this token sees", **depth}
         return answer
+
+    def _usage_summary(self, conn: psycopg.Connection, caller: Caller) -> dict[str, Any]:
+        """The last week's token economy, compact (``codenav stats`` has the detail)."""
+        self.usage.flush(conn)
+        week = usage.summary(conn, caller, 7)
+        return {"days": 7, **week["total"],
+                "by_tool": {t["tool"]: {"calls": t["calls"],
+                                        "tokens_returned": t["tokens_returned"],
+                                        "tokens_full_files": t["tokens_full_files"]}
+                            for t in week["by_tool"]}}
 
     def _probe_embedder(self) -> str | None:
         """``ok``, or why the embedder does not serve (None: none is configured)."""
@@ -188,6 +256,14 @@ class Services:
                                  args.get("end_line"), args.get("symbol") or None)
         if tool == "reindex":
             return self.reindex(conn, scope, args.get("paths"))
+        if tool == "grep":
+            return grep.grep(conn, scope, args["pattern"], regex=bool(args.get("regex")),
+                             path=args.get("path") or None,
+                             language=args.get("language") or None,
+                             case_sensitive=bool(args.get("case_sensitive")),
+                             context=int(args.get("context") or 0),
+                             limit=int(args.get("limit") or 50),
+                             timeout_ms=self.settings.grep_timeout_ms)
         if tool in GRAPH_TOOLS:
             return graph_tools.run(conn, scope, tool, args)
         raise InvalidRequest(f"unknown tool {tool!r}")

@@ -29,12 +29,14 @@ ROLES = ("read", "write", "admin")
 """In increasing order: each role can do everything the ones before it can."""
 DEFAULT_TEAM = "default"
 
-READ_TOOLS = ("search", "find_files", "outline", "read", "status", "definition", "references",
-              "dependencies", "impact", "implementations", "skeleton")
+READ_TOOLS = ("search", "find_files", "grep", "outline", "read", "status", "definition",
+              "references", "dependencies", "impact", "implementations", "skeleton")
 REQUIRED: dict[str, str] = {
     **{tool: "read" for tool in READ_TOOLS},
     "repo.list": "read",
     "job.status": "read",
+    "stats": "read",
+    "metrics": "admin",
     "reindex": "write",
     "repo.register": "write",
     "repo.delete": "admin",

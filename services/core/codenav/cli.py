@@ -1,8 +1,9 @@
 """The ``codenav`` command line.
 
 Every command prints one clear error line plus a hint on failure, never a traceback.
-``search``, ``find`` and ``status`` take ``--json`` to print exactly what the MCP tool
-returns as structured content.
+Every MCP tool is a command named like it (``find-files``, ``grep``, ``references``...)
+with the tool's arguments, and ``--json`` prints exactly what the tool returns as
+structured content.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -227,38 +229,118 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"query": args.query, "limit": args.limit, "path": args.path,
-            "language": args.language, "kind": args.kind, "exported": args.exported,
-            "mode": args.mode, "repo": args.repo or settings.repo or None}
-    _print("search", _api(settings, "POST", "/v1/search", body), args.json)
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a tool command: the same name, type and default as the tool's."""
+
+    name: str
+    kind: type = str
+    default: Any = None
+    positional: bool = False
+    optional: bool = False
+    """A positional argument that may be left out."""
+    help: str | None = None
+    choices: tuple[str, ...] | None = None
+    flags: tuple[str, ...] = ()
+    """Extra option strings (short forms, older spellings kept for scripts)."""
+
+
+_MODE = Arg("mode", default="hybrid", choices=("hybrid", "lexical", "semantic"))
+TOOL_ARGS: dict[str, list[Arg]] = {
+    "search": [Arg("query", positional=True), Arg("limit", int, 10),
+               Arg("path", help="path glob filter, e.g. 'src/**/*.py'"), Arg("language"),
+               Arg("kind", help="function, method, class, interface, ..."),
+               Arg("exported", bool, False, help="only exported/public declarations"), _MODE],
+    "find_files": [Arg("query", positional=True), Arg("limit", int, 7),
+                   Arg("include_tests", bool, False), _MODE],
+    "grep": [Arg("pattern", positional=True),
+             Arg("regex", bool, False, help="PATTERN is an RE2 regular expression"),
+             Arg("path", help="path glob filter, e.g. 'src/**/*.java'"), Arg("language"),
+             Arg("case_sensitive", bool, False, flags=("-s",),
+                 help="match case exactly (default: ignore case)"),
+             Arg("context", int, 0, flags=("-C",), help="lines before and after each match"),
+             Arg("limit", int, 50, help="matching lines shown")],
+    "outline": [Arg("path", positional=True)],
+    "read": [Arg("path", positional=True, optional=True),
+             Arg("start_line", int, flags=("--start",)), Arg("end_line", int, flags=("--end",)),
+             Arg("symbol", help="Class.method or a name")],
+    "status": [],
+    "reindex": [Arg("paths", list, positional=True, help="paths to refresh (default: all)")],
+    "definition": [Arg("symbol", positional=True), Arg("path", help="the declaring file")],
+    "references": [Arg("symbol", positional=True), Arg("path", help="the declaring file"),
+                   Arg("include_potential", bool, True,
+                       help="also name-only matches that did not resolve")],
+    "dependencies": [Arg("path", positional=True),
+                     Arg("direction", default="both", choices=("imports", "importers", "both")),
+                     Arg("depth", int, 1)],
+    "impact": [Arg("symbol_or_path", positional=True), Arg("depth", int, 3)],
+    "implementations": [Arg("symbol", positional=True)],
+    "skeleton": [Arg("path", positional=True, optional=True, help="a directory"),
+                 Arg("depth", int, help="subdirectory levels")],
+}
+"""Every MCP tool as a command named like it (``find-files``; ``find_files`` and ``find``
+are aliases), with the tool's arguments (tests/core/test_parity.py holds them equal)."""
+TOOL_HELP = {"search": "search code chunks", "find_files": "rank files for a task description",
+             "grep": "lines matching a literal or an RE2 regex",
+             "outline": "a file's symbols and imports",
+             "read": "code by path and lines, or by symbol",
+             "status": "what is indexed, skipped, running",
+             "reindex": "queue a reindex of the repository or of some paths (write)",
+             "definition": "a symbol's declaration and the types it mentions",
+             "references": "who uses a symbol", "dependencies": "a file's imports and importers",
+             "impact": "what transitively depends on a symbol or file",
+             "implementations": "classes implementing or extending a type",
+             "skeleton": "exported declarations of a directory, by file"}
+
+
+def cmd_tool(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the tool ``args.tool`` through the API and print its answer."""
+    tool = args.tool
+    body = {a.name: getattr(args, a.name) for a in TOOL_ARGS[tool]}
+    if tool == "reindex" and not body["paths"]:
+        body["paths"] = None
+    body["repo"] = args.repo or settings.repo or None
+    _print(tool, _api(settings, "POST", f"/v1/{tool}", body), args.json)
     return 0
 
 
-def cmd_find(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"query": args.query, "limit": args.limit, "include_tests": args.include_tests,
-            "mode": args.mode, "repo": args.repo or settings.repo or None}
-    _print("find_files", _api(settings, "POST", "/v1/find_files", body), args.json)
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    from codenav import usage
+
+    if _admin_mode(settings) == "api":
+        data = _api(settings, "GET", f"/v1/stats?days={int(args.days)}")
+    else:
+        data = _operator(settings, lambda conn, caller: usage.summary(conn, caller, args.days))
+    _print("stats", data, args.json)
     return 0
 
 
-def cmd_outline(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"path": args.path, "repo": args.repo or settings.repo or None}
-    _print("outline", _api(settings, "POST", "/v1/outline", body), args.json)
-    return 0
-
-
-def cmd_read(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"path": args.path, "symbol": args.symbol, "start_line": args.start,
-            "end_line": args.end, "repo": args.repo or settings.repo or None}
-    _print("read", _api(settings, "POST", "/v1/read", body), args.json)
-    return 0
-
-
-def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"repo": args.repo or settings.repo or None}
-    _print("status", _api(settings, "POST", "/v1/status", body), args.json)
-    return 0
+def _add_tool_parser(sub: Any, tool: str) -> None:
+    name = tool.replace("_", "-")
+    aliases = [tool] if name != tool else []
+    if tool == "find_files":
+        aliases.append("find")
+    p = sub.add_parser(name, aliases=aliases, help=TOOL_HELP[tool])
+    for a in TOOL_ARGS[tool]:
+        kwargs: dict[str, Any] = {"help": a.help}
+        if a.choices:
+            kwargs["choices"] = a.choices
+        if a.positional:
+            nargs = "*" if a.kind is list else ("?" if a.optional else None)
+            p.add_argument(a.name, nargs=nargs, **kwargs)
+            continue
+        flags = [f"--{a.name.replace('_', '-')}", *a.flags]
+        if a.kind is bool:
+            action = argparse.BooleanOptionalAction if a.default else "store_true"
+            p.add_argument(*flags, dest=a.name, action=action, default=a.default, **kwargs)
+        else:
+            p.add_argument(*flags, dest=a.name, type=a.kind, default=a.default, **kwargs)
+    if tool == "grep":
+        p.add_argument("-i", "--ignore-case", dest="case_sensitive", action="store_false",
+                       help="ignore case (the default)")
+    p.add_argument("--repo", help="repository name (default: the only one)")
+    p.add_argument("--json", action="store_true", help="print the structured result")
+    p.set_defaults(func=cmd_tool, tool=tool)
 
 
 def _db_settings(settings: Settings) -> Settings:
@@ -544,46 +626,16 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also wait until every chunk is embedded (semantic search)")
     idx.set_defaults(func=cmd_index)
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--repo", help="repository name (default: the only one)")
-        p.add_argument("--json", action="store_true", help="print the structured result")
+    from codenav.tools import TOOL_NAMES
 
-    s = sub.add_parser("search", help="search code chunks")
-    s.add_argument("query")
-    s.add_argument("--limit", type=int, default=10)
-    s.add_argument("--path", help="path glob filter, e.g. 'src/**/*.py'")
-    s.add_argument("--language")
-    s.add_argument("--kind", help="function, method, class, interface, ...")
-    s.add_argument("--exported", action="store_true",
-                   help="only exported/public declarations")
-    s.add_argument("--mode", choices=("hybrid", "lexical", "semantic"), default="hybrid")
-    common(s)
-    s.set_defaults(func=cmd_search)
+    for tool in TOOL_NAMES:
+        _add_tool_parser(sub, tool)
 
-    f = sub.add_parser("find", help="rank files for a task description")
-    f.add_argument("query")
-    f.add_argument("--limit", type=int, default=7)
-    f.add_argument("--include-tests", action="store_true")
-    f.add_argument("--mode", choices=("hybrid", "lexical", "semantic"), default="hybrid")
-    common(f)
-    f.set_defaults(func=cmd_find)
-
-    o = sub.add_parser("outline", help="a file's symbols and imports")
-    o.add_argument("path")
-    common(o)
-    o.set_defaults(func=cmd_outline)
-
-    r = sub.add_parser("read", help="code by path and lines, or by symbol")
-    r.add_argument("path", nargs="?")
-    r.add_argument("--symbol")
-    r.add_argument("--start", type=int)
-    r.add_argument("--end", type=int)
-    common(r)
-    r.set_defaults(func=cmd_read)
-
-    st = sub.add_parser("status", help="what is indexed, skipped, running")
-    common(st)
-    st.set_defaults(func=cmd_status)
+    sta = sub.add_parser("stats", help="token economy: tokens returned vs reading the files "
+                         "whole, per tool and day")
+    sta.add_argument("--days", type=int, default=7, help="the last N days (default 7)")
+    sta.add_argument("--json", action="store_true", help="print the structured result")
+    sta.set_defaults(func=cmd_stats)
 
     tok = sub.add_parser("token", help="manage API tokens (admin)")
     tsub = tok.add_subparsers(dest="token_cmd", metavar="ACTION", required=True)
@@ -643,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = Settings.load()
         if args.command not in ("up", "token", "team", "repo", "audit", "migrate", "mcp",
-                                "setup"):
+                                "setup", "stats"):
             endpoint(settings)  # fail early with a clear message when nothing is configured
         return int(args.func(args, settings))
     except CodenavError as exc:

@@ -30,6 +30,7 @@ _BY_STATUS: dict[int, type[CodenavError]] = {400: InvalidRequest, 401: Unauthori
 
 TOOL_ROUTES = {
     "search": ("POST", "/v1/search"), "find_files": ("POST", "/v1/find_files"),
+    "grep": ("POST", "/v1/grep"),
     "outline": ("POST", "/v1/outline"), "read": ("POST", "/v1/read"),
     "status": ("POST", "/v1/status"), "reindex": ("POST", "/v1/reindex"),
     "definition": ("POST", "/v1/definition"), "references": ("POST", "/v1/references"),

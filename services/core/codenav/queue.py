@@ -58,6 +58,8 @@ JOB_GRAPH = "codenav_worker.jobs.build_graph"
 
 RETRY = Retry(max=3, interval=[5, 30, 120])
 _PENDING = "codenav:pending:{repo_id}"
+_PENDING_SINCE = "codenav:pending-since:{repo_id}"
+"""When the oldest change still pending was seen (unix time): the repository's index lag."""
 """Hash: path -> what happened on disk, for paths not reconciled yet."""
 _QUEUED = "codenav:queued:{kind}:{repo_id}"
 _JOB_ID = re.compile(r"^(full|paths|graph|embed)-(\d+)-[0-9a-f]+$")
@@ -145,7 +147,10 @@ def request_paths(conn: redis.Redis, settings: Settings, repo_id: int,
     if not kinds:
         return None
     try:
-        conn.hset(_PENDING.format(repo_id=repo_id), mapping=kinds)  # type: ignore[arg-type]
+        pipe = conn.pipeline(transaction=False)
+        pipe.hset(_PENDING.format(repo_id=repo_id), mapping=kinds)  # type: ignore[arg-type]
+        pipe.set(_PENDING_SINCE.format(repo_id=repo_id), f"{time.time():.3f}", nx=True)
+        pipe.execute()
     except redis.RedisError as exc:
         raise Unavailable(f"cannot reach the queue: {exc}") from None
     return _enqueue_once(conn, settings, "paths", repo_id, JOB_PATHS)
@@ -229,6 +234,16 @@ def done_paths(conn: redis.Redis, repo_id: int, changes: dict[str, str]) -> None
              if now is not None and _text(now) == kind]
     if stale:
         conn.hdel(key, *stale)
+    if not conn.hlen(key):
+        conn.delete(_PENDING_SINCE.format(repo_id=repo_id))
+
+
+def pending_since(conn: redis.Redis, repo_id: int) -> float | None:
+    """When the oldest change not reconciled yet was seen (None: nothing is pending)."""
+    raw = conn.get(_PENDING_SINCE.format(repo_id=repo_id))
+    if raw is None or not conn.hlen(_PENDING.format(repo_id=repo_id)):
+        return None
+    return float(_text(raw))
 
 
 def waiting(conn: redis.Redis, repo_id: int) -> dict[str, str]:
@@ -247,7 +262,8 @@ def waiting(conn: redis.Redis, repo_id: int) -> dict[str, str]:
 def forget_repo(conn: redis.Redis, repo_id: int) -> None:
     """Drop a deleted repository's queue state: pending paths, waiting and running flags,
     the watcher's lease and report. (A job already queued finds no repository and ends.)"""
-    keys = [_PENDING.format(repo_id=repo_id), _LEADER.format(repo_id=repo_id),
+    keys = [_PENDING.format(repo_id=repo_id), _PENDING_SINCE.format(repo_id=repo_id),
+            _LEADER.format(repo_id=repo_id),
             _WATCHER.format(repo_id=repo_id)]
     keys += [_QUEUED.format(kind=k, repo_id=repo_id) for k in ("full", "paths", "graph", "embed")]
     keys += [_RUNNING.format(kind=k, repo_id=repo_id) for k in ("graph",)]

@@ -108,8 +108,58 @@ def _status(data: dict[str, Any]) -> str:
                        f"({emb.get('model')})")
         elif emb.get("note"):
             out.append(f"  embeddings: {emb['note']}")
+    used = data.get("usage") or {}
+    if used.get("calls"):
+        out.append(f"usage, last {used.get('days')} days: {_usage_line(used)} "
+                   "(codenav stats for the detail)")
     for reason in (data.get("services") or {}).get("degraded", []):
         out.append(f"degraded: {reason}")
+    return "\n".join(out)
+
+
+def _grep(data: dict[str, Any]) -> str:
+    """grep's own format: ``path:line:text`` for a match, ``path-line-text`` for context."""
+    out = []
+    for f in data.get("results", []):
+        last = 0
+        for m in f.get("matches", []):
+            before = m.get("before", [])
+            first = m["line"] - len(before)
+            if last and first > last + 1 and (before or m.get("after") is not None):
+                out.append("--")
+            out.extend(f"{f['path']}-{first + i}-{text}" for i, text in enumerate(before))
+            out.append(f"{f['path']}:{m['line']}:{m['text']}")
+            out.extend(f"{f['path']}-{m['line'] + 1 + i}-{text}"
+                       for i, text in enumerate(m.get("after", [])))
+            last = m["line"] + len(m.get("after", []))
+    total = data.get("matches_total", 0)
+    exact = "" if data.get("total_exact", True) else "at least "
+    out.append(f"[{data.get('matches_shown', 0)} shown of {exact}{total} matching lines in "
+               f"{data.get('files_matched', 0)} files; {data.get('files_searched', 0)} of "
+               f"{data.get('files_candidate', 0)} candidate files searched; index: "
+               f"{data.get('accelerated', '')}]")
+    if data.get("capped"):
+        out.append(f"(capped: {data['capped']['message']})")
+    if data.get("timed_out"):
+        out.append(f"(timed out: {data['timed_out']['message']})")
+    return "\n".join(out)
+
+
+def _usage_line(row: dict[str, Any]) -> str:
+    saved = f"{row['saved']:.0%} saved" if "saved" in row else "-"
+    return (f"{row['calls']} calls, {row['tokens_returned']} tokens returned vs "
+            f"{row['tokens_full_files']} for the files whole ({saved}), "
+            f"{row.get('empty', 0)} empty, {row.get('avg_ms', 0)} ms avg")
+
+
+def _stats(data: dict[str, Any]) -> str:
+    """``codenav stats``: the token economy per tool, then per day."""
+    out = [f"since {data.get('since')} ({data.get('days')} days, {data.get('of')}):",
+           f"  all tools: {_usage_line(data['total'])}"] if data.get("total") else []
+    out.extend(f"  {t['tool']}: {_usage_line(t)}" for t in data.get("by_tool", []))
+    if data.get("by_day"):
+        out.append("per day:")
+        out.extend(f"  {d['day']} {d['tool']}: {_usage_line(d)}" for d in data["by_day"])
     return "\n".join(out)
 
 
@@ -118,8 +168,9 @@ def _reindex(data: dict[str, Any]) -> str:
            f"{data.get('repo')}" + (f" ({len(data['paths'])} paths)" if data.get("paths") else "")
 
 
-_RENDERERS = {"search": _search, "find_files": _find, "outline": _outline, "read": _read,
-              "status": _status, "reindex": _reindex, **graph_render.RENDERERS}
+_RENDERERS = {"search": _search, "find_files": _find, "grep": _grep, "outline": _outline,
+              "read": _read, "status": _status, "reindex": _reindex, "stats": _stats,
+              **graph_render.RENDERERS}
 
 
 def render(tool: str, data: dict[str, Any]) -> str:

@@ -21,8 +21,9 @@ from codenav.errors import CodenavError, UserError
 INSTRUCTIONS = (
     "codenav is a shared code index. Prefer find_files to locate files for a task, search to "
     "get exact code (functions, classes) for identifiers or descriptions, outline to see a "
-    "file's shape, and read for precise line ranges or a symbol's body, instead of grepping "
-    "or reading whole files. For structure, definition gives a symbol's declaration and "
+    "file's shape, grep for exact strings or regexes, and read for precise line ranges or "
+    "a symbol's body, instead of shell grep or reading whole files. For structure, "
+    "definition gives a symbol's declaration and "
     "the types it uses, references who uses it, impact what a change breaks, dependencies "
     "a file's imports and importers, implementations the classes behind an interface, and "
     "skeleton a directory's exports. An empty answer says why it is empty; 'no match' is "
@@ -36,6 +37,9 @@ DESCRIPTIONS = {
               "(default), lexical or semantic.",
     "find_files": "Rank files relevant to a task description. Words are ANDed softly; "
                   "[a|b] means either; plurals match. Each result says why it matched.",
+    "grep": "Exact text search over the indexed files: a literal (default) or an RE2 "
+            "regex (regex=true), within one line; path glob and language filters, "
+            "context lines. Says when the limit cut results and how many matches exist.",
     "outline": "A file's symbols with line ranges (methods nested under classes) and its "
                "imports, without the code.",
     "read": "Code from the index by path and line range, or by symbol name "
@@ -111,6 +115,15 @@ def register_tools(server: MCPServer, backend: Backend,
                                         "include_tests": include_tests, "repo": repo,
                                         "mode": mode})
 
+    @tool("grep")
+    async def grep(pattern: str, regex: bool = False, path: str | None = None,
+                   language: str | None = None, case_sensitive: bool = False,
+                   context: int = 0, limit: int = 50,
+                   repo: str | None = None) -> CallToolResult:
+        return await run("grep", {"pattern": pattern, "regex": regex, "path": path,
+                                  "language": language, "case_sensitive": case_sensitive,
+                                  "context": context, "limit": limit, "repo": repo})
+
     @tool("outline")
     async def outline(path: str, repo: str | None = None) -> CallToolResult:
         return await run("outline", {"path": path, "repo": repo})
@@ -162,7 +175,7 @@ def register_tools(server: MCPServer, backend: Backend,
                        repo: str | None = None) -> CallToolResult:
         return await run("skeleton", {"path": path, "depth": depth, "repo": repo})
 
-    del search, find_files, outline, read, status, reindex
+    del search, find_files, grep, outline, read, status, reindex
     del definition, references, dependencies, impact, implementations, skeleton
 
 

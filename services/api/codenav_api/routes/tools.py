@@ -16,6 +16,7 @@ from codenav_api.models import (
     DefinitionQuery,
     DependenciesQuery,
     FindFilesQuery,
+    GrepQuery,
     ImpactQuery,
     ImplementationsQuery,
     OutlineQuery,
@@ -33,6 +34,7 @@ router = APIRouter(prefix="/v1", tags=["tools"])
 TOOLS: list[tuple[str, type[BaseModel], str]] = [
     ("search", SearchQuery, "Code chunks matching a query"),
     ("find_files", FindFilesQuery, "Files relevant to a task description"),
+    ("grep", GrepQuery, "Lines matching a literal or an RE2 regex"),
     ("outline", OutlineQuery, "A file's symbols and imports"),
     ("read", ReadQuery, "Code by path and lines, or by symbol"),
     ("status", StatusQuery, "Index state, skipped files, last run"),

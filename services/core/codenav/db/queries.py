@@ -387,12 +387,74 @@ FROM files f JOIN contents co ON co.id = f.content_id
 WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND co.redactions <> '[]'::jsonb
 ORDER BY f.path LIMIT %(k)s"""
 
+# --- grep (codenav.grep) -------------------------------------------------------------------
+# The search's time budget: every statement of the grep transaction stops at it.
+GREP_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
+
+
+def grep_candidates(n_literals: int, case_sensitive: bool) -> sql.Composed:
+    """The files grep reads: the repository's, narrowed by language and path regex, and by
+    ``n_literals`` literals each body must contain (``%(lit0)s``... as LIKE patterns),
+    found through the trigram index on contents.body. Path order."""
+    op = sql.SQL("LIKE" if case_sensitive else "ILIKE")
+    likes = sql.SQL("").join(
+        sql.SQL("\n  AND co.body {op} {lit}").format(op=op, lit=sql.Placeholder(f"lit{i}"))
+        for i in range(int(n_literals)))
+    return sql.SQL("""
+SELECT f.path, f.content_id, f.language, f.size
+FROM files f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])
+  AND (%(language)s::text IS NULL OR f.language = %(language)s)
+  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s){likes}
+ORDER BY f.path
+LIMIT %(cap)s""").format(likes=likes)
+
+
+# Bodies of candidate contents, while a file of the repository points at them.
+GREP_BODIES = """
+SELECT co.id, co.body FROM contents co WHERE co.id = ANY(%(ids)s) AND EXISTS (
+    SELECT 1 FROM files f WHERE f.content_id = co.id AND f.repo_id = %(repo)s
+      AND f.repo_id = ANY(%(visible)s::int[]))"""
+
+# --- token economy (codenav.usage) -------------------------------------------------------
+# Sums of answers' _stats, added to the day's row (several API processes add up). A
+# repository deleted since its answers were counted takes its figures with it.
+USAGE_FLUSH = """
+INSERT INTO usage_daily AS u (day, team_id, repo_id, tool, calls, empty, tokens_returned,
+                              tokens_full_files, duration_ms)
+SELECT n.day, n.team, n.repo, n.tool, n.calls, n.empty, n.returned, n.whole, n.ms
+FROM unnest(%(day)s::date[], %(team)s::int[], %(repo)s::int[], %(tool)s::text[],
+            %(calls)s::bigint[], %(empty)s::bigint[], %(returned)s::bigint[],
+            %(full)s::bigint[], %(ms)s::float8[])
+     AS n(day, team, repo, tool, calls, empty, returned, whole, ms)
+WHERE EXISTS (SELECT 1 FROM teams t WHERE t.id = n.team)
+  AND (n.repo IS NULL OR EXISTS (SELECT 1 FROM repos r WHERE r.id = n.repo))
+ON CONFLICT (day, team_id, (coalesce(repo_id, 0)), tool) DO UPDATE SET
+    calls = u.calls + EXCLUDED.calls, empty = u.empty + EXCLUDED.empty,
+    tokens_returned = u.tokens_returned + EXCLUDED.tokens_returned,
+    tokens_full_files = u.tokens_full_files + EXCLUDED.tokens_full_files,
+    duration_ms = u.duration_ms + EXCLUDED.duration_ms"""
+# Per day and tool, within what the caller sees: its visible repositories, its team's
+# answers about no single repository (a token of the whole team), or all (the operator).
+USAGE_SUMMARY = """
+SELECT u.day, u.tool, sum(u.calls)::bigint, sum(u.empty)::bigint,
+       sum(u.tokens_returned)::bigint, sum(u.tokens_full_files)::bigint, sum(u.duration_ms)
+FROM usage_daily u
+WHERE u.day >= %(since)s
+  AND (u.repo_id = ANY(%(visible)s::int[])
+       OR (u.repo_id IS NULL AND %(team_wide)s AND u.team_id = %(team)s)
+       OR %(all)s)
+GROUP BY u.day, u.tool
+ORDER BY u.day DESC, sum(u.calls) DESC, u.tool"""
+
 # --- benchmarks --------------------------------------------------------------------------
 BENCH_SYMBOLS = """
 SELECT DISTINCT c.symbol, c.parent FROM chunks c JOIN files f ON f.content_id = c.content_id
 WHERE f.repo_id = %s AND c.symbol IS NOT NULL AND length(c.symbol) > 3
 ORDER BY 1, 2 NULLS FIRST"""
 DATABASE_SIZE = "SELECT pg_database_size(current_database())"
+BENCH_TRGM_SIZE = "SELECT pg_relation_size('contents_body_trgm_idx')"
+BENCH_TRGM_REINDEX = "REINDEX INDEX contents_body_trgm_idx"
 CHUNK_COUNT = "SELECT count(*) FROM chunks"
 
 # --- embeddings --------------------------------------------------------------------------
@@ -852,7 +914,7 @@ WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = 
 # --- statements that return no repository's rows to a caller -----------------------------
 GLOBAL = frozenset({
     # session settings
-    "SESSION_SETUP", "SESSION_VECTOR_SETUP",
+    "SESSION_SETUP", "SESSION_VECTOR_SETUP", "GREP_TIMEOUT",
     # corpus-wide ranking statistics (numbers that weigh terms; no row reaches an answer)
     "STATS_CORPUS", "STATS_TERMS", "STATS_CONTENTS", "STATS_CHUNK_COUNT",
     # embedding models (names and dimensions)
@@ -862,6 +924,8 @@ GLOBAL = frozenset({
     "TOKEN_INSERT", "TOKEN_GRANT", "TOKEN_CHECK", "TOKEN_STATE", "TOKEN_LIST", "TOKEN_GET",
     "TOKEN_REVOKE", "TEAM_GET", "TEAM_INSERT", "TEAM_LIST", "AUDIT_INSERT", "AUDIT_LIST",
     "REPO_BY_TEAM_NAMES",
+    # usage figures written (no row is returned)
+    "USAGE_FLUSH",
     # the visible set itself: a token's team or grants
     "REPOS_VISIBLE",
 })
