@@ -511,8 +511,10 @@ def _stage(conn: psycopg.Connection, tar: tarfile.TarFile, entry: dict[str, Any]
                                 "checksum", hint="export the snapshot again")
         if not skip and not unpack.eof:
             raise SnapshotError(f"{where} is corrupted (section {section} ends early)")
-    rows = int(conn.execute(q.snapshot_stage_count(section)).fetchone()[0]) \
-        if not skip else 0  # type: ignore[index]
+    rows = 0
+    if not skip:
+        counted = conn.execute(q.snapshot_stage_count(section)).fetchone()
+        rows = int(counted[0]) if counted else 0
     if not skip and rows != int(entry.get("rows", -1)):
         raise SnapshotError(f"{where} is corrupted: section {section} holds {rows} rows, "
                             f"its manifest says {entry.get('rows')}")
