@@ -495,3 +495,24 @@ def test_the_cli_exports_and_imports_as_the_operator(
     assert f"imported default/python at {moved}" in done.stdout
     bad = run(second.database_url, "import", str(tmp_path / "missing.snap"))
     assert bad.returncode == 1 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_seed_import_skips_a_store_that_holds_its_repository_and_maps_allowed_roots(
+        indexed: Settings, conn: psycopg.Connection, second: Settings, tmp_path: Path) -> None:
+    """What the compose seed profile and the Kubernetes Job run: `--local-roots` puts the
+    repository under CODENAV_ALLOWED_ROOTS (the directory of its name), and
+    `--skip-existing` leaves a store that already holds it alone."""
+    path = tmp_path / "java.snap"
+    _export(conn, path, ["java"])
+    checkouts = tmp_path / "srv" / "git"
+    (checkouts / "java").mkdir(parents=True)
+    server = Settings.load(env={"CODENAV_DATABASE_URL": second.database_url,
+                                "CODENAV_HOME": second.home,
+                                "CODENAV_ALLOWED_ROOTS": str(checkouts)},
+                           dotenv=Path("/nonexistent"))
+    first = _import(server, path, skip_existing=True, local_roots=True)
+    assert [r["root"] for r in first["repos"]] == [str(checkouts / "java")]
+    counted = _counts(second)
+    again = _import(server, path, skip_existing=True, local_roots=True)
+    assert again["skipped"] == "the store already holds default/java"
+    assert _counts(second) == counted

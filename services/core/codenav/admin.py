@@ -202,19 +202,32 @@ def snapshot_export(conn: psycopg.Connection, caller: Caller, out_path: Path,
 
 def snapshot_import(conn: psycopg.Connection, settings: Settings, caller: Caller, path: Path,
                     roots_by_name: dict[str, str] | None = None, team: str | None = None,
-                    vectors: bool = True,
-                    model: ModelCheck | None = None) -> dict[str, Any]:
+                    vectors: bool = True, model: ModelCheck | None = None,
+                    skip_existing: bool = False, local_roots: bool = False) -> dict[str, Any]:
     """Import a snapshot file. The operator imports each repository into its team in the
     snapshot (or ``team``); an admin, into its own team. A mapped root (another machine's
-    checkout moved here) must be an allowed root; so must any root a team admin imports."""
+    checkout moved here) must be an allowed root; so must any root a team admin imports.
+    ``local_roots`` maps each repository under the allowed roots (``snapshot.roots_under``);
+    ``skip_existing`` imports nothing when the store holds one of its repositories (a seed
+    applied once, to an empty store)."""
     from codenav import snapshot
 
     authorize(caller, "snapshot.import")
     if team and not caller.is_operator and team != caller.team:
         raise Forbidden(f"an admin imports into its own team ({caller.team}), not {team!r}")
-    mapped = {name: roots.check(settings, root) for name, root in (roots_by_name or {}).items()}
+    manifest = snapshot.read_manifest(path)
+    into = team if caller.is_operator else caller.team
+    if skip_existing:
+        already = snapshot.held(conn, manifest, into)
+        if already:
+            return {"skipped": f"the store already holds {', '.join(already)}", "repos": [],
+                    "rows": {}, "inserted": {}, "seconds": 0.0, "notes": []}
+    wanted = dict(roots_by_name or {})
+    if local_roots:
+        wanted = {**snapshot.roots_under(manifest, list(settings.allowed_roots)), **wanted}
+    mapped = {name: roots.check(settings, root) for name, root in wanted.items()}
     if not caller.is_operator:
-        for spec in snapshot.read_manifest(path).repos:
+        for spec in manifest.repos:
             if spec.name not in mapped:
                 roots.check(settings, spec.root)
 

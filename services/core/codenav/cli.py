@@ -470,11 +470,16 @@ def cmd_snapshot(args: argparse.Namespace, settings: Settings) -> int:
     if bare:
         named = {**snapshot.map_roots(snapshot.read_manifest(path), bare), **named}
     if remote:
-        data = _upload_snapshot(settings, path, named, args.team, not args.no_vectors)
+        data = _upload_snapshot(settings, path, named, args.team, not args.no_vectors,
+                                args.skip_existing, args.local_roots)
     else:
         model = embedder_model(settings)
         data = _operator(settings, lambda conn, caller: admin.snapshot_import(
-            conn, settings, caller, path, named, args.team, not args.no_vectors, model))
+            conn, settings, caller, path, named, args.team, not args.no_vectors, model,
+            args.skip_existing, args.local_roots))
+    if data.get("skipped"):
+        _emit(data, args.json, f"nothing imported: {data['skipped']}")
+        return 0
     lines = [f"imported {r['team']}/{r['name']} at {r['root']}"
              + (f" (commit {r['commit'][:12]})" if r.get("commit") else "")
              + (" (replaced its file list)" if r.get("replaced") else "")
@@ -499,14 +504,16 @@ def _download_snapshot(settings: Settings, out: Path, names: list[str] | None,
 
 
 def _upload_snapshot(settings: Settings, path: Path, roots: dict[str, str], team: str | None,
-                     vectors: bool) -> dict[str, Any]:
+                     vectors: bool, skip_existing: bool, local_roots: bool) -> dict[str, Any]:
     from codenav.client import upload
 
     params: list[tuple[str, str]] = [("root", f"{k}={v}") for k, v in roots.items()]
     if team:
         params.append(("team", team))
-    if not vectors:
-        params.append(("no_vectors", "true"))
+    for flag, on in (("no_vectors", not vectors), ("skip_existing", skip_existing),
+                     ("local_roots", local_roots)):
+        if on:
+            params.append((flag, "true"))
     return upload(settings, "/v1/snapshot", params, path)
 
 
@@ -752,6 +759,11 @@ def build_parser() -> argparse.ArgumentParser:
     si.add_argument("--team", help="import into this team (operator only)")
     si.add_argument("--no-vectors", action="store_true",
                     help="leave the vectors out (embedded again here)")
+    si.add_argument("--skip-existing", action="store_true",
+                    help="import nothing if the store holds one of its repositories (a seed)")
+    si.add_argument("--local-roots", action="store_true",
+                    help="put each repository under CODENAV_ALLOWED_ROOTS (the directory of "
+                    "its name, or the only one)")
     si.add_argument("--json", action="store_true")
     sn.set_defaults(func=cmd_snapshot)
 

@@ -574,6 +574,39 @@ def map_roots(manifest: Manifest, local: list[str]) -> dict[str, str]:
     return out
 
 
+def roots_under(manifest: Manifest, allowed: list[str]) -> dict[str, str]:
+    """Names -> roots under this server's allowed roots (``--local-roots``): the allowed
+    root named like the repository, else the directory of its name (or of its old root's
+    name) inside one, else the only allowed root for a one-repository snapshot."""
+    from codenav.repos import default_name
+
+    real = [os.path.realpath(a) for a in allowed if a.startswith("/")]
+    out: dict[str, str] = {}
+    for spec in manifest.repos:
+        found = next((a for a in real if default_name(Path(a)) == spec.name), None)
+        for a in real:
+            if found is not None:
+                break
+            for sub in (spec.name, Path(spec.root).name):
+                if sub and (Path(a) / sub).is_dir():
+                    found = str(Path(a) / sub)
+                    break
+        if found is None and len(real) == 1 and len(manifest.repos) == 1:
+            found = real[0]
+        if found is not None:
+            out[spec.name] = found
+    return out
+
+
+def held(conn: psycopg.Connection, manifest: Manifest, team: str | None = None) -> list[str]:
+    """``team/name`` of the snapshot's repositories this store already holds (in ``team``,
+    or each in its own team of the snapshot)."""
+    from codenav.repos import list_repos
+
+    wanted = {(team or r.team, r.name) for r in manifest.repos}
+    return sorted(f"{r.team}/{r.name}" for r in list_repos(conn) if (r.team, r.name) in wanted)
+
+
 def counts(conn: psycopg.Connection) -> dict[str, int]:
     """Rows per table the snapshot covers (tests and benchmarks compare stores by it)."""
     row = conn.execute(q.SNAPSHOT_TABLE_COUNTS).fetchone()

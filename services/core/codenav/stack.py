@@ -221,13 +221,6 @@ class Stack:
 
         assert self.seed is not None
         manifest = snapshot.read_manifest(self.seed)
-        names = {(r.team, r.name) for r in manifest.repos}
-        held = sorted(f"{r.team}/{r.name}" for r in list_repos(conn)
-                      if (r.team, r.name) in names)
-        if held:
-            self.say(f"seed {self.seed.name} skipped: the store already holds "
-                     f"{', '.join(held)}")
-            return
         mapped = snapshot.map_roots(manifest, self.repos)
         allowed = Settings.load(env={**self.env, "CODENAV_ALLOWED_ROOTS": ",".join(
             local_roots(settings, self.repos, []))}, dotenv=Path("/nonexistent"))
@@ -250,7 +243,9 @@ class Stack:
             return info.name, info.dim
 
         self.seeded = admin.snapshot_import(conn, allowed, Caller.operator(), self.seed,
-                                            mapped, model=model)
+                                            mapped, model=model, skip_existing=True)
+        if self.seeded.get("skipped"):
+            self.say(f"seed {self.seed.name} skipped: {self.seeded['skipped']}")
         for repo in self.seeded["repos"]:
             self.say(f"seeded {repo['team']}/{repo['name']} at {repo['root']} from "
                      f"{self.seed.name} in {self.seeded['seconds']}s "

@@ -94,7 +94,8 @@ def export_snapshot(repo: Annotated[list[str] | None, Query(max_length=100)] = N
 async def import_snapshot(request: Request,
                           root: Annotated[list[str] | None, Query(max_length=100)] = None,
                           team: Annotated[str | None, Query(max_length=100)] = None,
-                          no_vectors: bool = False, svc: Services = Depends(services),
+                          no_vectors: bool = False, skip_existing: bool = False,
+                          local_roots: bool = False, svc: Services = Depends(services),
                           caller: Caller = Depends(allowed("snapshot.import"))
                           ) -> dict[str, Any]:
     roots: dict[str, str] = {}
@@ -113,13 +114,15 @@ async def import_snapshot(request: Request,
                 if size > SNAPSHOT_MAX_BYTES:
                     raise InvalidRequest("the snapshot is larger than this server accepts")
                 handle.write(block)
-        return await run_in_threadpool(_import, svc, caller, path, roots, team, not no_vectors)
+        return await run_in_threadpool(_import, svc, caller, path, roots, team, not no_vectors,
+                                       skip_existing, local_roots)
     finally:
         _remove(work)
 
 
 def _import(svc: Services, caller: Caller, path: FsPath, roots: dict[str, str],
-            team: str | None, vectors: bool) -> dict[str, Any]:
+            team: str | None, vectors: bool, skip_existing: bool,
+            local_roots: bool) -> dict[str, Any]:
     # a connection of its own: a long transaction with its own temporary tables
     with connect(svc.settings, application_name="codenav-snapshot") as conn:
         model = None
@@ -133,7 +136,7 @@ def _import(svc: Services, caller: Caller, path: FsPath, roots: dict[str, str],
                     return None
                 return info.name, info.dim
         return admin.snapshot_import(conn, svc.settings, caller, path, roots, team, vectors,
-                                     model)
+                                     model, skip_existing, local_roots)
 
 
 def _remove(work: FsPath) -> None:
