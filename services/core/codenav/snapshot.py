@@ -355,10 +355,14 @@ class ImportResult:
     merged: dict[str, int]
     seconds: float
     notes: list[str] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds spent staging the sections, waiting for the embedder's model (a stack that
+    is starting), merging and committing, and refreshing statistics afterwards."""
 
     def to_json(self) -> dict[str, Any]:
         return {"repos": self.repos, "rows": self.staged, "inserted": self.merged,
-                "seconds": round(self.seconds, 2), "notes": self.notes}
+                "seconds": round(self.seconds, 2), "notes": self.notes,
+                "phases": {k: round(v, 2) for k, v in self.phases.items()}}
 
 
 ModelCheck = Callable[[], tuple[str, int] | None]
@@ -394,25 +398,29 @@ def import_file(conn: psycopg.Connection, path: Path, *, team: Callable[[RepoSpe
         merged: dict[str, int] = {}
         repos_out: list[dict[str, Any]] = []
         locked: list[int] = []
+        phases: dict[str, float] = {}
         try:
             _import(conn, tar, manifest, raw, where, team, roots, actor, vectors, models,
-                    model, staged, merged, repos_out, locked)
+                    model, staged, merged, repos_out, locked, phases)
         finally:  # an index run of a replaced repository waited for the commit
             with contextlib.suppress(psycopg.Error):
                 conn.execute(q.WRITERS_SHARED_UNLOCK)
             for repo_id in locked:
                 with contextlib.suppress(psycopg.Error):
                     conn.execute(q.REPO_UNLOCK, (repo_id,))
+    lap = time.monotonic()
     with contextlib.suppress(psycopg.Error):
         _after_import(conn)
-    return ImportResult(repos_out, staged, merged, time.monotonic() - started, notes)
+    phases["statistics"] = time.monotonic() - lap
+    return ImportResult(repos_out, staged, merged, time.monotonic() - started, notes, phases)
 
 
 def _import(conn: psycopg.Connection, tar: tarfile.TarFile, manifest: Manifest, raw: bytes,
             where: str, team: Callable[[RepoSpec], str], roots: dict[str, str], actor: str,
             vectors: bool, models: list[dict[str, Any]], model: ModelCheck | None,
             staged: dict[str, int], merged: dict[str, int], repos_out: list[dict[str, Any]],
-            locked: list[int]) -> None:
+            locked: list[int], phases: dict[str, float]) -> None:
+    lap = time.monotonic()
     with conn.transaction():
         conn.execute(q.SNAPSHOT_SYNC_OFF)
         for entry in manifest.sections:
@@ -425,17 +433,74 @@ def _import(conn: psycopg.Connection, tar: tarfile.TarFile, manifest: Manifest, 
         if expected != hashlib.sha256(raw).hexdigest():
             raise SnapshotError(f"{where} is corrupted: its manifest does not match its "
                                 "checksum", hint="export the snapshot again")
+        phases["stage"] = time.monotonic() - lap
+        lap = time.monotonic()
         if model is not None and models:  # asked again: the embedder may be ready now
             _check_models(conn, models, model, where)
+        phases["model_wait"] = time.monotonic() - lap
+        lap = time.monotonic()
         conn.execute(q.SNAPSHOT_ANALYZE_STAGE)
         conn.execute(q.SNAPSHOT_MAPS_CREATE)
         conn.execute(q.WRITERS_SHARED_LOCK)  # no garbage collection of what we point at
+        rebuild = _drop_indexes_of_empty_tables(conn)
         for spec in manifest.repos:
             repos_out.append(_merge_repo(conn, spec, team(spec), roots, actor, locked))
         for m in models:
             conn.execute(q.SNAPSHOT_MODEL_MAP, (m["id"], _ensure_model(conn, m)))
         for name, statement in q.SNAPSHOT_MERGE:
+            step = time.monotonic()
             merged[name] = conn.execute(statement).rowcount
+            log.debug("merge %s: %d rows in %.2fs", name, merged[name], time.monotonic() - step)
+        phases["merge"] = time.monotonic() - lap
+        lap = time.monotonic()
+        for name, definition in rebuild.indexes:
+            step = time.monotonic()
+            conn.execute(definition.encode())  # the catalog's own text of the dropped index
+            log.debug("index %s built in %.2fs", name, time.monotonic() - step)
+        for table, name, definition in rebuild.keys:
+            step = time.monotonic()
+            conn.execute(q.snapshot_add_constraint(table, name, definition))
+            log.debug("key %s checked in %.2fs", name, time.monotonic() - step)
+        phases["indexes"] = time.monotonic() - lap
+        lap = time.monotonic()
+    phases["commit"] = time.monotonic() - lap
+
+
+BULK_TABLES = ("chunks", "symbols", "refs", "file_terms", "files", "graph_imports",
+               "graph_edges", "graph_links", "chunk_texts")
+"""Tables whose secondary indexes an import into an empty store builds after its rows."""
+
+
+@dataclass
+class _Rebuild:
+    indexes: list[tuple[str, str]] = field(default_factory=list)
+    keys: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def _drop_indexes_of_empty_tables(conn: psycopg.Connection) -> _Rebuild:
+    """The bulk path: drop the secondary indexes and foreign keys of the tables that hold
+    no row yet (a fresh store, a seed) and return their definitions, to build and check
+    them once the rows are in, in the same transaction. A table with rows keeps them
+    (readers use its indexes during a merge)."""
+    empty = [t for t in BULK_TABLES if not _has_rows(conn, t)]
+    out = _Rebuild()
+    if not empty:
+        return out
+    conn.execute(q.SNAPSHOT_BULK_MEMORY)
+    out.indexes = [(str(n), str(d)) for n, d in
+                   conn.execute(q.SNAPSHOT_SECONDARY_INDEXES, (empty,)).fetchall()]
+    out.keys = [(str(t), str(n), str(d)) for t, n, d in
+                conn.execute(q.SNAPSHOT_FOREIGN_KEYS, (empty,)).fetchall()]
+    for table, name, _definition in out.keys:
+        conn.execute(q.snapshot_drop_constraint(table, name))
+    for name, _definition in out.indexes:
+        conn.execute(q.snapshot_drop_index(name))
+    return out
+
+
+def _has_rows(conn: psycopg.Connection, table: str) -> bool:
+    row = conn.execute(q.snapshot_table_has_rows(table)).fetchone()
+    return bool(row and row[0])
 
 
 def _check_models(conn: psycopg.Connection, models: list[dict[str, Any]],

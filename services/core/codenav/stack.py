@@ -246,11 +246,12 @@ class Stack:
                                             mapped, model=model, skip_existing=True)
         if self.seeded.get("skipped"):
             self.say(f"seed {self.seed.name} skipped: {self.seeded['skipped']}")
+        phases = ", ".join(f"{k} {v}s" for k, v in self.seeded.get("phases", {}).items())
         for repo in self.seeded["repos"]:
             self.say(f"seeded {repo['team']}/{repo['name']} at {repo['root']} from "
                      f"{self.seed.name} in {self.seeded['seconds']}s "
                      f"({self.seeded['rows']['files']} files, "
-                     f"{self.seeded['rows']['embeddings']} vectors)")
+                     f"{self.seeded['rows']['embeddings']} vectors; {phases})")
 
     def _service(self, name: str, module_args: list[str], *, lane: str | None = None,
                  ready: Callable[[], bool] | None = None) -> Child:

@@ -980,6 +980,47 @@ def snapshot_stage_count(section: str) -> sql.Composed:
     return sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(f"snap_{section}"))
 
 
+# The bulk path of an import into empty tables: their secondary indexes (not those behind a
+# primary key or unique constraint) are dropped before the merge and built again after it,
+# in the same transaction: one sorted build instead of a million index insertions. The
+# definitions come from the catalog (pg_get_indexdef), never from input.
+SNAPSHOT_SECONDARY_INDEXES = """
+SELECT ic.relname, pg_get_indexdef(i.indexrelid)
+FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_class tc ON tc.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = tc.relnamespace AND n.nspname = current_schema()
+WHERE tc.relname = ANY(%s)
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)
+ORDER BY ic.relname"""
+SNAPSHOT_BULK_MEMORY = "SET LOCAL maintenance_work_mem = '512MB'"
+# ...and their foreign keys: re-adding one checks every row in one join, where a kept one
+# checks each inserted row on its own (a million lookups for refs or file_terms).
+SNAPSHOT_FOREIGN_KEYS = """
+SELECT tc.relname, k.conname, pg_get_constraintdef(k.oid)
+FROM pg_constraint k JOIN pg_class tc ON tc.oid = k.conrelid
+JOIN pg_namespace n ON n.oid = tc.relnamespace AND n.nspname = current_schema()
+WHERE k.contype = 'f' AND tc.relname = ANY(%s)
+ORDER BY tc.relname, k.conname"""
+
+
+def snapshot_drop_constraint(table: str, name: str) -> sql.Composed:
+    return sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(sql.Identifier(table),
+                                                               sql.Identifier(name))
+
+
+def snapshot_add_constraint(table: str, name: str, definition: str) -> sql.Composed:
+    """``definition``: the catalog's own text (pg_get_constraintdef) of a dropped key."""
+    return sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} {}").format(
+        sql.Identifier(table), sql.Identifier(name), sql.SQL(definition))
+
+
+def snapshot_drop_index(name: str) -> sql.Composed:
+    return sql.SQL("DROP INDEX {}").format(sql.Identifier(name))
+
+
+def snapshot_table_has_rows(table: str) -> sql.Composed:
+    return sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(sql.Identifier(table))
+
+
 SNAPSHOT_SESSION = "SET temp_buffers = '256MB'"
 SNAPSHOT_SYNC_OFF = "SET LOCAL synchronous_commit = off"
 SNAPSHOT_MAPS_CREATE = """
@@ -1047,7 +1088,8 @@ SELECT n.id, s.ord, s.kind, s.name, s.qualifier, s.alias, s.line, s.scope
 FROM snap_refs s JOIN snap_new n ON n.src_id = s.content_src"""
 SNAPSHOT_MERGE_FILE_TERMS = """
 INSERT INTO file_terms (term, content_id, tf)
-SELECT s.term, n.id, s.tf FROM snap_file_terms s JOIN snap_new n ON n.src_id = s.content_src"""
+SELECT s.term, n.id, s.tf FROM snap_file_terms s JOIN snap_new n ON n.src_id = s.content_src
+ORDER BY s.term, n.id"""
 SNAPSHOT_MERGE_FILES = """
 INSERT INTO files (repo_id, path, content_id, sha, language, size, mtime_ns, path_tsv, indexed_at)
 SELECT r.id, s.path, m.id, s.sha, s.language, s.size, s.mtime_ns, s.path_tsv, s.indexed_at
@@ -1138,6 +1180,7 @@ GLOBAL = frozenset({
     "SNAPSHOT_MERGE_FILE_TERMS", "SNAPSHOT_MERGE_FILES", "SNAPSHOT_MERGE_SKIPPED",
     "SNAPSHOT_MERGE_GRAPH_IMPORTS", "SNAPSHOT_MERGE_GRAPH_EDGES", "SNAPSHOT_MERGE_GRAPH_LINKS",
     "SNAPSHOT_MERGE_GRAPH_FILES", "SNAPSHOT_MERGE_GRAPH_STATE", "SNAPSHOT_MERGE_EMBEDDINGS",
-    "SNAPSHOT_MERGE_CHUNK_TEXTS", "SNAPSHOT_TABLE_COUNTS",
+    "SNAPSHOT_MERGE_CHUNK_TEXTS", "SNAPSHOT_TABLE_COUNTS", "SNAPSHOT_SECONDARY_INDEXES",
+    "SNAPSHOT_BULK_MEMORY", "SNAPSHOT_FOREIGN_KEYS",
 })
 """Statements the query path may run without the visibility predicate, and why."""
