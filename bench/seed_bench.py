@@ -242,7 +242,13 @@ def main() -> int:
 
         here = _copy_corpus(corpus, allowed / "elsewhere" / "corpus", stdlib) \
             if stdlib else _copy_corpus(corpus, allowed / "elsewhere" / corpus.name, False)
-        seeded = _up(["--seed", str(snap), "--repo", str(here), "--no-wait"],
+        extra: list[str] = []
+        if emb.get("total") and emb.get("embedded") != emb.get("total"):
+            # a partial seed leaves a backlog whose vectors would change the answers while
+            # they are compared with the source's: the seeded stack embeds nothing here
+            extra = ["--embed-workers", "0"]
+            report["seeded_embed_workers"] = 0
+        seeded = _up(["--seed", str(snap), "--repo", str(here), "--no-wait", *extra],
                      work / "seeded-home", allowed)
         try:
             first_answer = None

@@ -516,3 +516,34 @@ def test_a_seed_import_skips_a_store_that_holds_its_repository_and_maps_allowed_
     again = _import(server, path, skip_existing=True, local_roots=True)
     assert again["skipped"] == "the store already holds default/java"
     assert _counts(second) == counted
+
+
+def test_a_team_admin_import_leaves_out_contents_whose_body_is_not_their_blob(
+        indexed: Settings, conn: psycopg.Connection, second: Settings, pg: EmbeddedPostgres,
+        tmp_path: Path) -> None:
+    """Contents are shared between teams by address: a snapshot whose body was changed
+    after export (its sections re-checksummed, so only the address tells) must not put a
+    forged body where another team's identical file would find it."""
+    path = tmp_path / "python.snap"
+    _export(conn, path, ["python"])
+    _import(second, path)
+    with psycopg.connect(second.database_url, autocommit=True) as c2:
+        c2.execute("UPDATE contents SET body = 'def forged():\\n    return 1\\n' "
+                   "WHERE id = (SELECT content_id FROM files WHERE path = 'app/models.py')")
+        forged = tmp_path / "forged.snap"
+        admin.snapshot_export(c2, OPERATOR, forged, ["python"])
+    with database(pg, TEMPLATE_DB) as url:
+        third = _settings(url, second.redis_url, tmp_path / "home3")
+        with psycopg.connect(url, autocommit=True) as c3:
+            from codenav.auth import ensure_team
+
+            team_id, _ = ensure_team(c3, "gamma", "test")
+            gamma = Caller(1, "gamma-admin", "admin", team_id, "gamma")
+            moved = Path(ALLOWED_ROOTS) / "gamma-python"
+            result = admin.snapshot_import(c3, third, gamma, forged, {"python": str(moved)})
+            assert any("left out" in n for n in result["notes"]), result["notes"]
+            paths = {r[0] for r in c3.execute("SELECT path FROM files").fetchall()}
+            bodies = [r[0] for r in c3.execute("SELECT body FROM contents").fetchall()]
+    assert "app/models.py" not in paths and "app/service.py" in paths
+    assert not any("forged" in b for b in bodies)
+    assert result["repos"][0]["team"] == "gamma"

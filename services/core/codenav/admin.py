@@ -236,6 +236,11 @@ def snapshot_import(conn: psycopg.Connection, settings: Settings, caller: Caller
             return caller.team
         return team or spec.team or DEFAULT_TEAM
 
+    unknown = sorted(set(wanted) - {spec.name for spec in manifest.repos})
+    if unknown:
+        raise InvalidRequest(f"the snapshot has no repository named {', '.join(unknown)}",
+                             hint="it holds " + ", ".join(s.name for s in manifest.repos))
     result = snapshot.import_file(conn, path, team=team_of, roots=mapped, actor=caller.actor,
-                                  vectors=vectors, model=model)
+                                  vectors=vectors, model=model,
+                                  verify=not caller.is_operator)
     return result.to_json()

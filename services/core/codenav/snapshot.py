@@ -372,13 +372,16 @@ asked just before the merge (an embedder may still be loading while rows are sta
 
 def import_file(conn: psycopg.Connection, path: Path, *, team: Callable[[RepoSpec], str],
                 roots: dict[str, str] | None = None, actor: str = "snapshot import",
-                vectors: bool = True, model: ModelCheck | None = None) -> ImportResult:
+                vectors: bool = True, model: ModelCheck | None = None,
+                verify: bool = False) -> ImportResult:
     """Import the snapshot at ``path`` in one transaction (see the module's docstring).
 
     ``team(spec)`` names the team each repository goes to (the operator: the snapshot's;
     an admin: its own). ``roots`` maps repository names to local roots (another machine's
     checkout; see ``map_roots``). ``vectors=False`` leaves the vectors out (they are
-    embedded again here), and with them the model check."""
+    embedded again here), and with them the model check. ``verify`` (a team admin's
+    import) keeps only contents whose body hashes to their git blob sha; the others
+    (redacted or re-encoded files, or forged ones) are left to the first reconcile."""
     started = time.monotonic()
     where = path.name
     roots = roots or {}
@@ -401,7 +404,7 @@ def import_file(conn: psycopg.Connection, path: Path, *, team: Callable[[RepoSpe
         phases: dict[str, float] = {}
         try:
             _import(conn, tar, manifest, raw, where, team, roots, actor, vectors, models,
-                    model, staged, merged, repos_out, locked, phases)
+                    model, staged, merged, repos_out, locked, phases, notes if verify else None)
         finally:  # an index run of a replaced repository waited for the commit
             with contextlib.suppress(psycopg.Error):
                 conn.execute(q.WRITERS_SHARED_UNLOCK)
@@ -419,7 +422,8 @@ def _import(conn: psycopg.Connection, tar: tarfile.TarFile, manifest: Manifest, 
             where: str, team: Callable[[RepoSpec], str], roots: dict[str, str], actor: str,
             vectors: bool, models: list[dict[str, Any]], model: ModelCheck | None,
             staged: dict[str, int], merged: dict[str, int], repos_out: list[dict[str, Any]],
-            locked: list[int], phases: dict[str, float]) -> None:
+            locked: list[int], phases: dict[str, float],
+            verify_notes: list[str] | None) -> None:
     lap = time.monotonic()
     with conn.transaction():
         conn.execute(q.SNAPSHOT_SYNC_OFF)
@@ -433,6 +437,12 @@ def _import(conn: psycopg.Connection, tar: tarfile.TarFile, manifest: Manifest, 
         if expected != hashlib.sha256(raw).hexdigest():
             raise SnapshotError(f"{where} is corrupted: its manifest does not match its "
                                 "checksum", hint="export the snapshot again")
+        if verify_notes is not None:
+            left = _drop_unverified(conn)
+            if left:
+                verify_notes.append(f"{left} contents whose body does not hash to its address "
+                                    "(redacted or re-encoded files) were left out: the first "
+                                    "reconcile parses them here")
         phases["stage"] = time.monotonic() - lap
         lap = time.monotonic()
         if model is not None and models:  # asked again: the embedder may be ready now
@@ -501,6 +511,18 @@ def _drop_indexes_of_empty_tables(conn: psycopg.Connection) -> _Rebuild:
 def _has_rows(conn: psycopg.Connection, table: str) -> bool:
     row = conn.execute(q.snapshot_table_has_rows(table)).fetchone()
     return bool(row and row[0])
+
+
+def _drop_unverified(conn: psycopg.Connection) -> int:
+    """Drop the staged contents whose body is not the blob their sha names (and with them,
+    through the merge's joins, their chunks, symbols, refs, terms and files)."""
+    from codenav.blob import git_blob_sha
+
+    bad = [int(src) for src, sha, body, plain in conn.execute(q.SNAPSHOT_STAGED_BODIES)
+           if not plain or git_blob_sha(str(body).encode("utf-8")) != sha]
+    if bad:
+        conn.execute(q.SNAPSHOT_STAGED_DROP, (bad,))
+    return len(bad)
 
 
 def _check_models(conn: psycopg.Connection, models: list[dict[str, Any]],

@@ -1021,6 +1021,10 @@ def snapshot_table_has_rows(table: str) -> sql.Composed:
     return sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(sql.Identifier(table))
 
 
+# A team admin's import keeps only contents whose body hashes to their address (the store
+# shares contents between teams by address: a forged body must never reach another team).
+SNAPSHOT_STAGED_BODIES = "SELECT src_id, sha, body, redactions = '[]'::jsonb FROM snap_contents"
+SNAPSHOT_STAGED_DROP = "DELETE FROM snap_contents WHERE src_id = ANY(%s)"
 SNAPSHOT_SESSION = "SET temp_buffers = '256MB'"
 SNAPSHOT_SYNC_OFF = "SET LOCAL synchronous_commit = off"
 SNAPSHOT_MAPS_CREATE = """
@@ -1116,7 +1120,8 @@ FROM snap_graph_links s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
 SNAPSHOT_MERGE_GRAPH_FILES = """
 INSERT INTO graph_files (repo_id, path, rank, prior, imported_by)
 SELECT r.id, s.path, s.rank, s.prior, s.imported_by
-FROM snap_graph_files s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+FROM snap_graph_files s JOIN snap_repo_map r ON r.src_id = s.repo_src
+JOIN files f ON f.repo_id = r.id AND f.path = s.path"""
 SNAPSHOT_MERGE_GRAPH_STATE = """
 INSERT INTO graph_state (repo_id, version, built_at, full_build, files_resolved, seconds)
 SELECT r.id, s.version, s.built_at, s.full_build, s.files_resolved, s.seconds
@@ -1181,6 +1186,7 @@ GLOBAL = frozenset({
     "SNAPSHOT_MERGE_GRAPH_IMPORTS", "SNAPSHOT_MERGE_GRAPH_EDGES", "SNAPSHOT_MERGE_GRAPH_LINKS",
     "SNAPSHOT_MERGE_GRAPH_FILES", "SNAPSHOT_MERGE_GRAPH_STATE", "SNAPSHOT_MERGE_EMBEDDINGS",
     "SNAPSHOT_MERGE_CHUNK_TEXTS", "SNAPSHOT_TABLE_COUNTS", "SNAPSHOT_SECONDARY_INDEXES",
-    "SNAPSHOT_BULK_MEMORY", "SNAPSHOT_FOREIGN_KEYS",
+    "SNAPSHOT_BULK_MEMORY", "SNAPSHOT_FOREIGN_KEYS", "SNAPSHOT_STAGED_BODIES",
+    "SNAPSHOT_STAGED_DROP",
 })
 """Statements the query path may run without the visibility predicate, and why."""
