@@ -230,7 +230,12 @@ class Stack:
             if embedder is None and not embed_url:
                 return None
             if embedder is not None:
-                self._wait_for(embedder, 180.0)
+                try:
+                    self._wait_for(embedder, 180.0)
+                except Unavailable as exc:  # it is restarted later; the model is unknown
+                    self.say(f"seed: the embedder is not ready ({exc.message}); the seed's "
+                             "vectors are imported without checking its model")
+                    return None
             from codenav.embed_client import EmbedClient
 
             client = EmbedClient(embed_url, settings.embed_model, settings.embed_key, 60.0)
