@@ -197,6 +197,9 @@ def export(conn: psycopg.Connection, repos: list[Any], out_path: Path,
         raise InvalidRequest("nothing to export: no repository is registered",
                              hint="index one first: codenav index PATH")
     out_path = out_path.expanduser().resolve()
+    if not out_path.parent.is_dir():
+        raise InvalidRequest(f"{out_path.parent} is not a directory",
+                             hint="write the snapshot into an existing directory")
     ids = [r.id for r in repos]
     params = {"visible": ids}
     work = Path(tempfile.mkdtemp(prefix=".snapshot-", dir=out_path.parent))
