@@ -18,6 +18,7 @@ from codenav import admin
 from codenav.access import Caller
 from codenav.db.connect import connect
 from codenav.errors import InvalidRequest
+from codenav.validate import check_value
 from codenav_api.deps import allowed, services
 from codenav_api.models import TokenCreate
 from codenav_api.service import Services
@@ -75,6 +76,7 @@ def export_snapshot(repo: Annotated[list[str] | None, Query(max_length=100)] = N
                     ref: Annotated[str | None, Query(max_length=300)] = None,
                     svc: Services = Depends(services),
                     caller: Caller = Depends(allowed("snapshot.export"))) -> FileResponse:
+    check_value({"repo": repo, "ref": ref}, "")
     work = FsPath(tempfile.mkdtemp(prefix="codenav-export-"))
     out = work / "snapshot.tar"
     try:
@@ -98,6 +100,7 @@ async def import_snapshot(request: Request,
                           local_roots: bool = False, svc: Services = Depends(services),
                           caller: Caller = Depends(allowed("snapshot.import"))
                           ) -> dict[str, Any]:
+    check_value({"root": root, "team": team}, "")
     roots: dict[str, str] = {}
     for item in root or []:
         name, eq, local = item.partition("=")
