@@ -434,7 +434,11 @@ def test_every_route_and_tool_names_its_action_in_the_one_role_table() -> None:
             named = [a for a in named if a]
             assert len(named) == 1, f"{route.methods} {route.path} declares {named}"
             actions[f"{sorted(route.methods)[0]} {route.path}"] = named[0]
-    assert len(actions) == len(TOOL_NAMES) + 9  # repos: 3, jobs: 1, tokens: 3, teams, audit
+    # repos: 3, jobs: 1, tokens: 3, teams, audit, snapshot: export and import
+    assert len(actions) == len(TOOL_NAMES) + 11
+    assert actions["GET /v1/snapshot"] == "snapshot.export"
+    assert actions["POST /v1/snapshot"] == "snapshot.import"
+    assert REQUIRED["snapshot.export"] == REQUIRED["snapshot.import"] == "admin"
     # usage figures need a token of any role; /metrics an admin's (or CODENAV_METRICS_OPEN)
     stats_route = next(r for r in usage.router.routes
                        if isinstance(r, APIRoute) and r.path == "/v1/stats")

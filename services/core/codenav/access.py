@@ -45,6 +45,8 @@ REQUIRED: dict[str, str] = {
     "token.revoke": "admin",
     "team.list": "admin",
     "audit.list": "admin",
+    "snapshot.export": "admin",
+    "snapshot.import": "admin",
 }
 """The role each action needs, for REST, MCP and the CLI alike."""
 
