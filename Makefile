@@ -5,6 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 REPO ?= $(CURDIR)
 CORPUS ?=
+SEED ?=
 PORT ?= 8765
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -13,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
-	@echo "  variables: REPO=path (run), CORPUS=path (bench), PORT=8765 (run)"
+	@echo "  variables: REPO=path (run), SEED=snapshot (run), CORPUS=path (bench), PORT=8765 (run)"
 
 STAMP := $(VENV)/.installed
 PROJECTS := services/core/pyproject.toml services/cli/pyproject.toml services/api/pyproject.toml services/worker/pyproject.toml \
@@ -31,8 +32,8 @@ $(STAMP): $(PROJECTS)
 
 install: $(STAMP) ## create .venv and install everything (idempotent)
 
-run: install ## start the whole stack locally and index REPO (default: this checkout)
-	$(VENV)/bin/codenav up --repo "$(REPO)" --port $(PORT)
+run: install ## start the whole stack locally and index REPO (default: this checkout); SEED=file imports a snapshot first
+	$(VENV)/bin/codenav up --repo "$(REPO)" --port $(PORT) $(if $(SEED),--seed "$(SEED)")
 
 test: install ## run the test suite against real Postgres, Redis, RQ workers and MCP
 	$(PY) -m pytest
@@ -43,6 +44,8 @@ bench: install ## indexing, search and live-index benchmarks (CORPUS=path adds a
 	$(PY) bench/embed_pipeline_bench.py
 	$(PY) bench/live_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
 	$(PY) bench/redact_bench.py
+	$(PY) bench/grep_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
+	$(PY) bench/seed_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
 
 eval: install ## retrieval quality: SWE-bench Verified, commit history, the ranker left-one-repo-out
 	$(PY) bench/eval_swebench.py $(EVAL_ARGS)

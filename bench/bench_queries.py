@@ -10,6 +10,10 @@ DATABASE_SIZE = "SELECT pg_database_size(current_database())"
 
 CHUNK_COUNT = "SELECT count(*) FROM chunks"
 
+BENCH_TRGM_SIZE = "SELECT pg_relation_size('contents_body_trgm_idx')"
+
+BENCH_TRGM_REINDEX = "REINDEX INDEX contents_body_trgm_idx"
+
 BENCH_GRAPH_IMPORTS = """
 SELECT f.language, count(DISTINCT (g.src_path, g.ord)),
        count(DISTINCT (g.src_path, g.ord)) FILTER (WHERE g.dst_path IS NOT NULL)

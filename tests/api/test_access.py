@@ -102,6 +102,13 @@ def _requests() -> list[tuple[str, dict[str, Any]]]:
     for repo in REPOS:
         calls.append(("status", {"repo": repo}))
         calls.append(("skeleton", {"repo": repo}))
+        # grep: alpha's own strings, regexes over them, and patterns both teams' code holds
+        for marker in ALPHA_MARKERS:
+            calls.append(("grep", {"pattern": marker, "repo": repo}))
+        for pattern in (r"alpha\w*", r"def \w+\(", r"class \w+", "invoice", "return"):
+            calls.append(("grep", {"pattern": pattern, "regex": True, "repo": repo,
+                                   "context": 2}))
+        calls.append(("grep", {"pattern": "ledger", "path": "ledger_alpha/**", "repo": repo}))
     return calls
 
 
@@ -419,7 +426,7 @@ def test_every_route_and_tool_names_its_action_in_the_one_role_table() -> None:
 
     from codenav.roles import REQUIRED
     from codenav.tools import TOOL_NAMES
-    from codenav_api.routes import admin, repos, tools
+    from codenav_api.routes import admin, repos, tools, usage
 
     actions = {}
     for module in (tools, repos, admin):
@@ -429,7 +436,17 @@ def test_every_route_and_tool_names_its_action_in_the_one_role_table() -> None:
             named = [a for a in named if a]
             assert len(named) == 1, f"{route.methods} {route.path} declares {named}"
             actions[f"{sorted(route.methods)[0]} {route.path}"] = named[0]
-    assert len(actions) == len(TOOL_NAMES) + 9  # repos: 3, jobs: 1, tokens: 3, teams, audit
+    # repos: 3, jobs: 1, tokens: 3, teams, audit, snapshot: export and import
+    assert len(actions) == len(TOOL_NAMES) + 11
+    assert actions["GET /v1/snapshot"] == "snapshot.export"
+    assert actions["POST /v1/snapshot"] == "snapshot.import"
+    assert REQUIRED["snapshot.export"] == REQUIRED["snapshot.import"] == "admin"
+    # usage figures need a token of any role; /metrics an admin's (or CODENAV_METRICS_OPEN)
+    stats_route = next(r for r in usage.router.routes
+                       if isinstance(r, APIRoute) and r.path == "/v1/stats")
+    assert [getattr(d.call, "action", None) for d in stats_route.dependant.dependencies] == \
+        [None, "stats"]
+    assert REQUIRED["stats"] == "read" and REQUIRED["metrics"] == "admin"
     assert set(actions.values()) <= set(REQUIRED)
     assert set(TOOL_NAMES) <= set(REQUIRED)
     assert actions["DELETE /v1/repos/{name}"] == "repo.delete"

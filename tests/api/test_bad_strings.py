@@ -25,7 +25,8 @@ from tests.teamkit import serve
 
 BAD = {"NUL": "a\x00b", "lone surrogate": "a\ud800b", "NUL alone": "\x00"}
 REQUIRED = {"query": "token", "path": "src/auth/tokens.py", "symbol": "TokenStore",
-            "symbol_or_path": "TokenStore", "root": "/tmp/x", "name": "n", "role": "read"}
+            "symbol_or_path": "TokenStore", "root": "/tmp/x", "name": "n", "role": "read",
+            "pattern": "token"}
 
 
 @pytest.fixture
@@ -116,7 +117,8 @@ def test_bad_text_in_tool_arguments_over_mcp_is_a_tool_error(api: tuple[str, str
             "status": {"repo": "poly\x00glot"}, "reindex": {"paths": ["src/\x00"]},
             "definition": {"symbol": "\x00"}, "references": {"symbol": "a\x00"},
             "dependencies": {"path": "\x00"}, "impact": {"symbol_or_path": "\x00x"},
-            "implementations": {"symbol": "x\x00"}, "skeleton": {"path": "s\x00rc"}}
+            "implementations": {"symbol": "x\x00"}, "skeleton": {"path": "s\x00rc"},
+            "grep": {"pattern": "a\x00b"}}
     assert set(args) == set(TOOL_NAMES)
 
     async def go() -> None:

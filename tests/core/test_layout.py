@@ -57,9 +57,10 @@ def test_services_import_the_engine_and_no_other_service() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def test_the_twelve_tool_names_are_listed_together_only_in_the_registry() -> None:
+def test_the_thirteen_tool_names_are_listed_together_only_in_the_registry() -> None:
     from codenav.tools import TOOL_NAMES
 
+    assert len(TOOL_NAMES) == 13
     together = [p.relative_to(ROOT).as_posix() for p in _sources(SERVICES)
                 if all(re.search(rf"\b{n}\b", p.read_text(encoding="utf-8"))
                        for n in TOOL_NAMES)]
@@ -67,8 +68,9 @@ def test_the_twelve_tool_names_are_listed_together_only_in_the_registry() -> Non
 
 
 GROUPS = {"access": "access", "auth": "access", "repos": "access", "roots": "access",
-          "answers": "answers", "navigate": "answers", "status": "status", "admin": "admin",
-          "roles": "roles", "client": "client", "serve": "serve"}
+          "answers": "answers", "navigate": "answers", "status": "status", "usage": "status",
+          "admin": "admin", "snapshot": "admin", "roles": "roles", "client": "client",
+          "serve": "serve"}
 """The README's names for the engine's top-level modules (the rest is the foundation)."""
 PACKAGES_OF_CORE = {"db", "index", "parse", "lang", "search", "graph", "embed", "jobs",
                     "tools"}

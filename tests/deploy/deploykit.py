@@ -28,7 +28,9 @@ DOCKERFILES = sorted(ROOT.glob("services/*/Dockerfile"))
 MCP_EXAMPLES = sorted((ROOT / "deploy").glob("mcp-client*.example.json"))
 
 SERVICES = {"store", "queue", "embedder", "migrate", "api", "worker", "embed-worker", "watcher"}
-ONE_SHOT = {"migrate"}
+ONE_SHOT = {"migrate", "seed"}
+OPTIONAL = {"seed"}
+"""Services of a compose profile: started only when asked for (`--profile seed`)."""
 SECRET_WORDS = ("PASSWORD", "SECRET", "TOKEN", "AUTH", "KEY")
 PYTHONS = ("python", "python3")
 

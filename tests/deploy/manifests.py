@@ -279,12 +279,16 @@ class Counterparts:
 # --- agreement with compose -----------------------------------------------------------------
 
 def coverage_mismatches(objects: list[dict[str, Any]], compose: dict[str, Any]) -> list[str]:
-    """Every compose service runs in the cluster (store and queue may be external)."""
+    """Every compose service runs in the cluster (store and queue may be external; a
+    service of a compose profile, such as ``seed``, is optional, and when a kustomization
+    runs it, it is compared like the others)."""
     found = workloads(objects)
     external = "store" not in found
     out = []
-    for service in compose["services"]:
-        if service not in found and not (external and service in ("store", "queue")):
+    for service, spec in compose["services"].items():
+        optional = bool(spec.get("profiles"))
+        if service not in found and not optional and \
+                not (external and service in ("store", "queue")):
             out.append(f"compose service {service} has no Deployment, StatefulSet or Job")
     for name in found:
         if Counterparts(compose).service_name(name) is None:

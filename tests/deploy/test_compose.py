@@ -28,6 +28,7 @@ from tests.deploy.deploykit import (
     _environment,
     _healthcheck_argv,
     _interpolate,
+    _parse_dockerfile,
     _python_c,
     _refs,
     _secret,
@@ -263,3 +264,34 @@ def test_codenav_variables_given_to_containers_are_settings_or_read_by_the_healt
         for key in _environment(service):
             if key.startswith("CODENAV_"):
                 assert key in known or key in health, f"{name}: nothing reads {key}"
+
+
+# --- the seed profile and its image -----------------------------------------------------------
+
+SEED_DOCKERFILE = ROOT / "deploy" / "Dockerfile.seed"
+
+
+def test_the_seed_profile_imports_the_seed_images_snapshot_once_after_migrate() -> None:
+    from codenav_cli.cli import build_parser, cmd_snapshot
+
+    seed = _service("seed")
+    assert seed["profiles"] == ["seed"]  # `docker compose up` alone never runs it
+    assert seed.get("restart", "no") == "no" and "healthcheck" not in seed
+    assert set(seed["depends_on"]) == {"store", "migrate"}
+    assert not seed.get("volumes"), "the import reads the snapshot, never a repository"
+    assert _environment(seed) == _environment(_service("migrate"))
+    argv = _argv(seed["command"])
+    assert argv[:3] == ["codenav", "snapshot", "import"]
+    args = build_parser().parse_args(argv[1:])  # the CLI the image ships takes it
+    assert args.func is cmd_snapshot and args.skip_existing and args.local_roots
+    assert _interpolate(seed["image"]) == "codenav/seed:local"
+    assert _env_example()["CODENAV_SEED_IMAGE"] == "codenav/seed:local"
+    # the seed image runs the same command on the snapshot it copies, from the api image
+    parsed = _parse_dockerfile(SEED_DOCKERFILE)
+    assert parsed.command() == argv
+    assert args.file in [dest for dest, _ in parsed.copies]
+    assert parsed.args("FROM") == ["${API_IMAGE}"]
+    assert any(a == f"API_IMAGE={_interpolate(_service('api')['image'])}"
+               for a in parsed.args("ARG"))
+    users = parsed.args("USER")
+    assert users and users[-1] not in ("root", "0")

@@ -9,6 +9,7 @@ show that the checks catch the drift.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from functools import cache
@@ -332,3 +333,24 @@ def test_a_broken_reference_fails_the_consistency_check(tmp_path: Path) -> None:
     objects = _mutated(tmp_path, "api.yaml", "key: CODENAV_LOG_LEVEL", "key: CODENAV_LOGLEVEL")
     assert any("reads CODENAV_LOGLEVEL, missing from ConfigMap" in m
                for m in reference_mismatches(objects))
+
+
+def test_the_seeded_overlay_adds_the_seed_job_that_compose_runs_in_its_profile(
+        tree: Path) -> None:
+    """Only overlays/seeded runs the seed (a Job, like compose's one-shot profile service,
+    compared with it by test_every_workload_runs_what_its_compose_service_runs); it reads
+    the database only, and its command is the seed image's own."""
+    seeded = workloads(rendered(tree, "overlays/seeded"))
+    for other in ("base", "overlays/small", "overlays/production"):
+        assert "seed" not in workloads(rendered(tree, other)), other
+    job = seeded["seed"]
+    assert job.kind == "Job"
+    assert job.obj["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+    assert not job.mounts(REPOSITORIES_CLAIM)
+    assert job.argv == ["codenav", "snapshot", "import", "/seed/snapshot.tar",
+                        "--skip-existing", "--local-roots"]
+    small = workloads(rendered(tree, "overlays/small"))
+    assert set(seeded) - {"seed"} == set(small)  # the small overlay, plus the Job
+    cmd = [line for line in (ROOT / "deploy" / "Dockerfile.seed").read_text().splitlines()
+           if line.startswith("CMD ")]
+    assert cmd and json.loads(cmd[0][4:]) == job.argv

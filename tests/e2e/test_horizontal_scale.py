@@ -177,10 +177,11 @@ def _ready(api: str) -> bool:
 
 
 def _without_durations(node: Any, repo: str | None = None) -> Any:
-    """An answer without its timings; given ``repo``, without that repository's name and
-    the token counts of ``_stats`` that the name's length changes."""
+    """An answer without its timings and status's usage summary (it counts the calls
+    themselves, so two calls in a row differ); given ``repo``, without that repository's
+    name and the token counts of ``_stats`` that the name's length changes."""
     if isinstance(node, dict):
-        dropped = {"duration_ms"} | ({"_stats"} if repo is not None else set())
+        dropped = {"duration_ms", "usage"} | ({"_stats"} if repo is not None else set())
         return {k: "<repo>" if k == "repo" and repo is not None and v == repo else
                 _without_durations(v, repo) for k, v in node.items() if k not in dropped}
     if isinstance(node, list):

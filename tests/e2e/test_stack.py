@@ -82,6 +82,38 @@ def test_cli_json_prints_exactly_what_the_mcp_tool_returns(stack: RunningStack) 
     assert from_cli == via_mcp.structured_content
 
 
+def test_grep_and_the_graph_tools_answer_alike_from_the_cli_and_the_agent(
+        stack: RunningStack) -> None:
+    env = dict(stack.env)
+    commands = [(["grep", "TokenStore", "--json"], ("grep", {"pattern": "TokenStore"})),
+                (["grep", r"def \w+\(self", "--regex", "-C", "1", "--path", "src/**", "--json"],
+                 ("grep", {"pattern": r"def \w+\(self", "regex": True, "context": 1,
+                           "path": "src/**"})),
+                (["references", "TokenStore", "--json"], ("references", {"symbol": "TokenStore"})),
+                (["skeleton", "src", "--json"], ("skeleton", {"path": "src"})),
+                (["impact", "TokenStore", "--depth", "2", "--json"],
+                 ("impact", {"symbol_or_path": "TokenStore", "depth": 2}))]
+    _tools, *answers = _mcp(stack, [call for _argv, call in commands])
+    for (argv, _call), via_mcp in zip(commands, answers, strict=True):
+        cli = subprocess.run([CODENAV, *argv], env=env, capture_output=True, text=True,
+                             timeout=60)
+        assert cli.returncode == 0, (argv, cli.stderr)
+        from_cli = json.loads(cli.stdout)
+        assert not via_mcp.is_error
+        for answer in (from_cli, via_mcp.structured_content):
+            answer.pop("_stats")
+        assert from_cli == via_mcp.structured_content, argv
+    grep_answer = json.loads(subprocess.run(
+        [CODENAV, "grep", "TokenStore", "--json"], env=env, capture_output=True, text=True,
+        timeout=60).stdout)
+    assert {f["path"] for f in grep_answer["results"]} >= {"src/auth/tokens.py",
+                                                            "src/billing/invoice.ts"}
+    text = subprocess.run([CODENAV, "grep", "class TokenStore", "-C", "1"], env=env,
+                          capture_output=True, text=True, timeout=60).stdout
+    assert "src/auth/tokens.py:7:class TokenStore:" in text
+    assert "src/auth/tokens.py-8-" in text and "matching lines" in text
+
+
 def test_cli_errors_are_one_line_with_a_hint(stack: RunningStack) -> None:
     env = dict(stack.env)
     r = subprocess.run([CODENAV, "read", "../x"], env=env, capture_output=True, text=True,

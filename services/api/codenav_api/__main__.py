@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import logging
+import os
+import shutil
 import sys
 
 import uvicorn
 
+from codenav import logs
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
@@ -23,8 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = Settings.load()
-        logging.basicConfig(level=settings.log_level, stream=sys.stderr,
-                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        log_config = logs.setup(settings.log_level, settings.log_format, "api")
         if not args.no_migrate:
             with connect(settings) as conn:
                 migrations.migrate(conn)
@@ -32,9 +33,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"codenav-api: {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""),
               file=sys.stderr)
         return 1
+    if args.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # /metrics sums every worker's figures through files in this directory
+        metrics_dir = settings.home_path / f"metrics-{args.port or settings.api_port}"
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        metrics_dir.mkdir(parents=True, mode=0o700)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     uvicorn.run("codenav_api.app:create_app", factory=True, host=args.host or settings.api_host,
                 port=args.port or settings.api_port, workers=args.workers,
-                log_level=settings.log_level.lower(), access_log=False)
+                log_level=settings.log_level.lower(), access_log=False, log_config=log_config)
     return 0
 
 

@@ -14,6 +14,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -24,7 +25,8 @@ from codenav.config import Settings
 from codenav.errors import CodenavError
 from codenav.validate import invalid
 from codenav_api.mcp_http import McpGate, build_server
-from codenav_api.routes import admin, health, repos, tools
+from codenav_api.metrics import RequestMetrics
+from codenav_api.routes import admin, health, repos, tools, usage
 from codenav_api.service import Services
 
 log = logging.getLogger("codenav.api")
@@ -71,11 +73,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     mcp_app = mcp_server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True,
                                              json_response=True)
 
+    async def flush_usage() -> None:  # usage figures reach the store even when idle
+        while True:
+            await anyio.sleep(svc.usage.interval_s)
+            await anyio.to_thread.run_sync(svc.flush_usage)
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         svc.open()
-        async with mcp_server.session_manager.run():
+        async with mcp_server.session_manager.run(), anyio.create_task_group() as tasks:
+            tasks.start_soon(flush_usage)
             yield
+            tasks.cancel_scope.cancel()
         svc.close()
 
     docs = settings.open_docs
@@ -88,7 +97,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(tools.router)
     app.include_router(repos.router)
     app.include_router(admin.router)
+    app.include_router(usage.router)
     app.add_middleware(CatchAll)
+    app.add_middleware(RequestMetrics)  # outermost: it sees the 500s CatchAll answers
 
     @app.exception_handler(CodenavError)
     async def codenav_error(_request: Request, exc: CodenavError) -> JSONResponse:

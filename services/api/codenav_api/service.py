@@ -6,6 +6,7 @@ REST routes and the MCP endpoint both call ``Services.run``, so they cannot disa
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,17 +15,20 @@ import psycopg
 import redis
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from codenav import serve
+from codenav import serve, usage
 from codenav.access import Caller
 from codenav.auth import TokenVerifier
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import PREPARE_THRESHOLD, dsn
 from codenav.embed.client import EmbedClient
-from codenav.errors import Unavailable
+from codenav.errors import CodenavError, Unavailable
 from codenav.jobs import enqueue
+from codenav.roles import authorize
 from codenav.search.semantic import QueryEmbedder
+from codenav.tools import TOOLS
 from codenav.tools.base import Args
+from codenav_api import metrics
 
 POOL_TIMEOUT_S = 3.0
 
@@ -49,11 +53,13 @@ class Services:
         self.tokens = TokenVerifier()
         self.semantic = QueryEmbedder(EmbedClient.from_settings(
             settings, timeout=settings.embed_query_budget_ms / 1000))
+        self.usage = usage.UsageBuffer()
 
     def open(self) -> None:
         self.pool.open(wait=False)
 
     def close(self) -> None:
+        self.flush_usage()
         self.pool.close()
         self.redis.close()
         if self.semantic.client is not None:
@@ -74,5 +80,31 @@ class Services:
     def run(self, caller: Caller, tool: str, args: Args | dict[str, Any]) -> dict[str, Any]:
         """Run a tool for ``caller`` (``codenav.serve``): its role is checked, its
         arguments validated by the tool's model, and the answer comes from the
-        repositories it may see."""
-        return serve.run(self, self.connection, caller, tool, args)
+        repositories it may see. Its latency and outcome go to the metrics, its ``_stats``
+        to the usage figures (``serve.run`` records them)."""
+        if tool not in TOOLS:  # unknown names are refused, not counted
+            return serve.run(self, self.connection, caller, tool, args)
+        started = time.perf_counter()
+        try:
+            answer = serve.run(self, self.connection, caller, tool, args)
+        except CodenavError as exc:
+            metrics.observe_tool(tool, time.perf_counter() - started, exc.code)
+            raise
+        metrics.observe_tool(tool, time.perf_counter() - started, metrics.outcome_of(answer))
+        return answer
+
+    def flush_usage(self) -> None:
+        if not self.usage.pending():
+            return
+        try:
+            with self.connection() as conn:
+                self.usage.flush(conn)
+        except CodenavError:
+            pass  # the store is down: the figures wait for the next flush
+
+    def stats(self, caller: Caller, days: int) -> dict[str, Any]:
+        """Usage figures the caller may see (this process's latest answers included)."""
+        authorize(caller, "stats")
+        with self.connection() as conn:
+            self.usage.flush(conn)
+            return usage.summary(conn, caller, days)

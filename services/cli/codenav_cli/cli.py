@@ -1,9 +1,10 @@
 """The ``codenav`` command line.
 
 Every command prints one clear error line plus a hint on failure, never a traceback.
-Every tool of the registry is a subcommand named like it (``find`` is ``find_files``), its
-arguments made from the tool's model; ``--json`` prints exactly what the MCP tool returns
-as structured content.
+Every tool of the registry is a subcommand named like it (``find-files``; ``find_files``
+and ``find`` work too), its arguments made from the tool's model; ``--json`` prints exactly
+what the MCP tool returns as structured content. ``stats`` prints the usage figures,
+``snapshot`` exports and imports the index.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from codenav.config import Settings
 from codenav.errors import CodenavError, ConfigError, Unavailable
 from codenav.tools import TOOLS, render
 from codenav.tools.base import Tool
+from codenav.tools.text import frame, usage_line
 
 TERMINAL = {"finished", "failed", "stopped", "canceled"}
 WAITING = {"queued", "scheduled", "deferred"}
@@ -224,8 +226,11 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _tool_body(args: argparse.Namespace, tool: Tool, settings: Settings) -> dict[str, Any]:
-    """The arguments given on the command line (the server's model fills in the rest)."""
-    body = {name: getattr(args, name) for name in tool.args.model_fields if hasattr(args, name)}
+    """The arguments given on the command line that differ from the model's defaults (the
+    server's model fills in the rest)."""
+    fields = tool.args.model_fields
+    body = {name: getattr(args, name) for name, info in fields.items()
+            if hasattr(args, name) and (info.is_required() or getattr(args, name) != info.default)}
     if not body.get("repo") and settings.repo:
         body["repo"] = settings.repo
     return body
@@ -252,13 +257,16 @@ def _plain(annotation: Any) -> tuple[Any, bool]:
 def add_tool_parser(sub: Any, tool: Tool) -> None:
     """``codenav <tool>``: the tool's model as arguments (positional ones as its ``Cli``
     says, every other field a ``--flag``), ``--json`` for the structured answer."""
-    p = sub.add_parser(tool.name, aliases=list(tool.cli.aliases), help=tool.summary)
+    command = tool.name.replace("_", "-")
+    aliases = ([tool.name] if command != tool.name else []) + list(tool.cli.aliases)
+    p = sub.add_parser(command, aliases=aliases, help=tool.summary)
     for name, info in tool.args.model_fields.items():
         kind, many = _plain(info.annotation)
         helptext = tool.cli.help.get(name) or info.description or ""
         if not info.is_required() and info.default not in (None, False, True):
             helptext = f"{helptext} (default {info.default})".strip()
-        options: dict[str, Any] = {"help": helptext or None, "default": argparse.SUPPRESS}
+        options: dict[str, Any] = {"help": helptext or None,
+                                   "default": None if info.is_required() else info.default}
         if get_origin(kind) is Literal:
             options["choices"] = get_args(kind)
         elif kind is int:
@@ -276,9 +284,34 @@ def add_tool_parser(sub: Any, tool: Tool) -> None:
             options["action"] = "store_false" if info.default is True else "store_true"
         elif many:
             options["action"] = "append"
-        p.add_argument(flag, dest=name, **options)
+        p.add_argument(flag, *tool.cli.also.get(name, ()), dest=name, **options)
+        if name in tool.cli.off:
+            p.add_argument(*tool.cli.off[name], dest=name, action="store_false",
+                           help=tool.cli.help.get(f"{name}:off"))
     p.add_argument("--json", action="store_true", help="print the structured result")
     p.set_defaults(func=cmd_tool, tool=tool.name)
+
+
+def cmd_stats(args: argparse.Namespace, settings: Settings) -> int:
+    from codenav import usage
+
+    if _admin_mode(settings) == "api":
+        data = _api(settings, "GET", f"/v1/stats?days={int(args.days)}")
+    else:
+        data = _operator(settings, lambda conn, caller: usage.summary(conn, caller, args.days))
+    _emit(data, args.json, frame(_stats_text(data), data))
+    return 0
+
+
+def _stats_text(data: dict[str, Any]) -> str:
+    """``codenav stats``: the token economy per tool, then per day."""
+    out = [f"since {data.get('since')} ({data.get('days')} days, {data.get('of')}):",
+           f"  all tools: {usage_line(data['total'])}"] if data.get("total") else []
+    out.extend(f"  {t['tool']}: {usage_line(t)}" for t in data.get("by_tool", []))
+    if data.get("by_day"):
+        out.append("per day:")
+        out.extend(f"  {d['day']} {d['tool']}: {usage_line(d)}" for d in data["by_day"])
+    return "\n".join(out)
 
 
 def _db_settings(settings: Settings) -> Settings:
@@ -429,6 +462,114 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _root_maps(values: list[str] | None) -> tuple[dict[str, str], list[str]]:
+    """``--root NAME=PATH`` (by name) and ``--root PATH`` (by directory name, or the only
+    repository of the snapshot)."""
+    named: dict[str, str] = {}
+    bare: list[str] = []
+    for value in values or []:
+        name, eq, path = value.partition("=")
+        if eq and name and "/" not in name:
+            named[name] = str(Path(path).expanduser().resolve())
+        else:
+            bare.append(str(Path(value).expanduser().resolve()))
+    return named, bare
+
+
+def embedder_model(settings: Settings) -> Callable[[], tuple[str, int] | None]:
+    """The model the stack's embedder serves, asked when called (None: no embedder is
+    configured or it does not answer)."""
+    url = settings.embed_url
+    if not url:
+        path = stack_file(settings)
+        with contextlib.suppress(OSError, ValueError):
+            url = json.loads(path.read_text(encoding="utf-8")).get("embed_url") or ""
+
+    def ask() -> tuple[str, int] | None:
+        if not url:
+            return None
+        from codenav.embed.client import EmbedClient
+
+        client = EmbedClient(url, settings.embed_model, settings.embed_key, 30.0)
+        try:
+            info = client.info()
+        except CodenavError:
+            return None
+        finally:
+            client.close()
+        return info.name, info.dim
+
+    return ask
+
+
+def cmd_snapshot(args: argparse.Namespace, settings: Settings) -> int:
+    from codenav import admin, snapshot
+
+    remote = bool(settings.url)
+    if args.snapshot_cmd == "export":
+        out = Path(args.file).expanduser()
+        if remote:
+            data = _download_snapshot(settings, out, args.repo, args.ref)
+        else:
+            data = _operator(settings, lambda conn, caller: admin.snapshot_export(
+                conn, caller, out, args.repo, args.ref))
+        _emit(data, args.json, f"exported {', '.join(data['repos'])} to {data['path']}: "
+              f"{data['bytes'] / 1e6:.1f} MB, {data['rows']['files']} files, "
+              f"{data['rows']['chunks']} chunks, {data['rows']['embeddings']} vectors in "
+              f"{data['seconds']}s")
+        return 0
+    path = Path(args.file).expanduser()
+    named, bare = _root_maps(args.root)
+    if bare:
+        named = {**snapshot.map_roots(snapshot.read_manifest(path), bare), **named}
+    if remote:
+        data = _upload_snapshot(settings, path, named, args.team, not args.no_vectors,
+                                args.skip_existing, args.local_roots)
+    else:
+        model = embedder_model(settings)
+        data = _operator(settings, lambda conn, caller: admin.snapshot_import(
+            conn, settings, caller, path, named, args.team, not args.no_vectors, model,
+            args.skip_existing, args.local_roots))
+    if data.get("skipped"):
+        _emit(data, args.json, f"nothing imported: {data['skipped']}")
+        return 0
+    lines = [f"imported {r['team']}/{r['name']} at {r['root']}"
+             + (f" (commit {r['commit'][:12]})" if r.get("commit") else "")
+             + (" (replaced its file list)" if r.get("replaced") else "")
+             for r in data["repos"]]
+    ins = data["inserted"]
+    lines.append(f"{ins['files']} files, {ins['contents']} new contents "
+                 f"({data['rows']['contents'] - ins['contents']} already here), "
+                 f"{ins['embeddings']} new vectors in {data['seconds']}s")
+    lines += [f"note: {n}" for n in data.get("notes", [])]
+    _emit(data, args.json, "\n".join(lines))
+    return 0
+
+
+def _download_snapshot(settings: Settings, out: Path, names: list[str] | None,
+                       ref: str | None) -> dict[str, Any]:
+    from codenav.client import download
+
+    params: list[tuple[str, str]] = [("repo", n) for n in names or []]
+    if ref:
+        params.append(("ref", ref))
+    return download(settings, "/v1/snapshot", params, out)
+
+
+def _upload_snapshot(settings: Settings, path: Path, roots: dict[str, str], team: str | None,
+                     vectors: bool, skip_existing: bool, local_roots: bool) -> dict[str, Any]:
+    from codenav.client import upload
+
+    params: list[tuple[str, str]] = [("root", f"{k}={v}") for k, v in roots.items()]
+    if team:
+        params.append(("team", team))
+    for flag, on in (("no_vectors", not vectors), ("skip_existing", skip_existing),
+                     ("local_roots", local_roots)):
+        if on:
+            params.append((flag, "true"))
+    return upload(settings, "/v1/snapshot", params, path)
+
+
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
     from codenav.db import migrations
     from codenav.db.connect import connect
@@ -485,8 +626,13 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     for path in wanted:
         if not Path(path).is_dir():
             raise ConfigError(f"{path} is not a directory")
+    seed = Path(args.seed).expanduser().resolve() if args.seed else None
+    if seed is not None:
+        from codenav import snapshot
+
+        snapshot.check_versions(snapshot.read_manifest(seed), seed.name)  # before starting
     stack = Stack(settings, port=port, workers=args.workers, embed_workers=args.embed_workers,
-                  repos=wanted)
+                  repos=wanted, seed=seed)
     signal.signal(signal.SIGTERM, _stop_requested)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started ignoring it
     try:
@@ -551,6 +697,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--embed-workers", type=int, default=1,
                     help="embedding worker processes (their own lane)")
     up.add_argument("--no-wait", action="store_true", help="do not wait for indexing")
+    up.add_argument("--seed", metavar="FILE", help="import this snapshot into an empty store "
+                    "before the first index (--repo PATH maps its repository here)")
     up.set_defaults(func=cmd_up)
 
     idx = sub.add_parser("index", help="register a directory and index it")
@@ -566,6 +714,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     for tool in TOOLS.values():
         add_tool_parser(sub, tool)
+
+    sta = sub.add_parser("stats", help="token economy: tokens returned vs reading the files "
+                         "whole, per tool and day")
+    sta.add_argument("--days", type=int, default=7, help="the last N days (default 7)")
+    sta.add_argument("--json", action="store_true", help="print the structured result")
+    sta.set_defaults(func=cmd_stats)
 
     tok = sub.add_parser("token", help="manage API tokens (admin)")
     tsub = tok.add_subparsers(dest="token_cmd", metavar="ACTION", required=True)
@@ -608,6 +762,32 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("mcp", help="run the stdio MCP adapter (for your agent's MCP config)")
     m.set_defaults(func=cmd_mcp)
 
+    sn = sub.add_parser("snapshot", help="export or import a snapshot of the index (admin)")
+    snsub = sn.add_subparsers(dest="snapshot_cmd", metavar="ACTION", required=True)
+    se = snsub.add_parser("export", help="write repositories' index (contents, chunks, "
+                          "symbols, graph, vectors) to FILE")
+    se.add_argument("file")
+    se.add_argument("--repo", action="append", help="repository to export (repeatable; "
+                    "default: every one)")
+    se.add_argument("--ref", help="the commit or branch the repository is indexed at")
+    se.add_argument("--json", action="store_true")
+    si = snsub.add_parser("import", help="load a snapshot into this store (merges by "
+                          "content; a repository of the same name is replaced)")
+    si.add_argument("file")
+    si.add_argument("--root", action="append", metavar="[NAME=]PATH",
+                    help="where the snapshot's repository is checked out here (by name, "
+                    "or the only one)")
+    si.add_argument("--team", help="import into this team (operator only)")
+    si.add_argument("--no-vectors", action="store_true",
+                    help="leave the vectors out (embedded again here)")
+    si.add_argument("--skip-existing", action="store_true",
+                    help="import nothing if the store holds one of its repositories (a seed)")
+    si.add_argument("--local-roots", action="store_true",
+                    help="put each repository under CODENAV_ALLOWED_ROOTS (the directory of "
+                    "its name, or the only one)")
+    si.add_argument("--json", action="store_true")
+    sn.set_defaults(func=cmd_snapshot)
+
     mg = sub.add_parser("migrate", help="apply database migrations")
     mg.set_defaults(func=cmd_migrate)
 
@@ -625,7 +805,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = Settings.load()
         if args.command not in ("up", "token", "team", "repo", "audit", "migrate", "mcp",
-                                "setup"):
+                                "setup", "stats", "snapshot"):
             endpoint(settings)  # fail early with a clear message when nothing is configured
         return int(args.func(args, settings))
     except CodenavError as exc:

@@ -104,6 +104,10 @@ class Stack:
     token: str = ""
     repos: list[str] = field(default_factory=list)
     """Directories ``codenav up --repo`` registers: allowed roots of this stack."""
+    seed: Path | None = None
+    """A snapshot imported before the first index (``codenav up --seed``)."""
+    seeded: dict[str, Any] = field(default_factory=dict)
+    """What the seed import did (empty: no seed, or skipped)."""
     fatal: str = ""
     """Why the supervisor stopped the stack (a crash loop), if it did."""
     _token_id: int = 0
@@ -174,10 +178,15 @@ class Stack:
             services.append(self._service("embedder", ["codenav_embedder", "--port",
                                                        str(embed_port)],
                                           ready=lambda: _http_ok(f"{embed_url}/readyz")))
+        embedder = next((c for c in services if c.name == "embedder"), None)
+        if embedder is not None:  # its model loads while the store migrates (and seeds)
+            self._start(embedder)
         settings = Settings.load(env=self.env)
         with connect(settings) as conn:
             migrations.migrate(conn)
             self._rotate_token(conn)
+            if self.seed is not None:
+                self._import_seed(conn, settings, embedder, embed_url)
             allowed = local_roots(settings, self.repos, [r.root for r in list_repos(conn)])
         self.env["CODENAV_ALLOWED_ROOTS"] = ",".join(allowed)
         self._queue_conn = enqueue.connect_redis(settings)
@@ -195,13 +204,61 @@ class Stack:
         services.append(self._service("watcher", ["codenav_watcher"]))
         self.children += services
         for child in services:
-            self._start(child)
+            if child is not embedder:
+                self._start(child)
         self._supervisor = threading.Thread(target=self._supervise, name="codenav-supervisor",
                                             daemon=True)
         self._supervisor.start()
         api = next(c for c in self.children if c.name == "api")
         self._wait_for(api, 60.0)
         self._write_stack_file(pg.url)
+
+    def _import_seed(self, conn: Any, settings: Settings, embedder: Child | None,
+                     embed_url: str) -> None:
+        """Import the seed snapshot before anything indexes: the first reconcile then reads
+        and hashes the files, and parses only what differs from the seed. Skipped when the
+        store already holds one of its repositories (a restart with the same ``--seed``)."""
+        from codenav import admin, snapshot
+        from codenav.access import Caller
+
+        assert self.seed is not None
+        manifest = snapshot.read_manifest(self.seed)
+        mapped = snapshot.map_roots(manifest, self.repos)
+        allowed = Settings.load(env={**self.env, "CODENAV_ALLOWED_ROOTS": ",".join(
+            local_roots(settings, self.repos, []))}, dotenv=Path("/nonexistent"))
+
+        def model() -> tuple[str, int] | None:
+            """The embedder's model, once it has loaded (it loads meanwhile)."""
+            if embedder is None and not embed_url:
+                return None
+            if embedder is not None:
+                try:
+                    self._wait_for(embedder, 180.0)
+                except Unavailable as exc:  # it is restarted later; the model is unknown
+                    self.say(f"seed: the embedder is not ready ({exc.message}); the seed's "
+                             "vectors are imported without checking its model")
+                    return None
+            from codenav.embed.client import EmbedClient
+
+            client = EmbedClient(embed_url, settings.embed_model, settings.embed_key, 60.0)
+            try:
+                info = client.info()
+            except CodenavError:
+                return None
+            finally:
+                client.close()
+            return info.name, info.dim
+
+        self.seeded = admin.snapshot_import(conn, allowed, Caller.operator(), self.seed,
+                                            mapped, model=model, skip_existing=True)
+        if self.seeded.get("skipped"):
+            self.say(f"seed {self.seed.name} skipped: {self.seeded['skipped']}")
+        phases = ", ".join(f"{k} {v}s" for k, v in self.seeded.get("phases", {}).items())
+        for repo in self.seeded["repos"]:
+            self.say(f"seeded {repo['team']}/{repo['name']} at {repo['root']} from "
+                     f"{self.seed.name} in {self.seeded['seconds']}s "
+                     f"({self.seeded['rows']['files']} files, "
+                     f"{self.seeded['rows']['embeddings']} vectors; {phases})")
 
     def _service(self, name: str, module_args: list[str], *, lane: str | None = None,
                  ready: Callable[[], bool] | None = None) -> Child:
@@ -265,6 +322,7 @@ class Stack:
             json.dump({"url": self.url, "token": self.token, "token_id": self._token_id,
                        "pid": os.getpid(), "database_url": database_url,
                        "redis_url": self.env["CODENAV_REDIS_URL"],
+                       "embed_url": self.env.get("CODENAV_EMBED_URL", ""),
                        "started_at": time.time()}, handle, indent=2)
         os.replace(tmp, path)
 

@@ -13,7 +13,7 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -24,6 +24,9 @@ from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.errors import Forbidden, InvalidRequest, NotFound
 from codenav.roles import authorize
+
+if TYPE_CHECKING:
+    from codenav.snapshot import ModelCheck
 
 _DURATION = re.compile(r"^\s*(\d{1,6})\s*([hdw])\s*$")
 AUDIT_SHOWN = 100
@@ -174,3 +177,71 @@ def delete(conn: psycopg.Connection, caller: Caller, scope: Scope) -> dict[str, 
     record(conn, caller, "repo.delete", scope.name, repos.team_id(conn, scope.repo.team),
            {"root": scope.repo.root, **collected})
     return {"deleted": scope.name, "team": scope.repo.team, "collected": collected}
+
+
+# --- snapshots ---------------------------------------------------------------------------
+def snapshot_export(conn: psycopg.Connection, caller: Caller, out_path: Path,
+                    names: list[str] | None = None, ref: str | None = None) -> dict[str, Any]:
+    """Export the named repositories (default: every one the caller sees) to a snapshot
+    file; ``ref`` must be what the (one) repository is indexed at (``snapshot.resolve_ref``)."""
+    from codenav import snapshot
+    from codenav.access import resolve, visible_repos
+
+    authorize(caller, "snapshot.export")
+    chosen = [resolve(conn, caller, n).repo for n in dict.fromkeys(names)] if names else \
+        visible_repos(conn, caller)
+    if ref and len(chosen) != 1:
+        raise InvalidRequest("--ref names a ref of one repository; say which with --repo",
+                             hint="registered: " + ", ".join(r.name for r in chosen))
+    branches = {r.id: snapshot.resolve_ref(r, ref) for r in chosen}
+    result = snapshot.export(conn, chosen, out_path, branches)
+    for repo in chosen:
+        record(conn, caller, "snapshot.export", repo.name, repos.team_id(conn, repo.team),
+               {"path": result.path, "commit": repo.indexed_commit})
+    return result.to_json()
+
+
+def snapshot_import(conn: psycopg.Connection, settings: Settings, caller: Caller, path: Path,
+                    roots_by_name: dict[str, str] | None = None, team: str | None = None,
+                    vectors: bool = True, model: ModelCheck | None = None,
+                    skip_existing: bool = False, local_roots: bool = False) -> dict[str, Any]:
+    """Import a snapshot file. The operator imports each repository into its team in the
+    snapshot (or ``team``); an admin, into its own team. A mapped root (another machine's
+    checkout moved here) must be an allowed root; so must any root a team admin imports.
+    ``local_roots`` maps each repository under the allowed roots (``snapshot.roots_under``);
+    ``skip_existing`` imports nothing when the store holds one of its repositories (a seed
+    applied once, to an empty store)."""
+    from codenav import snapshot
+
+    authorize(caller, "snapshot.import")
+    if team and not caller.is_operator and team != caller.team:
+        raise Forbidden(f"an admin imports into its own team ({caller.team}), not {team!r}")
+    manifest = snapshot.read_manifest(path)
+    into = team if caller.is_operator else caller.team
+    if skip_existing:
+        already = snapshot.held(conn, manifest, into)
+        if already:
+            return {"skipped": f"the store already holds {', '.join(already)}", "repos": [],
+                    "rows": {}, "inserted": {}, "seconds": 0.0, "notes": []}
+    wanted = dict(roots_by_name or {})
+    if local_roots:
+        wanted = {**snapshot.roots_under(manifest, list(settings.allowed_roots)), **wanted}
+    mapped = {name: roots.check(settings, root) for name, root in wanted.items()}
+    if not caller.is_operator:
+        for spec in manifest.repos:
+            if spec.name not in mapped:
+                roots.check(settings, spec.root)
+
+    def team_of(spec: Any) -> str:
+        if not caller.is_operator:
+            return caller.team
+        return team or spec.team or DEFAULT_TEAM
+
+    unknown = sorted(set(wanted) - {spec.name for spec in manifest.repos})
+    if unknown:
+        raise InvalidRequest(f"the snapshot has no repository named {', '.join(unknown)}",
+                             hint="it holds " + ", ".join(s.name for s in manifest.repos))
+    result = snapshot.import_file(conn, path, team=team_of, roots=mapped, actor=caller.actor,
+                                  vectors=vectors, model=model,
+                                  verify=not caller.is_operator)
+    return result.to_json()

@@ -98,3 +98,55 @@ class ApiClient:
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         """A tool of the registry: ``POST /v1/<tool>`` with its arguments as the body."""
         return await self.request("POST", f"/v1/{get(tool).name}", args)
+
+
+def _sync_client(settings: Settings) -> httpx.Client:
+    url, token = endpoint(settings)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=url, headers=headers, timeout=httpx.Timeout(60.0, read=3600.0))
+
+
+def download(settings: Settings, path: str, params: list[tuple[str, str]],
+             out: Path) -> dict[str, Any]:
+    """GET a file (a snapshot) to ``out`` (atomically); the summary comes in a header."""
+    tmp = out.with_name(out.name + ".part")
+    try:
+        query = httpx.QueryParams(tuple(params))
+        with _sync_client(settings) as client, client.stream("GET", path, params=query) as resp:
+            if resp.status_code >= 400:
+                resp.read()
+                raise error_from(resp)
+            with tmp.open("wb") as handle:
+                for block in resp.iter_bytes(1 << 20):
+                    handle.write(block)
+            summary: dict[str, Any] = json.loads(resp.headers.get("x-codenav-summary", "{}"))
+        tmp.replace(out)
+    except httpx.HTTPError as exc:
+        raise Unavailable(f"cannot reach the codenav API: {type(exc).__name__}",
+                          hint="is the server running?") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    summary["path"] = str(out.resolve())
+    return summary
+
+
+def upload(settings: Settings, path: str, params: list[tuple[str, str]],
+           source: Path) -> dict[str, Any]:
+    """POST a file (a snapshot) as the request body, streamed."""
+    def chunks() -> Any:
+        with source.open("rb") as handle:
+            yield from iter(lambda: handle.read(1 << 20), b"")
+
+    try:
+        with _sync_client(settings) as client:
+            resp = client.post(path, params=httpx.QueryParams(tuple(params)), content=chunks(),
+                               headers={"Content-Type": "application/octet-stream"})
+    except httpx.HTTPError as exc:
+        raise Unavailable(f"cannot reach the codenav API: {type(exc).__name__}",
+                          hint="is the server running?") from None
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read {source}: {exc.strerror or exc}") from None
+    if resp.status_code >= 400:
+        raise error_from(resp)
+    data: dict[str, Any] = resp.json()
+    return data

@@ -80,6 +80,15 @@ class Settings:
     """``auto`` (events, polling when the kernel refuses watches), ``events`` or ``polling``."""
     poll_interval_s: float = 2.0
     log_level: str = "INFO"
+    log_format: str = "text"
+    """``text`` (one line per record) or ``json`` (one JSON object per line: time, level,
+    logger, message, service, and the exception if any), for every service."""
+    metrics_open: bool = False
+    """Serve ``/metrics`` without a token (for a Prometheus on a private network); by
+    default it needs an admin token (``Authorization: Bearer ...``)."""
+    grep_timeout_ms: int = 1500
+    """The time budget of one grep: its statements run under this ``statement_timeout``
+    and matching stops at it; the answer then says it is partial (``timed_out``)."""
     embed_url: str = ""
     embed_model: str = ""
     embed_key: str = ""
@@ -112,6 +121,10 @@ class Settings:
             raise ConfigError("CODENAV_CHUNK_MAX_LINES must be at least 10")
         if not 0 <= self.chunk_overlap_lines < self.chunk_max_lines // 2:
             raise ConfigError("CODENAV_CHUNK_OVERLAP_LINES must be below half of CHUNK_MAX_LINES")
+        if self.log_format not in ("text", "json"):
+            raise ConfigError("CODENAV_LOG_FORMAT must be text or json")
+        if not 10 <= self.grep_timeout_ms <= 600_000:
+            raise ConfigError("CODENAV_GREP_TIMEOUT_MS must be 10-600000")
         if self.watch_mode not in ("auto", "events", "polling"):
             raise ConfigError("CODENAV_WATCH_MODE must be auto, events or polling")
         for url_name in ("database_url", "redis_url", "url", "embed_url"):

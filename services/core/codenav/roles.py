@@ -16,6 +16,8 @@ REQUIRED: dict[str, str] = {
     **tools.roles(),  # each tool declares its role in its module
     "repo.list": "read",
     "job.status": "read",
+    "stats": "read",
+    "metrics": "admin",
     "repo.register": "write",
     "repo.delete": "admin",
     "token.create": "admin",
@@ -23,6 +25,8 @@ REQUIRED: dict[str, str] = {
     "token.revoke": "admin",
     "team.list": "admin",
     "audit.list": "admin",
+    "snapshot.export": "admin",
+    "snapshot.import": "admin",
 }
 """The role each action needs, for REST, MCP and the CLI alike."""
 

@@ -1,6 +1,7 @@
 """Running a tool on the server (REST and MCP over HTTP alike): the caller's role is
 checked, the arguments are validated by the tool's model, the repository is resolved
-within what the caller may see, and the answer carries its freshness."""
+within what the caller may see, the answer carries its freshness, and it is added to the
+usage figures (``codenav.usage``)."""
 
 from __future__ import annotations
 
@@ -39,4 +40,10 @@ def run(host: Host, connection: Callable[[], AbstractContextManager[psycopg.Conn
         answer = tool.handler(Call(conn, caller, scope, host), parsed)
         if tool.fresh and scope is not None:
             status.annotate(conn, scope, host.redis, answer)
+        if tool.counted:
+            repo_id = scope.id if scope is not None else \
+                (access.resolve(conn, caller, parsed.repo).id if parsed.repo else None)
+            host.usage.record(caller, repo_id, tool.name, answer)
+            if host.usage.due():  # one statement, at most every few seconds
+                host.usage.flush(conn)
         return answer

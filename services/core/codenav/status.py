@@ -59,6 +59,11 @@ def redactions(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
     return out
 
 
+def file_count(conn: psycopg.Connection, scope: Scope) -> int:
+    row = conn.execute(q.REPO_COUNTS, scope.params()).fetchone()
+    return int(row[0]) if row else 0
+
+
 def repo_status(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
     repo = scope.repo
     n_files, total_bytes, _contents = conn.execute(q.REPO_COUNTS, scope.params()).fetchone() \

@@ -13,6 +13,8 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
   7  contents.facts_pending: a first index leaves graph facts to the graph job.
   8  access control: teams (repos.team_id, names unique per team), token roles, teams,
      grants (token_repos) and expiry, audit_log, repos.index_enabled, contents.redactions.
+  9  grep: a trigram (pg_trgm GIN) index on contents.body; usage_daily: answers' _stats
+     summed per day, team, repository and tool (codenav stats).
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -30,6 +32,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

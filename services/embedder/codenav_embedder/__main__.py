@@ -8,9 +8,9 @@ and exits, so an image can ship ready to serve offline.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
+from codenav import logs
 from codenav.config import Settings
 from codenav.errors import CodenavError
 from codenav_embedder.settings import DEFAULT_PORT, EmbedderSettings
@@ -28,13 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = EmbedderSettings.load()
-        log_level = Settings.load().log_level.upper()
+        core_settings = Settings.load()
+        log_level, log_format = core_settings.log_level.upper(), core_settings.log_format
     except CodenavError as exc:
         print(f"codenav-embedder: {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""),
               file=sys.stderr)
         return 1
-    logging.basicConfig(level=log_level, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    log_config = logs.setup(log_level, log_format, "embedder")
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # a bar per model load is noise in a service log
@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     uvicorn.run(create_app(settings), host=args.host or settings.host,
                 port=args.port or settings.port, log_level=log_level.lower(), access_log=False,
+                log_config=log_config,
                 timeout_graceful_shutdown=2)  # a stop cuts bulk requests short
     return 0
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import redis
 
-from codenav import repos, roots
+from codenav import logs, repos, roots
 from codenav.config import Settings
 from codenav.db.connect import connect
 from codenav.errors import CodenavError
@@ -158,8 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             alive = coordination.watcher_alive(enqueue.connect_redis(settings),
                                                socket.gethostname() + ":")
             return 0 if alive else 1
-        logging.basicConfig(level=settings.log_level, stream=sys.stderr,
-                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        logs.setup(settings.log_level, settings.log_format, "watcher")
         sidecar = Sidecar(settings)
     except CodenavError as exc:
         print(f"codenav-watcher: {exc.message}", file=sys.stderr)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import redis
 from rq.serializers import JSONSerializer
 
+from codenav import logs
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
@@ -92,8 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = Settings.load()
-        logging.basicConfig(level=settings.log_level, stream=sys.stderr,
-                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        logs.setup(settings.log_level, settings.log_format, f"worker-{args.lane}")
         if args.lane == "index":
             from codenav.graph.extract import preload_queries
             from codenav.parse.chunker import preload_grammars

@@ -74,8 +74,8 @@ def _body(*argv: str) -> dict[str, Any]:
 
 def test_every_tool_is_a_cli_subcommand_named_like_it_with_its_arguments() -> None:
     parser = build_parser()
-    commands = set(re.findall(r"^    (\w+)", parser.format_help(), re.M))
-    assert set(TOOLS) <= commands
+    commands = set(re.findall(r"^    ([\w-]+)", parser.format_help(), re.M))
+    assert {name.replace("_", "-") for name in TOOLS} <= commands
     assert _body("find", "retry logic", "--include-tests", "--limit", "3") == {
         "query": "retry logic", "include_tests": True, "limit": 3}
     assert _body("find_files", "x") == {"query": "x"}
@@ -91,3 +91,11 @@ def test_every_tool_is_a_cli_subcommand_named_like_it_with_its_arguments() -> No
         "path": "a.py", "direction": "importers", "depth": 2}
     assert _body("skeleton") == {}
     assert _body("status", "--json") == {}
+    assert _body("grep", "new Foo(", "-C", "2", "-s", "--limit", "5") == {
+        "pattern": "new Foo(", "context": 2, "case_sensitive": True, "limit": 5}
+    assert _body("grep", "x", "--case-sensitive", "-i", "--regex") == {"pattern": "x",
+                                                                        "regex": True}
+    assert _body("find-files", "x", "--mode", "hybrid") == {"query": "x"}  # the default
+    assert _body("read", "a.py", "--start-line", "2") == {"path": "a.py", "start_line": 2}
+    assert _body("references", "Foo", "--no-include-potential") == {
+        "symbol": "Foo", "include_potential": False}

@@ -20,7 +20,7 @@ from codenav_api.service import Services
 router = APIRouter(prefix="/v1", tags=["repos"])
 
 _JOB = re.compile(r"^[a-z]+-(\d+)-[0-9a-f]+$")
-"""Job ids name their repository: ``{kind}-{repo id}-{random}`` (codenav.queue)."""
+"""Job ids name their repository: ``{kind}-{repo id}-{random}`` (codenav.jobs.keys)."""
 
 
 def _repo_dict(repo: access.Repo) -> dict[str, Any]:

@@ -374,6 +374,66 @@ FROM files f JOIN contents co ON co.id = f.content_id
 WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND co.redactions <> '[]'::jsonb
 ORDER BY f.path LIMIT %(k)s"""
 
+# --- grep (codenav.search.grep) -------------------------------------------------------------------
+# The search's time budget: every statement of the grep transaction stops at it.
+GREP_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
+
+
+def grep_candidates(n_literals: int, case_sensitive: bool) -> sql.Composed:
+    """The files grep reads: the repository's, narrowed by language and path regex, and by
+    ``n_literals`` literals each body must contain (``%(lit0)s``... as LIKE patterns),
+    found through the trigram index on contents.body. Path order."""
+    op = sql.SQL("LIKE" if case_sensitive else "ILIKE")
+    likes = sql.SQL("").join(
+        sql.SQL("\n  AND co.body {op} {lit}").format(op=op, lit=sql.Placeholder(f"lit{i}"))
+        for i in range(int(n_literals)))
+    return sql.SQL("""
+SELECT f.path, f.content_id, f.language, f.size
+FROM files f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])
+  AND (%(language)s::text IS NULL OR f.language = %(language)s)
+  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s){likes}
+ORDER BY f.path
+LIMIT %(cap)s""").format(likes=likes)
+
+
+# Bodies of candidate contents, while a file of the repository points at them.
+GREP_BODIES = """
+SELECT co.id, co.body FROM contents co WHERE co.id = ANY(%(ids)s) AND EXISTS (
+    SELECT 1 FROM files f WHERE f.content_id = co.id AND f.repo_id = %(repo)s
+      AND f.repo_id = ANY(%(visible)s::int[]))"""
+
+# --- token economy (codenav.usage) -------------------------------------------------------
+# Sums of answers' _stats, added to the day's row (several API processes add up). A
+# repository deleted since its answers were counted takes its figures with it.
+USAGE_FLUSH = """
+INSERT INTO usage_daily AS u (day, team_id, repo_id, tool, calls, empty, tokens_returned,
+                              tokens_full_files, duration_ms)
+SELECT n.day, n.team, n.repo, n.tool, n.calls, n.empty, n.returned, n.whole, n.ms
+FROM unnest(%(day)s::date[], %(team)s::int[], %(repo)s::int[], %(tool)s::text[],
+            %(calls)s::bigint[], %(empty)s::bigint[], %(returned)s::bigint[],
+            %(full)s::bigint[], %(ms)s::float8[])
+     AS n(day, team, repo, tool, calls, empty, returned, whole, ms)
+WHERE EXISTS (SELECT 1 FROM teams t WHERE t.id = n.team)
+  AND (n.repo IS NULL OR EXISTS (SELECT 1 FROM repos r WHERE r.id = n.repo))
+ON CONFLICT (day, team_id, (coalesce(repo_id, 0)), tool) DO UPDATE SET
+    calls = u.calls + EXCLUDED.calls, empty = u.empty + EXCLUDED.empty,
+    tokens_returned = u.tokens_returned + EXCLUDED.tokens_returned,
+    tokens_full_files = u.tokens_full_files + EXCLUDED.tokens_full_files,
+    duration_ms = u.duration_ms + EXCLUDED.duration_ms"""
+# Per day and tool, within what the caller sees: its visible repositories, its team's
+# answers about no single repository (a token of the whole team), or all (the operator).
+USAGE_SUMMARY = """
+SELECT u.day, u.tool, sum(u.calls)::bigint, sum(u.empty)::bigint,
+       sum(u.tokens_returned)::bigint, sum(u.tokens_full_files)::bigint, sum(u.duration_ms)
+FROM usage_daily u
+WHERE u.day >= %(since)s
+  AND (u.repo_id = ANY(%(visible)s::int[])
+       OR (u.repo_id IS NULL AND %(team_wide)s AND u.team_id = %(team)s)
+       OR %(all)s)
+GROUP BY u.day, u.tool
+ORDER BY u.day DESC, sum(u.calls) DESC, u.tool"""
+
 # --- benchmarks --------------------------------------------------------------------------
 
 # --- embeddings --------------------------------------------------------------------------
@@ -776,10 +836,321 @@ FILE_LINES = """
 SELECT f.path, co.line_count FROM files f JOIN contents co ON co.id = f.content_id
 WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 
+# --- snapshots (codenav.snapshot) ----------------------------------------------------------
+# A snapshot is one binary COPY per section. Export reads the repositories in %(visible)s
+# (the ones asked for, among those the caller sees) in one REPEATABLE READ transaction.
+# Surrogate ids travel as they are (the archive's own keys: src ids); import stages each
+# section in a temporary table of the same columns and types, then merges by content
+# address (contents by sha, language and chunker; chunks by content and ord; vectors by
+# model name and text hash), remapping every id, in one transaction.
+SNAPSHOT_READ_ONLY = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+SNAPSHOT_REPOS = """
+SELECT r.id, r.name, t.name, r.root, r.indexed_at, r.indexed_commit, r.gitignored, r.index_enabled
+FROM repos r JOIN teams t ON t.id = r.team_id
+WHERE r.id = ANY(%(visible)s::int[]) ORDER BY r.id"""
+SNAPSHOT_MODELS = """
+SELECT m.id, m.name, m.dim FROM embed_models m
+WHERE EXISTS (SELECT 1 FROM chunk_texts ct JOIN embeddings e ON e.text_hash = ct.text_hash
+              AND e.model_id = m.id WHERE ct.repo_id = ANY(%(visible)s::int[]))
+ORDER BY m.id"""
+# (section, the columns and their types): the staging table of a section has exactly the
+# columns its export writes, in order, so a binary COPY reads back what it wrote.
+SNAPSHOT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "contents": (("src_id", "bigint"), ("sha", "text"), ("language", "text"),
+                 ("chunker", "integer"), ("size", "bigint"), ("line_count", "integer"),
+                 ("body", "text"), ("imports", "text[]"), ("parse_error", "text"),
+                 ("facts_pending", "boolean"), ("redactions", "jsonb")),
+    "chunks": (("src_id", "bigint"), ("content_src", "bigint"), ("ord", "integer"),
+               ("kind", "text"), ("symbol", "text"), ("parent", "text"), ("signature", "text"),
+               ("doc", "text"), ("exported", "boolean"), ("start_line", "integer"),
+               ("end_line", "integer"), ("part", "integer"), ("body", "text"),
+               ("n_terms", "integer"), ("tsv", "tsvector")),
+    "symbols": (("content_src", "bigint"), ("ord", "integer"), ("name", "text"),
+                ("qualname", "text"), ("kind", "text"), ("parent", "text"), ("depth", "integer"),
+                ("start_line", "integer"), ("end_line", "integer"), ("signature", "text"),
+                ("doc", "text"), ("exported", "boolean"), ("bases", "text[]")),
+    "refs": (("content_src", "bigint"), ("ord", "integer"), ("kind", "text"), ("name", "text"),
+             ("qualifier", "text"), ("alias", "text"), ("line", "integer"), ("scope", "text")),
+    "file_terms": (("term", "text"), ("content_src", "bigint"), ("tf", "integer")),
+    "files": (("repo_src", "integer"), ("path", "text"), ("content_src", "bigint"),
+              ("sha", "text"), ("language", "text"), ("size", "bigint"), ("mtime_ns", "bigint"),
+              ("path_tsv", "tsvector"), ("indexed_at", "timestamptz")),
+    "skipped": (("repo_src", "integer"), ("path", "text"), ("reason", "text"),
+                ("detail", "text"), ("size", "bigint"), ("mtime_ns", "bigint")),
+    "graph_imports": (("repo_src", "integer"), ("src_path", "text"), ("ord", "integer"),
+                      ("spec", "text"), ("line", "integer"), ("dst_path", "text")),
+    "graph_edges": (("repo_src", "integer"), ("src_path", "text"), ("ord", "integer"),
+                    ("line", "integer"), ("src_scope", "text"), ("kind", "text"),
+                    ("dst_path", "text"), ("dst_qual", "text"), ("verified", "boolean"),
+                    ("how", "text")),
+    "graph_links": (("repo_src", "integer"), ("src_path", "text"), ("dst_path", "text"),
+                    ("imports", "integer"), ("refs", "integer")),
+    "graph_files": (("repo_src", "integer"), ("path", "text"), ("rank", "double precision"),
+                    ("prior", "double precision"), ("imported_by", "integer")),
+    "graph_state": (("repo_src", "integer"), ("version", "integer"), ("built_at", "timestamptz"),
+                    ("full_build", "boolean"), ("files_resolved", "integer"),
+                    ("seconds", "double precision")),
+    "embeddings": (("model_src", "integer"), ("text_hash", "bytea"), ("vec", "vector")),
+    "chunk_texts": (("repo_src", "integer"), ("path", "text"), ("chunk_src", "bigint"),
+                    ("text_hash", "bytea")),
+}
+SNAPSHOT_EXPORT: dict[str, str] = {
+    "contents": """
+COPY (SELECT c.id, c.sha, c.language, c.chunker, c.size, c.line_count, c.body, c.imports,
+             c.parse_error, c.facts_pending, c.redactions
+      FROM contents c WHERE c.id IN (SELECT f.content_id FROM files f WHERE f.repo_id = ANY(%(visible)s::int[])) ORDER BY c.id) TO STDOUT (FORMAT binary)""",
+    "chunks": """
+COPY (SELECT c.id, c.content_id, c.ord, c.kind, c.symbol, c.parent, c.signature, c.doc,
+             c.exported, c.start_line, c.end_line, c.part, c.body, c.n_terms, c.tsv
+      FROM chunks c WHERE c.content_id IN (SELECT f.content_id FROM files f WHERE f.repo_id = ANY(%(visible)s::int[]))) TO STDOUT (FORMAT binary)""",
+    "symbols": """
+COPY (SELECT s.content_id, s.ord, s.name, s.qualname, s.kind, s.parent, s.depth, s.start_line,
+             s.end_line, s.signature, s.doc, s.exported, s.bases
+      FROM symbols s WHERE s.content_id IN (SELECT f.content_id FROM files f WHERE f.repo_id = ANY(%(visible)s::int[]))) TO STDOUT (FORMAT binary)""",
+    "refs": """
+COPY (SELECT r.content_id, r.ord, r.kind, r.name, r.qualifier, r.alias, r.line, r.scope
+      FROM refs r WHERE r.content_id IN (SELECT f.content_id FROM files f WHERE f.repo_id = ANY(%(visible)s::int[]))) TO STDOUT (FORMAT binary)""",
+    "file_terms": """
+COPY (SELECT t.term, t.content_id, t.tf
+      FROM file_terms t WHERE t.content_id IN (SELECT f.content_id FROM files f WHERE f.repo_id = ANY(%(visible)s::int[]))) TO STDOUT (FORMAT binary)""",
+    "files": """
+COPY (SELECT f.repo_id, f.path, f.content_id, f.sha, f.language, f.size, f.mtime_ns, f.path_tsv,
+             f.indexed_at
+      FROM files f WHERE f.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+    "skipped": """
+COPY (SELECT s.repo_id, s.path, s.reason, s.detail, s.size, s.mtime_ns
+      FROM skipped s WHERE s.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+    "graph_imports": """
+COPY (SELECT g.repo_id, g.src_path, g.ord, g.spec, g.line, g.dst_path
+      FROM graph_imports g WHERE g.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+    "graph_edges": """
+COPY (SELECT g.repo_id, g.src_path, g.ord, g.line, g.src_scope, g.kind, g.dst_path, g.dst_qual,
+             g.verified, g.how
+      FROM graph_edges g WHERE g.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+    "graph_links": """
+COPY (SELECT g.repo_id, g.src_path, g.dst_path, g.imports, g.refs
+      FROM graph_links g WHERE g.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+    "graph_files": """
+COPY (SELECT g.repo_id, g.path, g.rank, g.prior, g.imported_by
+      FROM graph_files g WHERE g.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+    "graph_state": """
+COPY (SELECT g.repo_id, g.version, g.built_at, g.full_build, g.files_resolved, g.seconds
+      FROM graph_state g WHERE g.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+    # the vectors the repositories' chunks are embedded as (one row per model and text)
+    "embeddings": """
+COPY (SELECT e.model_id, e.text_hash, e.vec FROM embeddings e
+      WHERE e.text_hash IN (SELECT ct.text_hash FROM chunk_texts ct
+                            WHERE ct.repo_id = ANY(%(visible)s::int[]))) TO STDOUT (FORMAT binary)""",
+    "chunk_texts": """
+COPY (SELECT ct.repo_id, ct.path, ct.chunk_id, ct.text_hash
+      FROM chunk_texts ct WHERE ct.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+}
+SNAPSHOT_SECTIONS = tuple(SNAPSHOT_EXPORT)
+"""Sections in the order they are written and read."""
+
+
+def snapshot_stage_create(section: str) -> sql.Composed:
+    """The temporary staging table of a section (dropped at commit)."""
+    columns = sql.SQL(", ").join(
+        sql.SQL("{} {}").format(sql.Identifier(name), sql.SQL(kind))  # kinds: constants above
+        for name, kind in SNAPSHOT_COLUMNS[section])
+    return sql.SQL("CREATE TEMP TABLE {} ({}) ON COMMIT DROP").format(
+        sql.Identifier(f"snap_{section}"), columns)
+
+
+def snapshot_stage_copy(section: str) -> sql.Composed:
+    return sql.SQL("COPY {} FROM STDIN (FORMAT binary)").format(
+        sql.Identifier(f"snap_{section}"))
+
+
+def snapshot_stage_count(section: str) -> sql.Composed:
+    return sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(f"snap_{section}"))
+
+
+# The bulk path of an import into empty tables: their secondary indexes (not those behind a
+# primary key or unique constraint) are dropped before the merge and built again after it,
+# in the same transaction: one sorted build instead of a million index insertions. The
+# definitions come from the catalog (pg_get_indexdef), never from input.
+SNAPSHOT_SECONDARY_INDEXES = """
+SELECT ic.relname, pg_get_indexdef(i.indexrelid)
+FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_class tc ON tc.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = tc.relnamespace AND n.nspname = current_schema()
+WHERE tc.relname = ANY(%s)
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)
+ORDER BY ic.relname"""
+SNAPSHOT_BULK_MEMORY = "SET LOCAL maintenance_work_mem = '512MB'"
+# ...and their foreign keys: re-adding one checks every row in one join, where a kept one
+# checks each inserted row on its own (a million lookups for refs or file_terms).
+SNAPSHOT_FOREIGN_KEYS = """
+SELECT tc.relname, k.conname, pg_get_constraintdef(k.oid)
+FROM pg_constraint k JOIN pg_class tc ON tc.oid = k.conrelid
+JOIN pg_namespace n ON n.oid = tc.relnamespace AND n.nspname = current_schema()
+WHERE k.contype = 'f' AND tc.relname = ANY(%s)
+ORDER BY tc.relname, k.conname"""
+
+
+def snapshot_drop_constraint(table: str, name: str) -> sql.Composed:
+    return sql.SQL("ALTER TABLE {} DROP CONSTRAINT {}").format(sql.Identifier(table),
+                                                               sql.Identifier(name))
+
+
+def snapshot_add_constraint(table: str, name: str, definition: str) -> sql.Composed:
+    """``definition``: the catalog's own text (pg_get_constraintdef) of a dropped key."""
+    return sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} {}").format(
+        sql.Identifier(table), sql.Identifier(name), sql.SQL(definition))
+
+
+def snapshot_drop_index(name: str) -> sql.Composed:
+    return sql.SQL("DROP INDEX {}").format(sql.Identifier(name))
+
+
+def snapshot_table_has_rows(table: str) -> sql.Composed:
+    return sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(sql.Identifier(table))
+
+
+# A team admin's import keeps only contents whose body hashes to their address (the store
+# shares contents between teams by address: a forged body must never reach another team).
+SNAPSHOT_STAGED_BODIES = "SELECT src_id, sha, body, redactions = '[]'::jsonb FROM snap_contents"
+SNAPSHOT_STAGED_DROP = "DELETE FROM snap_contents WHERE src_id = ANY(%s)"
+SNAPSHOT_SESSION = "SET temp_buffers = '256MB'"
+SNAPSHOT_SYNC_OFF = "SET LOCAL synchronous_commit = off"
+SNAPSHOT_MAPS_CREATE = """
+CREATE TEMP TABLE snap_repo_map (src_id integer PRIMARY KEY, id integer NOT NULL) ON COMMIT DROP;
+CREATE TEMP TABLE snap_model_map (src_id integer PRIMARY KEY, id integer NOT NULL) ON COMMIT DROP;
+CREATE TEMP TABLE snap_new (src_id bigint PRIMARY KEY, id bigint NOT NULL) ON COMMIT DROP;
+CREATE TEMP TABLE snap_content_map (src_id bigint PRIMARY KEY, id bigint NOT NULL) ON COMMIT DROP;
+CREATE TEMP TABLE snap_chunk_map (src_id bigint PRIMARY KEY, id bigint NOT NULL) ON COMMIT DROP"""
+SNAPSHOT_ANALYZE_STAGE = "ANALYZE snap_contents, snap_chunks, snap_files, snap_chunk_texts, snap_embeddings"
+SNAPSHOT_REPO_FIND = "SELECT id, root FROM repos WHERE team_id = %s AND name = %s"
+SNAPSHOT_REPO_INSERT = """
+INSERT INTO repos (name, root, team_id, index_enabled, indexed_at, indexed_commit, gitignored)
+VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id"""
+SNAPSHOT_REPO_UPDATE = """
+UPDATE repos SET root = %s, indexed_at = %s, indexed_commit = %s, gitignored = %s WHERE id = %s"""
+SNAPSHOT_REPO_MAP = "INSERT INTO snap_repo_map (src_id, id) VALUES (%s, %s)"
+# A repository of the same name is replaced: its file list, skips and graph go, atomically
+# with the import (files take chunk_texts and graph_files with them).
+SNAPSHOT_REPO_CLEAR = """
+WITH f AS (DELETE FROM files WHERE repo_id = %(repo)s),
+     s AS (DELETE FROM skipped WHERE repo_id = %(repo)s),
+     i AS (DELETE FROM graph_imports WHERE repo_id = %(repo)s),
+     e AS (DELETE FROM graph_edges WHERE repo_id = %(repo)s),
+     l AS (DELETE FROM graph_links WHERE repo_id = %(repo)s)
+DELETE FROM graph_state WHERE repo_id = %(repo)s"""
+SNAPSHOT_MODEL_MAP = "INSERT INTO snap_model_map (src_id, id) VALUES (%s, %s)"
+SNAPSHOT_MERGE_CONTENTS = """
+WITH ins AS (
+    INSERT INTO contents (sha, language, chunker, size, line_count, body, imports, parse_error,
+                          facts_pending, redactions)
+    SELECT sha, language, chunker, size, line_count, body, imports, parse_error, facts_pending,
+           redactions
+    FROM snap_contents
+    ON CONFLICT (sha, language, chunker) DO NOTHING
+    RETURNING id, sha, language, chunker)
+INSERT INTO snap_new (src_id, id)
+SELECT s.src_id, ins.id FROM ins
+JOIN snap_contents s ON s.sha = ins.sha AND s.language = ins.language AND s.chunker = ins.chunker"""
+SNAPSHOT_MAP_CONTENTS = """
+INSERT INTO snap_content_map (src_id, id)
+SELECT s.src_id, c.id FROM snap_contents s
+JOIN contents c ON c.sha = s.sha AND c.language = s.language AND c.chunker = s.chunker"""
+# Rows per content go in only for contents this import created: a content the store had
+# already holds the same rows (same address, same chunker).
+SNAPSHOT_MERGE_CHUNKS = """
+INSERT INTO chunks (content_id, ord, kind, symbol, parent, signature, doc, exported, start_line,
+                    end_line, part, body, n_terms, tsv)
+SELECT n.id, s.ord, s.kind, s.symbol, s.parent, s.signature, s.doc, s.exported, s.start_line,
+       s.end_line, s.part, s.body, s.n_terms, s.tsv
+FROM snap_chunks s JOIN snap_new n ON n.src_id = s.content_src"""
+SNAPSHOT_MAP_CHUNKS = """
+INSERT INTO snap_chunk_map (src_id, id)
+SELECT s.src_id, c.id FROM snap_chunks s
+JOIN snap_content_map m ON m.src_id = s.content_src
+JOIN chunks c ON c.content_id = m.id AND c.ord = s.ord"""
+SNAPSHOT_MERGE_SYMBOLS = """
+INSERT INTO symbols (content_id, ord, name, qualname, kind, parent, depth, start_line, end_line,
+                     signature, doc, exported, bases)
+SELECT n.id, s.ord, s.name, s.qualname, s.kind, s.parent, s.depth, s.start_line, s.end_line,
+       s.signature, s.doc, s.exported, s.bases
+FROM snap_symbols s JOIN snap_new n ON n.src_id = s.content_src"""
+SNAPSHOT_MERGE_REFS = """
+INSERT INTO refs (content_id, ord, kind, name, qualifier, alias, line, scope)
+SELECT n.id, s.ord, s.kind, s.name, s.qualifier, s.alias, s.line, s.scope
+FROM snap_refs s JOIN snap_new n ON n.src_id = s.content_src"""
+SNAPSHOT_MERGE_FILE_TERMS = """
+INSERT INTO file_terms (term, content_id, tf)
+SELECT s.term, n.id, s.tf FROM snap_file_terms s JOIN snap_new n ON n.src_id = s.content_src
+ORDER BY s.term, n.id"""
+SNAPSHOT_MERGE_FILES = """
+INSERT INTO files (repo_id, path, content_id, sha, language, size, mtime_ns, path_tsv, indexed_at)
+SELECT r.id, s.path, m.id, s.sha, s.language, s.size, s.mtime_ns, s.path_tsv, s.indexed_at
+FROM snap_files s JOIN snap_repo_map r ON r.src_id = s.repo_src
+JOIN snap_content_map m ON m.src_id = s.content_src"""
+SNAPSHOT_MERGE_SKIPPED = """
+INSERT INTO skipped (repo_id, path, reason, detail, size, mtime_ns)
+SELECT r.id, s.path, s.reason, s.detail, s.size, s.mtime_ns
+FROM snap_skipped s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+SNAPSHOT_MERGE_GRAPH_IMPORTS = """
+INSERT INTO graph_imports (repo_id, src_path, ord, spec, line, dst_path)
+SELECT r.id, s.src_path, s.ord, s.spec, s.line, s.dst_path
+FROM snap_graph_imports s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+SNAPSHOT_MERGE_GRAPH_EDGES = """
+INSERT INTO graph_edges (repo_id, src_path, ord, line, src_scope, kind, dst_path, dst_qual,
+                         verified, how)
+SELECT r.id, s.src_path, s.ord, s.line, s.src_scope, s.kind, s.dst_path, s.dst_qual, s.verified,
+       s.how
+FROM snap_graph_edges s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+SNAPSHOT_MERGE_GRAPH_LINKS = """
+INSERT INTO graph_links (repo_id, src_path, dst_path, imports, refs)
+SELECT r.id, s.src_path, s.dst_path, s.imports, s.refs
+FROM snap_graph_links s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+SNAPSHOT_MERGE_GRAPH_FILES = """
+INSERT INTO graph_files (repo_id, path, rank, prior, imported_by)
+SELECT r.id, s.path, s.rank, s.prior, s.imported_by
+FROM snap_graph_files s JOIN snap_repo_map r ON r.src_id = s.repo_src
+JOIN files f ON f.repo_id = r.id AND f.path = s.path"""
+SNAPSHOT_MERGE_GRAPH_STATE = """
+INSERT INTO graph_state (repo_id, version, built_at, full_build, files_resolved, seconds)
+SELECT r.id, s.version, s.built_at, s.full_build, s.files_resolved, s.seconds
+FROM snap_graph_state s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+SNAPSHOT_MERGE_EMBEDDINGS = """
+INSERT INTO embeddings (model_id, text_hash, vec)
+SELECT m.id, s.text_hash, s.vec FROM snap_embeddings s JOIN snap_model_map m ON m.src_id = s.model_src
+ON CONFLICT (model_id, text_hash) DO NOTHING"""
+SNAPSHOT_MERGE_CHUNK_TEXTS = """
+INSERT INTO chunk_texts (repo_id, path, chunk_id, text_hash)
+SELECT r.id, s.path, c.id, s.text_hash
+FROM snap_chunk_texts s JOIN snap_repo_map r ON r.src_id = s.repo_src
+JOIN snap_chunk_map c ON c.src_id = s.chunk_src
+ON CONFLICT DO NOTHING"""
+SNAPSHOT_MERGE: tuple[tuple[str, str], ...] = (
+    ("contents", SNAPSHOT_MERGE_CONTENTS), ("content_map", SNAPSHOT_MAP_CONTENTS),
+    ("chunks", SNAPSHOT_MERGE_CHUNKS), ("chunk_map", SNAPSHOT_MAP_CHUNKS),
+    ("symbols", SNAPSHOT_MERGE_SYMBOLS), ("refs", SNAPSHOT_MERGE_REFS),
+    ("file_terms", SNAPSHOT_MERGE_FILE_TERMS), ("files", SNAPSHOT_MERGE_FILES),
+    ("skipped", SNAPSHOT_MERGE_SKIPPED), ("graph_imports", SNAPSHOT_MERGE_GRAPH_IMPORTS),
+    ("graph_edges", SNAPSHOT_MERGE_GRAPH_EDGES), ("graph_links", SNAPSHOT_MERGE_GRAPH_LINKS),
+    ("graph_files", SNAPSHOT_MERGE_GRAPH_FILES), ("graph_state", SNAPSHOT_MERGE_GRAPH_STATE),
+    ("embeddings", SNAPSHOT_MERGE_EMBEDDINGS), ("chunk_texts", SNAPSHOT_MERGE_CHUNK_TEXTS),
+)
+"""The merge, in order (each name: the table it fills, and how many rows went in)."""
+SNAPSHOT_TABLE_COUNTS = """
+SELECT (SELECT count(*) FROM repos), (SELECT count(*) FROM contents), (SELECT count(*) FROM chunks),
+       (SELECT count(*) FROM symbols), (SELECT count(*) FROM refs), (SELECT count(*) FROM file_terms),
+       (SELECT count(*) FROM files), (SELECT count(*) FROM skipped),
+       (SELECT count(*) FROM graph_imports), (SELECT count(*) FROM graph_edges),
+       (SELECT count(*) FROM graph_links), (SELECT count(*) FROM graph_files),
+       (SELECT count(*) FROM graph_state), (SELECT count(*) FROM embed_models),
+       (SELECT count(*) FROM embeddings), (SELECT count(*) FROM chunk_texts)"""
+SNAPSHOT_TABLES = ("repos", "contents", "chunks", "symbols", "refs", "file_terms", "files",
+                   "skipped", "graph_imports", "graph_edges", "graph_links", "graph_files",
+                   "graph_state", "embed_models", "embeddings", "chunk_texts")
+"""The columns of SNAPSHOT_TABLE_COUNTS, in order."""
+
 # --- statements that return no repository's rows to a caller -----------------------------
 GLOBAL = frozenset({
     # session settings
-    "SESSION_SETUP", "SESSION_VECTOR_SETUP",
+    "SESSION_SETUP", "SESSION_VECTOR_SETUP", "GREP_TIMEOUT",
     # corpus-wide ranking statistics (numbers that weigh terms; no row reaches an answer)
     "STATS_CORPUS", "STATS_TERMS", "STATS_CONTENTS", "STATS_CHUNK_COUNT",
     # embedding models (names and dimensions)
@@ -789,7 +1160,22 @@ GLOBAL = frozenset({
     "TOKEN_INSERT", "TOKEN_GRANT", "TOKEN_CHECK", "TOKEN_STATE", "TOKEN_LIST", "TOKEN_GET",
     "TOKEN_REVOKE", "TEAM_GET", "TEAM_INSERT", "TEAM_LIST", "AUDIT_INSERT", "AUDIT_LIST",
     "REPO_BY_TEAM_NAMES",
+    # usage figures written (no row is returned)
+    "USAGE_FLUSH",
     # the visible set itself: a token's team or grants
     "REPOS_VISIBLE",
+    # snapshot import (codenav.snapshot): session settings, staging and merging an archive
+    # into the store; they return ids of the rows they wrote, or counts, never a caller's rows
+    "SNAPSHOT_READ_ONLY", "SNAPSHOT_SESSION", "SNAPSHOT_SYNC_OFF", "SNAPSHOT_MAPS_CREATE",
+    "SNAPSHOT_ANALYZE_STAGE", "SNAPSHOT_REPO_FIND", "SNAPSHOT_REPO_INSERT",
+    "SNAPSHOT_REPO_UPDATE", "SNAPSHOT_REPO_MAP", "SNAPSHOT_REPO_CLEAR", "SNAPSHOT_MODEL_MAP",
+    "SNAPSHOT_MERGE_CONTENTS", "SNAPSHOT_MAP_CONTENTS", "SNAPSHOT_MERGE_CHUNKS",
+    "SNAPSHOT_MAP_CHUNKS", "SNAPSHOT_MERGE_SYMBOLS", "SNAPSHOT_MERGE_REFS",
+    "SNAPSHOT_MERGE_FILE_TERMS", "SNAPSHOT_MERGE_FILES", "SNAPSHOT_MERGE_SKIPPED",
+    "SNAPSHOT_MERGE_GRAPH_IMPORTS", "SNAPSHOT_MERGE_GRAPH_EDGES", "SNAPSHOT_MERGE_GRAPH_LINKS",
+    "SNAPSHOT_MERGE_GRAPH_FILES", "SNAPSHOT_MERGE_GRAPH_STATE", "SNAPSHOT_MERGE_EMBEDDINGS",
+    "SNAPSHOT_MERGE_CHUNK_TEXTS", "SNAPSHOT_TABLE_COUNTS", "SNAPSHOT_SECONDARY_INDEXES",
+    "SNAPSHOT_BULK_MEMORY", "SNAPSHOT_FOREIGN_KEYS", "SNAPSHOT_STAGED_BODIES",
+    "SNAPSHOT_STAGED_DROP",
 })
 """Statements the query path may run without the visibility predicate, and why."""

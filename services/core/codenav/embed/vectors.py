@@ -61,6 +61,11 @@ def ensure_model(conn: psycopg.Connection, name: str, dim: int) -> Model:
     return Model(int(row[0]), name, dim)
 
 
+def model_names(conn: psycopg.Connection) -> list[str]:
+    """Every embedding model the store knows, oldest first."""
+    return [str(r[0]) for r in conn.execute(q.EMBED_MODEL_NAMES).fetchall()]
+
+
 def find_model(conn: psycopg.Connection, name: str) -> Model | None:
     row = conn.execute(q.EMBED_MODEL_GET, (name,)).fetchone()
     return Model(int(row[0]), name, int(row[1])) if row else None

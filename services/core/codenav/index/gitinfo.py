@@ -48,6 +48,20 @@ def head_commit(root: Path) -> str | None:
     return None
 
 
+def head_branch(root: Path) -> str | None:
+    """The branch checked out (``main``), or None outside git or on a detached HEAD."""
+    gdir = git_dir(root)
+    if gdir is None:
+        return None
+    try:
+        head = (gdir / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not head.startswith("ref:"):
+        return None
+    return head.split(":", 1)[1].strip().removeprefix("refs/heads/") or None
+
+
 def checkout_in_progress(root: Path) -> bool:
     """git holds ``index.lock`` while it rewrites the work tree (checkout, merge, rebase)."""
     gdir = git_dir(root)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -130,7 +131,10 @@ def request_paths(conn: redis.Redis, settings: Settings, repo_id: int,
     if not kinds:
         return None
     try:
-        conn.hset(keys.PENDING.format(repo_id=repo_id), mapping=kinds)  # type: ignore[arg-type]
+        pipe = conn.pipeline(transaction=False)
+        pipe.hset(keys.PENDING.format(repo_id=repo_id), mapping=kinds)  # type: ignore[arg-type]
+        pipe.set(keys.PENDING_SINCE.format(repo_id=repo_id), f"{time.time():.3f}", nx=True)
+        pipe.execute()
     except redis.RedisError as exc:
         raise Unavailable(f"cannot reach the queue: {exc}") from None
     return _enqueue_once(conn, settings, "paths", repo_id, JOB_PATHS)
@@ -213,6 +217,16 @@ def done_paths(conn: redis.Redis, repo_id: int, changes: dict[str, str]) -> None
              if now is not None and decode(now) == kind]
     if stale:
         conn.hdel(key, *stale)
+    if not conn.hlen(key):
+        conn.delete(keys.PENDING_SINCE.format(repo_id=repo_id))
+
+
+def pending_since(conn: redis.Redis, repo_id: int) -> float | None:
+    """When the oldest change not reconciled yet was seen (None: nothing is pending)."""
+    raw = conn.get(keys.PENDING_SINCE.format(repo_id=repo_id))
+    if raw is None or not conn.hlen(keys.PENDING.format(repo_id=repo_id)):
+        return None
+    return float(decode(raw))
 
 
 def waiting(conn: redis.Redis, repo_id: int) -> dict[str, str]:
@@ -231,7 +245,8 @@ def waiting(conn: redis.Redis, repo_id: int) -> dict[str, str]:
 def forget_repo(conn: redis.Redis, repo_id: int) -> None:
     """Drop a deleted repository's queue state: pending paths, waiting and running flags,
     the watcher's lease and report. (A job already queued finds no repository and ends.)"""
-    gone = [keys.PENDING.format(repo_id=repo_id), keys.LEADER.format(repo_id=repo_id),
+    gone = [keys.PENDING.format(repo_id=repo_id), keys.PENDING_SINCE.format(repo_id=repo_id),
+            keys.LEADER.format(repo_id=repo_id),
             keys.WATCHER.format(repo_id=repo_id)]
     gone += [keys.QUEUED.format(kind=k, repo_id=repo_id) for k in ("full", "paths", "graph",
                                                                   "embed")]

@@ -6,6 +6,8 @@ import re
 
 PENDING = "codenav:pending:{repo_id}"
 """Hash: path -> what happened on disk, for paths not reconciled yet."""
+PENDING_SINCE = "codenav:pending-since:{repo_id}"
+"""When the oldest change still pending was seen (unix time): the repository's index lag."""
 QUEUED = "codenav:queued:{kind}:{repo_id}"
 """The job of this kind waiting for the repository (at most one)."""
 RUNNING = "codenav:running:{kind}:{repo_id}"

@@ -14,6 +14,7 @@ from codenav.tools import (
     definition,
     dependencies,
     find_files,
+    grep,
     impact,
     implementations,
     outline,
@@ -28,7 +29,7 @@ from codenav.tools.base import Tool
 from codenav.tools.text import frame
 
 TOOLS: dict[str, Tool] = {m.TOOL.name: m.TOOL for m in (
-    search, find_files, outline, read, status, reindex,
+    search, find_files, grep, outline, read, status, reindex,
     definition, references, dependencies, impact, implementations, skeleton,
 )}
 TOOL_NAMES = tuple(TOOLS)
@@ -36,8 +37,9 @@ TOOL_NAMES = tuple(TOOLS)
 INSTRUCTIONS = (
     "codenav is a shared code index. Prefer find_files to locate files for a task, search to "
     "get exact code (functions, classes) for identifiers or descriptions, outline to see a "
-    "file's shape, and read for precise line ranges or a symbol's body, instead of grepping "
-    "or reading whole files. For structure, definition gives a symbol's declaration and "
+    "file's shape, grep for exact strings or regexes, and read for precise line ranges or "
+    "a symbol's body, instead of shell grep or reading whole files. For structure, "
+    "definition gives a symbol's declaration and "
     "the types it uses, references who uses it, impact what a change breaks, dependencies "
     "a file's imports and importers, implementations the classes behind an interface, and "
     "skeleton a directory's exports. An empty answer says why it is empty; 'no match' is "

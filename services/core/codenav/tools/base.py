@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from codenav.access import Caller, Scope
     from codenav.config import Settings
     from codenav.search.semantic import QueryEmbedder
+    from codenav.usage import UsageBuffer
 
 Mode = Literal["hybrid", "lexical", "semantic"]
 """How search and find_files rank: fused, lexical only, or vectors only."""
@@ -47,6 +48,7 @@ class Host(Protocol):
     settings: Settings
     redis: redis.Redis
     semantic: QueryEmbedder
+    usage: UsageBuffer
 
 
 @dataclass
@@ -75,6 +77,11 @@ class Cli:
 
     positional: tuple[str, ...] = ()
     flags: dict[str, str] = field(default_factory=dict)
+    also: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """More option strings for a field's flag (a short form: ``-C`` for ``--context``)."""
+    off: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Option strings that set a boolean field false (``-i`` for ``case_sensitive``); its
+    help is ``help["<field>:off"]``."""
     aliases: tuple[str, ...] = ()
     help: dict[str, str] = field(default_factory=dict)
     """Help for a flag, when the field's description is not what a terminal user needs."""
@@ -101,6 +108,8 @@ class Tool:
     """The call is about one repository, resolved before the handler runs."""
     fresh: bool = True
     """The answer carries freshness signals (stale results, runs in progress)."""
+    counted: bool = True
+    """The answer is added to the usage figures (``codenav stats``)."""
 
     @property
     def description(self) -> str:

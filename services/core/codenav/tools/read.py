@@ -36,4 +36,5 @@ def render(data: dict[str, Any]) -> str:
 
 
 TOOL = Tool("read", "Code by path and lines, or by symbol", ReadArgs, handle, render,
-            cli=Cli(positional=("path",), flags={"start_line": "--start", "end_line": "--end"}))
+            cli=Cli(positional=("path",), also={"start_line": ("--start",),
+                                                "end_line": ("--end",)}))

@@ -46,4 +46,5 @@ def render(data: dict[str, Any]) -> str:
 TOOL = Tool("references", "Verified references to a symbol, and potential ones",
             ReferencesArgs, handle, render,
             cli=Cli(positional=("symbol",), flags={"include_potential": "--no-potential"},
+                    also={"include_potential": ("--no-include-potential",)},
             help={"include_potential": "leave out the name-only matches"}))

@@ -40,4 +40,5 @@ def render(data: dict[str, Any]) -> str:
 
 
 TOOL = Tool("reindex", "Queue a reindex of the repo or of some paths (write)",
-            ReindexArgs, handle, render, role="write", cli=Cli(positional=("paths",)), fresh=False)
+            ReindexArgs, handle, render, role="write", cli=Cli(positional=("paths",)), fresh=False,
+            counted=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from codenav.tools.base import Args, Call, Tool
+from codenav.tools.text import usage_line
 
 
 class StatusArgs(Args):
@@ -13,10 +14,13 @@ class StatusArgs(Args):
 
 def handle(call: Call, args: StatusArgs) -> dict[str, Any]:
     """What is indexed: files, languages, skipped files with reasons, last run."""
-    from codenav import status
+    from codenav import status, usage
 
-    return status.report(call.conn, call.caller, args.repo or None, call.host.settings,
-                         call.host.redis, call.host.semantic.client)
+    answer = status.report(call.conn, call.caller, args.repo or None, call.host.settings,
+                           call.host.redis, call.host.semantic.client)
+    call.host.usage.flush(call.conn)  # the week's figures include this process's latest
+    answer["usage"] = usage.week(call.conn, call.caller)
+    return answer
 
 
 def render(data: dict[str, Any]) -> str:
@@ -56,6 +60,10 @@ def render(data: dict[str, Any]) -> str:
                        f"({emb.get('model')})")
         elif emb.get("note"):
             out.append(f"  embeddings: {emb['note']}")
+    used = data.get("usage") or {}
+    if used.get("calls"):
+        out.append(f"usage, last {used.get('days')} days: {usage_line(used)} "
+                   "(codenav stats for the detail)")
     for reason in (data.get("services") or {}).get("degraded", []):
         out.append(f"degraded: {reason}")
     return "\n".join(out)

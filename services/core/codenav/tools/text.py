@@ -1,5 +1,6 @@
 """What every tool's text shares: the empty answer's reason, what the answer could not
-see, the tokens saved, a location. Each tool's own renderer lives in its module."""
+see, the tokens saved, a location, a row of usage figures. Each tool's own renderer lives
+in its module."""
 
 from __future__ import annotations
 
@@ -38,6 +39,14 @@ def unseen(data: dict[str, Any]) -> str:
             value = ", ".join(str(v) for v in value)
         parts.append(f"{key.replace('_', ' ')}: {value}")
     return "not seen: " + "; ".join(parts)
+
+
+def usage_line(row: dict[str, Any]) -> str:
+    """One row of the usage figures (``codenav stats``, the status answer's week)."""
+    saved = f"{row['saved']:.0%} saved" if "saved" in row else "-"
+    return (f"{row['calls']} calls, {row['tokens_returned']} tokens returned vs "
+            f"{row['tokens_full_files']} for the files whole ({saved}), "
+            f"{row.get('empty', 0)} empty, {row.get('avg_ms', 0)} ms avg")
 
 
 def frame(text: str, data: dict[str, Any]) -> str:

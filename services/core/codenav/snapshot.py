@@ -1,0 +1,709 @@
+"""Snapshots: a versioned, checksummed archive of everything needed to answer, and its import.
+
+A snapshot is an uncompressed tar file (``tar tf`` lists it) of:
+
+- ``codenav-snapshot.json``, first: the manifest. Format name and ``FORMAT_VERSION``, the
+  schema, chunker and graph versions of the code that wrote it, the repositories (name,
+  team, root, the commit they were indexed at, branch), the embedding models (name, dim),
+  and one entry per section with its row count, size and sha256.
+- one member per section (``SECTIONS``: contents, chunks, symbols, refs, file_terms, files,
+  skipped, the graph tables, embeddings, chunk_texts): Postgres' binary COPY output of the
+  rows, gzip-compressed. Surrogate ids travel as the archive's own keys.
+- ``codenav-snapshot.sha256``, last: the sha256 of the manifest's bytes.
+
+Export runs every COPY in one REPEATABLE READ transaction, so the archive is one consistent
+state even while workers index. Import checks the versions before reading any row (a
+mismatch is refused naming both), then in ONE transaction stages every section with binary
+COPY into temporary tables (checking each member's checksum as it streams), checks the
+manifest's own checksum, and merges: contents by address (sha, language, chunker), their
+chunks, symbols, refs and terms only when the store did not have them, vectors by (model
+name, text hash); every id (repository, content, chunk, model) is remapped through the
+staging tables. A repository of the same name in the same team is replaced: its file list,
+skips and graph become the snapshot's, atomically (its id, tokens and grants stay). Any
+error (a flipped byte, a truncated file, a foreign archive, a version or model mismatch)
+rolls the transaction back: the store is unchanged. Importing twice changes nothing more.
+
+Nothing is read from any repository: bodies were redacted at index time (``codenav.index.redact``)
+and are taken as they are. Tokens, teams' members and the audit trail are never exported.
+
+Format changelog (``FORMAT_VERSION``):
+  1  manifest, trailer, the 14 sections above. A repository carries ``ref`` (the commit it
+     was indexed at and the branch checked out then); a refs table (issue 12) becomes one
+     more section and version 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import os
+import tarfile
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from codenav.auth import ensure_team
+from codenav.db import queries as q
+from codenav.errors import InvalidRequest
+from codenav.index.gitinfo import head_branch
+from codenav.versions import CHUNKER_VERSION, GRAPH_VERSION, SCHEMA_VERSION
+
+log = logging.getLogger("codenav.snapshot")
+
+FORMAT = "codenav-snapshot"
+FORMAT_VERSION = 1
+MANIFEST = "codenav-snapshot.json"
+TRAILER = "codenav-snapshot.sha256"
+SECTIONS = q.SNAPSHOT_SECTIONS
+READ_BYTES = 1 << 20
+MANIFEST_MAX = 16 << 20
+"""A manifest larger than this is not one of ours (it lists repositories and sections)."""
+
+
+class SnapshotError(InvalidRequest):
+    """A file that is not a usable snapshot (foreign, truncated, corrupted, incompatible)."""
+
+
+@dataclass
+class RepoSpec:
+    """One repository in a snapshot, as the manifest describes it."""
+
+    src_id: int
+    name: str
+    team: str
+    root: str
+    indexed_at: str | None
+    indexed_commit: str | None
+    gitignored: int
+    index_enabled: bool
+    branch: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.src_id, "name": self.name, "team": self.team, "root": self.root,
+                "indexed_at": self.indexed_at, "indexed_commit": self.indexed_commit,
+                "gitignored": self.gitignored, "index_enabled": self.index_enabled,
+                "ref": {"commit": self.indexed_commit, "branch": self.branch}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RepoSpec:
+        ref = data.get("ref") or {}
+        return cls(int(data["id"]), str(data["name"]), str(data["team"]), str(data["root"]),
+                   data.get("indexed_at"), data.get("indexed_commit"),
+                   int(data.get("gitignored") or 0), bool(data.get("index_enabled", True)),
+                   ref.get("branch"))
+
+
+@dataclass
+class Manifest:
+    schema_version: int
+    chunker_version: int
+    graph_version: int
+    repos: list[RepoSpec]
+    models: list[dict[str, Any]]
+    sections: list[dict[str, Any]]
+    created_at: str = ""
+    format_version: int = FORMAT_VERSION
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({
+            "format": FORMAT, "format_version": self.format_version,
+            "schema_version": self.schema_version, "chunker_version": self.chunker_version,
+            "graph_version": self.graph_version, "created_at": self.created_at,
+            "repos": [r.to_json() for r in self.repos], "models": self.models,
+            "sections": self.sections}, indent=1, sort_keys=True).encode("utf-8")
+
+    @classmethod
+    def parse(cls, raw: bytes, where: str) -> Manifest:
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise SnapshotError(f"{where} is corrupted: its manifest is not valid JSON",
+                                hint="export the snapshot again") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise SnapshotError(f"{where} is not a codenav snapshot (its manifest names no "
+                                f"{FORMAT} format)")
+        version = data.get("format_version")
+        if version != FORMAT_VERSION:
+            raise SnapshotError(f"{where} is snapshot format version {version}; this codenav "
+                                f"reads format version {FORMAT_VERSION}",
+                                hint="import it with the codenav version that exported it")
+        try:
+            return cls(int(data["schema_version"]), int(data["chunker_version"]),
+                       int(data["graph_version"]),
+                       [RepoSpec.from_json(r) for r in data["repos"]],
+                       [{"id": int(m["id"]), "name": str(m["name"]), "dim": int(m["dim"])}
+                        for m in data["models"]],
+                       [dict(s) for s in data["sections"]], str(data.get("created_at", "")))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SnapshotError(f"{where} is corrupted: its manifest lacks {exc}",
+                                hint="export the snapshot again") from None
+
+
+# --- export ------------------------------------------------------------------------------
+@dataclass
+class ExportResult:
+    path: str
+    repos: list[str]
+    sections: dict[str, int]
+    bytes: int
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "repos": self.repos, "rows": self.sections,
+                "bytes": self.bytes, "seconds": round(self.seconds, 2)}
+
+
+def resolve_ref(repo: Any, ref: str | None) -> str | None:
+    """The branch a ``--ref`` names (None: the commit, or no ref given), or ``InvalidRequest``
+    for a ref that is not what the repository was indexed at: codenav indexes the checked-
+    out tree only (refs of other branches and commits come with issue 12)."""
+    commit = repo.indexed_commit
+    branch = _branch(repo.root)
+    if not ref:
+        return branch
+    if commit and len(ref) >= 7 and commit.startswith(ref.lower()):
+        return branch
+    if branch and ref in (branch, f"refs/heads/{branch}"):
+        return branch
+    at = f"commit {commit[:12]}" if commit else "no commit (not a git checkout)"
+    at += f", branch {branch}" if branch else ""
+    raise InvalidRequest(f"{repo.name} is indexed at {at}; ref {ref!r} is not indexed",
+                         hint="codenav indexes the checked-out tree: check out that ref and "
+                         "reindex, or export without --ref")
+
+
+def _branch(root: str) -> str | None:
+    with contextlib.suppress(OSError):
+        return head_branch(Path(root))
+    return None
+
+
+def export(conn: psycopg.Connection, repos: list[Any], out_path: Path,
+           branches: dict[int, str | None] | None = None) -> ExportResult:
+    """Write a snapshot of ``repos`` (``access.Repo`` rows the caller may see) to
+    ``out_path`` (atomically: a temporary file renamed at the end)."""
+    started = time.monotonic()
+    if not repos:
+        raise InvalidRequest("nothing to export: no repository is registered",
+                             hint="index one first: codenav index PATH")
+    out_path = out_path.expanduser().resolve()
+    if not out_path.parent.is_dir():
+        raise InvalidRequest(f"{out_path.parent} is not a directory",
+                             hint="write the snapshot into an existing directory")
+    ids = [r.id for r in repos]
+    params = {"visible": ids}
+    work = Path(tempfile.mkdtemp(prefix=".snapshot-", dir=out_path.parent))
+    try:
+        sections: list[dict[str, Any]] = []
+        with conn.transaction():
+            conn.execute(q.SNAPSHOT_READ_ONLY)
+            rows = conn.execute(q.SNAPSHOT_REPOS, params).fetchall()
+            specs = [RepoSpec(int(r[0]), r[1], r[2], r[3], _iso(r[4]), r[5], int(r[6]),
+                              bool(r[7]), (branches or {}).get(int(r[0])))
+                     for r in rows]
+            models = [{"id": int(m[0]), "name": m[1], "dim": int(m[2])}
+                      for m in conn.execute(q.SNAPSHOT_MODELS, params).fetchall()]
+            for section in SECTIONS:
+                sections.append(_export_section(conn, section, params, work))
+        manifest = Manifest(SCHEMA_VERSION, CHUNKER_VERSION, GRAPH_VERSION, specs, models,
+                            sections, datetime.now(UTC).isoformat(timespec="seconds"))
+        raw = manifest.to_bytes()
+        partial = work / "snapshot.tar"
+        with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
+            _add_bytes(tar, MANIFEST, raw)
+            for entry in sections:
+                tar.add(work / entry["member"], arcname=entry["member"], recursive=False)
+            _add_bytes(tar, TRAILER, hashlib.sha256(raw).hexdigest().encode("ascii") + b"\n")
+        os.chmod(partial, 0o644)
+        os.replace(partial, out_path)
+    finally:
+        for leftover in work.iterdir():
+            leftover.unlink()
+        work.rmdir()
+    return ExportResult(str(out_path), [s.name for s in specs],
+                        {s["name"]: int(s["rows"]) for s in sections},
+                        out_path.stat().st_size, time.monotonic() - started)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mtime = int(time.time())
+    info.mode = 0o644
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _export_section(conn: psycopg.Connection, section: str, params: dict[str, Any],
+                    work: Path) -> dict[str, Any]:
+    member = f"{section}.copy.gz"
+    digest = hashlib.sha256()
+    size = 0
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)  # gzip, fastest: the data is COPY output
+    with (work / member).open("wb") as out, conn.cursor() as cur:
+        def put(data: bytes) -> None:
+            nonlocal size
+            if data:
+                digest.update(data)
+                size += len(data)
+                out.write(data)
+
+        with cur.copy(q.SNAPSHOT_EXPORT[section], params) as copy:
+            for block in copy:
+                put(packer.compress(bytes(block)))
+        put(packer.flush())
+        rows = cur.rowcount
+    return {"name": section, "member": member, "rows": rows, "bytes": size,
+            "sha256": digest.hexdigest()}
+
+
+# --- reading an archive ------------------------------------------------------------------
+def read_manifest(path: Path) -> Manifest:
+    """The manifest of a snapshot, checked for format and versions (no rows read)."""
+    with _open(path) as tar:
+        manifest, _first = _manifest(tar, str(path))
+    return manifest
+
+
+@contextlib.contextmanager
+def _open(path: Path) -> Iterator[tarfile.TarFile]:
+    where = str(path)
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InvalidRequest(f"cannot read {where}: {exc.strerror or exc}") from None
+    with handle:
+        head = handle.read(512)
+        handle.seek(0)
+        if head[:4] == b"PK\x03\x04":
+            raise SnapshotError(f"{where} is a zip archive, not a codenav snapshot")
+        if head[:2] == b"\x1f\x8b":
+            raise SnapshotError(f"{where} is gzip-compressed, not a codenav snapshot",
+                                hint="a snapshot is an uncompressed tar; gunzip it first")
+        try:
+            tar = tarfile.open(fileobj=handle, mode="r:")
+        except tarfile.TarError:
+            raise SnapshotError(f"{where} is not a codenav snapshot (not a tar archive, or "
+                                "truncated before its first member)") from None
+        with tar:
+            yield tar
+
+
+def _manifest(tar: tarfile.TarFile, where: str) -> tuple[Manifest, bytes]:
+    try:
+        first = tar.next()
+    except tarfile.TarError:
+        raise SnapshotError(f"{where} is truncated or corrupted") from None
+    if first is None or first.name != MANIFEST:
+        raise SnapshotError(f"{where} is not a codenav snapshot (its first member is "
+                            f"{first.name if first else 'missing'}, not {MANIFEST})")
+    if not first.isfile() or first.size > MANIFEST_MAX:
+        raise SnapshotError(f"{where} is not a codenav snapshot (its manifest is not a file "
+                            "of a sane size)")
+    raw = _read_member(tar, first, where)
+    manifest = Manifest.parse(raw, where)
+    listed = [s.get("name") for s in manifest.sections]
+    if listed != list(SECTIONS):
+        raise SnapshotError(f"{where} has sections {listed}; format version "
+                            f"{FORMAT_VERSION} has {list(SECTIONS)}")
+    return manifest, raw
+
+
+def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo, where: str) -> bytes:
+    handle = tar.extractfile(member)
+    if handle is None:
+        raise SnapshotError(f"{where}: member {member.name} is not a file")
+    try:
+        data = handle.read()
+    except (tarfile.TarError, OSError, EOFError):
+        raise SnapshotError(f"{where} is truncated (inside {member.name})") from None
+    if len(data) != member.size:
+        raise SnapshotError(f"{where} is truncated (inside {member.name})")
+    return data
+
+
+def check_versions(manifest: Manifest, where: str) -> None:
+    """Refuse a snapshot whose stored data this code reads differently (both named)."""
+    if manifest.schema_version != SCHEMA_VERSION:
+        raise SnapshotError(
+            f"{where} was exported at schema version {manifest.schema_version}; this store "
+            f"and codenav are at schema version {SCHEMA_VERSION}",
+            hint="import it with the codenav version that exported it, or export it again "
+            "with this one")
+    if manifest.chunker_version != CHUNKER_VERSION:
+        raise SnapshotError(
+            f"{where} was chunked by chunker version {manifest.chunker_version}; this codenav "
+            f"chunks with version {CHUNKER_VERSION}",
+            hint="export it again with this codenav version (or index from scratch)")
+
+
+# --- import ------------------------------------------------------------------------------
+@dataclass
+class ImportResult:
+    repos: list[dict[str, Any]]
+    staged: dict[str, int]
+    merged: dict[str, int]
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds spent staging the sections, waiting for the embedder's model (a stack that
+    is starting), merging and committing, and refreshing statistics afterwards."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"repos": self.repos, "rows": self.staged, "inserted": self.merged,
+                "seconds": round(self.seconds, 2), "notes": self.notes,
+                "phases": {k: round(v, 2) for k, v in self.phases.items()}}
+
+
+ModelCheck = Callable[[], tuple[str, int] | None]
+"""The model this store embeds queries with, (name, dim), or None when it is not known;
+asked just before the merge (an embedder may still be loading while rows are staged)."""
+
+
+def import_file(conn: psycopg.Connection, path: Path, *, team: Callable[[RepoSpec], str],
+                roots: dict[str, str] | None = None, actor: str = "snapshot import",
+                vectors: bool = True, model: ModelCheck | None = None,
+                verify: bool = False) -> ImportResult:
+    """Import the snapshot at ``path`` in one transaction (see the module's docstring).
+
+    ``team(spec)`` names the team each repository goes to (the operator: the snapshot's;
+    an admin: its own). ``roots`` maps repository names to local roots (another machine's
+    checkout; see ``map_roots``). ``vectors=False`` leaves the vectors out (they are
+    embedded again here), and with them the model check. ``verify`` (a team admin's
+    import) keeps only contents whose body hashes to their git blob sha; the others
+    (redacted or re-encoded files, or forged ones) are left to the first reconcile."""
+    started = time.monotonic()
+    where = path.name
+    roots = roots or {}
+    with _open(path) as tar:
+        manifest, raw = _manifest(tar, where)
+        check_versions(manifest, where)
+        notes: list[str] = []
+        if manifest.graph_version != GRAPH_VERSION:
+            notes.append(f"graph version {manifest.graph_version} differs from this codenav's "
+                         f"{GRAPH_VERSION}: the graph is rebuilt at the next index run")
+        models = manifest.models if vectors else []
+        _check_models(conn, models, None, where)
+        if not vectors and manifest.models:
+            notes.append("vectors left out: chunks are embedded again here")
+        conn.execute(q.SNAPSHOT_SESSION)
+        staged: dict[str, int] = {}
+        merged: dict[str, int] = {}
+        repos_out: list[dict[str, Any]] = []
+        locked: list[int] = []
+        phases: dict[str, float] = {}
+        try:
+            _import(conn, tar, manifest, raw, where, team, roots, actor, vectors, models,
+                    model, staged, merged, repos_out, locked, phases, notes if verify else None)
+        finally:  # an index run of a replaced repository waited for the commit
+            with contextlib.suppress(psycopg.Error):
+                conn.execute(q.WRITERS_SHARED_UNLOCK)
+            for repo_id in locked:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute(q.REPO_UNLOCK, (repo_id,))
+    lap = time.monotonic()
+    with contextlib.suppress(psycopg.Error):
+        _after_import(conn)
+    phases["statistics"] = time.monotonic() - lap
+    return ImportResult(repos_out, staged, merged, time.monotonic() - started, notes, phases)
+
+
+def _import(conn: psycopg.Connection, tar: tarfile.TarFile, manifest: Manifest, raw: bytes,
+            where: str, team: Callable[[RepoSpec], str], roots: dict[str, str], actor: str,
+            vectors: bool, models: list[dict[str, Any]], model: ModelCheck | None,
+            staged: dict[str, int], merged: dict[str, int], repos_out: list[dict[str, Any]],
+            locked: list[int], phases: dict[str, float],
+            verify_notes: list[str] | None) -> None:
+    lap = time.monotonic()
+    with conn.transaction():
+        conn.execute(q.SNAPSHOT_SYNC_OFF)
+        for entry in manifest.sections:
+            staged[entry["name"]] = _stage(conn, tar, entry, where,
+                                           skip=not vectors and entry["name"] == "embeddings")
+        trailer = tar.next()
+        if trailer is None or trailer.name != TRAILER:
+            raise SnapshotError(f"{where} is truncated (its checksum trailer is missing)")
+        expected = _read_member(tar, trailer, where).decode("ascii", "replace").strip()
+        if expected != hashlib.sha256(raw).hexdigest():
+            raise SnapshotError(f"{where} is corrupted: its manifest does not match its "
+                                "checksum", hint="export the snapshot again")
+        if verify_notes is not None:
+            left = _drop_unverified(conn)
+            if left:
+                verify_notes.append(f"{left} contents whose body does not hash to its address "
+                                    "(redacted or re-encoded files) were left out: the first "
+                                    "reconcile parses them here")
+        phases["stage"] = time.monotonic() - lap
+        lap = time.monotonic()
+        if model is not None and models:  # asked again: the embedder may be ready now
+            _check_models(conn, models, model, where)
+        phases["model_wait"] = time.monotonic() - lap
+        lap = time.monotonic()
+        conn.execute(q.SNAPSHOT_ANALYZE_STAGE)
+        conn.execute(q.SNAPSHOT_MAPS_CREATE)
+        conn.execute(q.WRITERS_SHARED_LOCK)  # no garbage collection of what we point at
+        rebuild = _drop_indexes_of_empty_tables(conn)
+        for spec in manifest.repos:
+            repos_out.append(_merge_repo(conn, spec, team(spec), roots, actor, locked))
+        for m in models:
+            conn.execute(q.SNAPSHOT_MODEL_MAP, (m["id"], _ensure_model(conn, m)))
+        for name, statement in q.SNAPSHOT_MERGE:
+            step = time.monotonic()
+            merged[name] = conn.execute(statement).rowcount
+            log.debug("merge %s: %d rows in %.2fs", name, merged[name], time.monotonic() - step)
+        phases["merge"] = time.monotonic() - lap
+        lap = time.monotonic()
+        for name, definition in rebuild.indexes:
+            step = time.monotonic()
+            conn.execute(definition.encode())  # the catalog's own text of the dropped index
+            log.debug("index %s built in %.2fs", name, time.monotonic() - step)
+        for table, name, definition in rebuild.keys:
+            step = time.monotonic()
+            conn.execute(q.snapshot_add_constraint(table, name, definition))
+            log.debug("key %s checked in %.2fs", name, time.monotonic() - step)
+        phases["indexes"] = time.monotonic() - lap
+        lap = time.monotonic()
+    phases["commit"] = time.monotonic() - lap
+
+
+BULK_TABLES = ("chunks", "symbols", "refs", "file_terms", "files", "graph_imports",
+               "graph_edges", "graph_links", "chunk_texts")
+"""Tables whose secondary indexes an import into an empty store builds after its rows."""
+
+
+@dataclass
+class _Rebuild:
+    indexes: list[tuple[str, str]] = field(default_factory=list)
+    keys: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def _drop_indexes_of_empty_tables(conn: psycopg.Connection) -> _Rebuild:
+    """The bulk path: drop the secondary indexes and foreign keys of the tables that hold
+    no row yet (a fresh store, a seed) and return their definitions, to build and check
+    them once the rows are in, in the same transaction. A table with rows keeps them
+    (readers use its indexes during a merge)."""
+    empty = [t for t in BULK_TABLES if not _has_rows(conn, t)]
+    out = _Rebuild()
+    if not empty:
+        return out
+    conn.execute(q.SNAPSHOT_BULK_MEMORY)
+    out.indexes = [(str(n), str(d)) for n, d in
+                   conn.execute(q.SNAPSHOT_SECONDARY_INDEXES, (empty,)).fetchall()]
+    out.keys = [(str(t), str(n), str(d)) for t, n, d in
+                conn.execute(q.SNAPSHOT_FOREIGN_KEYS, (empty,)).fetchall()]
+    for table, name, _definition in out.keys:
+        conn.execute(q.snapshot_drop_constraint(table, name))
+    for name, _definition in out.indexes:
+        conn.execute(q.snapshot_drop_index(name))
+    return out
+
+
+def _has_rows(conn: psycopg.Connection, table: str) -> bool:
+    row = conn.execute(q.snapshot_table_has_rows(table)).fetchone()
+    return bool(row and row[0])
+
+
+def _drop_unverified(conn: psycopg.Connection) -> int:
+    """Drop the staged contents whose body is not the blob their sha names (and with them,
+    through the merge's joins, their chunks, symbols, refs, terms and files)."""
+    from codenav.index.blob import git_blob_sha
+
+    bad = [int(src) for src, sha, body, plain in conn.execute(q.SNAPSHOT_STAGED_BODIES)
+           if not plain or git_blob_sha(str(body).encode("utf-8")) != sha]
+    if bad:
+        conn.execute(q.SNAPSHOT_STAGED_DROP, (bad,))
+    return len(bad)
+
+
+def _check_models(conn: psycopg.Connection, models: list[dict[str, Any]],
+                  model: ModelCheck | None, where: str) -> None:
+    for m in models:
+        row = conn.execute(q.EMBED_MODEL_GET, (m["name"],)).fetchone()
+        if row is not None and int(row[1]) != m["dim"]:
+            raise SnapshotError(
+                f"{where} holds {m['dim']}-dimensional vectors of model {m['name']!r}; this "
+                f"store holds {row[1]}-dimensional ones under that name",
+                hint="import with --no-vectors (they are embedded again here)")
+    wanted = model() if model is not None else None
+    if wanted is None or not models:
+        return
+    name, dim = wanted
+    if not any(m["name"] == name and m["dim"] == dim for m in models):
+        have = ", ".join(f"{m['name']!r} ({m['dim']} dims)" for m in models)
+        raise SnapshotError(
+            f"{where} holds vectors of embedding model {have}; this store embeds with "
+            f"{name!r} ({dim} dims)",
+            hint="import with --no-vectors (chunks are embedded again here), or run the "
+            "embedder with the snapshot's model (CODENAV_EMBED_MODEL)")
+
+
+def _ensure_model(conn: psycopg.Connection, m: dict[str, Any]) -> int:
+    row = conn.execute(q.EMBED_MODEL_INSERT, (m["name"], m["dim"])).fetchone() or \
+        conn.execute(q.EMBED_MODEL_GET, (m["name"],)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _stage(conn: psycopg.Connection, tar: tarfile.TarFile, entry: dict[str, Any], where: str,
+           skip: bool = False) -> int:
+    """COPY one section into its staging table, checking size and sha256 as it streams."""
+    section = str(entry["name"])
+    try:
+        member = tar.next()
+    except tarfile.TarError:
+        raise SnapshotError(f"{where} is truncated or corrupted (before {section})") from None
+    if member is None or member.name != entry.get("member"):
+        raise SnapshotError(f"{where} is truncated: section {section} is missing")
+    conn.execute(q.snapshot_stage_create(section))
+    handle = tar.extractfile(member)
+    if handle is None or member.size != int(entry.get("bytes", -1)):
+        raise SnapshotError(f"{where} is corrupted: section {section} does not have the size "
+                            "its manifest says")
+    digest = hashlib.sha256()
+    unpack = zlib.decompressobj(31)
+    read = 0
+    with conn.cursor() as cur, cur.copy(q.snapshot_stage_copy(section)) as copy:
+        while True:
+            try:
+                block = handle.read(READ_BYTES)
+            except (tarfile.TarError, OSError, EOFError):
+                raise SnapshotError(f"{where} is truncated (inside {section})") from None
+            if not block:
+                break
+            read += len(block)
+            digest.update(block)
+            if skip:
+                continue
+            try:
+                data = unpack.decompress(block)
+            except zlib.error:
+                raise SnapshotError(f"{where} is corrupted (section {section} does not "
+                                    "decompress)", hint="export the snapshot again") from None
+            if data:
+                copy.write(data)
+        if read != member.size:
+            raise SnapshotError(f"{where} is truncated (inside {section})")
+        if digest.hexdigest() != entry.get("sha256"):
+            raise SnapshotError(f"{where} is corrupted: section {section} does not match its "
+                                "checksum", hint="export the snapshot again")
+        if not skip and not unpack.eof:
+            raise SnapshotError(f"{where} is corrupted (section {section} ends early)")
+    rows = 0
+    if not skip:
+        counted = conn.execute(q.snapshot_stage_count(section)).fetchone()
+        rows = int(counted[0]) if counted else 0
+    if not skip and rows != int(entry.get("rows", -1)):
+        raise SnapshotError(f"{where} is corrupted: section {section} holds {rows} rows, "
+                            f"its manifest says {entry.get('rows')}")
+    return max(rows, 0)
+
+
+def _merge_repo(conn: psycopg.Connection, spec: RepoSpec, team: str, roots: dict[str, str],
+                actor: str, locked: list[int]) -> dict[str, Any]:
+    """The store's repository for ``spec`` (created, or the one of that name emptied)."""
+    team_id, _created = ensure_team(conn, team, actor)
+    found = conn.execute(q.SNAPSHOT_REPO_FIND, (team_id, spec.name)).fetchone()
+    root = roots.get(spec.name) or (found[1] if found else spec.root)
+    if found is None:
+        row = conn.execute(q.SNAPSHOT_REPO_INSERT, (spec.name, root, team_id, spec.index_enabled,
+                                                    spec.indexed_at, spec.indexed_commit,
+                                                    spec.gitignored)).fetchone()
+        assert row is not None
+        repo_id, replaced = int(row[0]), False
+    else:
+        repo_id, replaced = int(found[0]), True
+        conn.execute(q.REPO_LOCK, (repo_id,))  # an index run of it ends first
+        locked.append(repo_id)
+        conn.execute(q.SNAPSHOT_REPO_CLEAR, {"repo": repo_id})
+        conn.execute(q.SNAPSHOT_REPO_UPDATE, (root, spec.indexed_at, spec.indexed_commit,
+                                              spec.gitignored, repo_id))
+    conn.execute(q.SNAPSHOT_REPO_MAP, (spec.src_id, repo_id))
+    conn.execute(q.AUDIT_INSERT, (team_id, actor, None, "snapshot.import", spec.name,
+                                  json.dumps({"root": root, "commit": spec.indexed_commit,
+                                              "replaced": replaced})))
+    return {"name": spec.name, "team": team, "root": root, "id": repo_id,
+            "commit": spec.indexed_commit, "replaced": replaced}
+
+
+def _after_import(conn: psycopg.Connection) -> None:
+    """Collect contents no file points at any more (a replaced file list) and refresh the
+    planner's statistics and the corpus size search normalises by."""
+    from codenav.index.reconcile import collect_garbage, refresh_stats
+
+    collect_garbage(conn)
+    refresh_stats(conn)
+
+
+def map_roots(manifest: Manifest, local: list[str]) -> dict[str, str]:
+    """Names -> local roots for ``--repo PATH`` given with a seed: a path maps the snapshot's
+    repository of the same name as its directory (``codenav index`` names it so), or the
+    only one the snapshot holds. A path that maps none is registered as usual."""
+    from codenav.repos import default_name
+
+    out: dict[str, str] = {}
+    names = [r.name for r in manifest.repos]
+    for path in local:
+        name = default_name(Path(path))
+        if name in names:
+            out[name] = path
+        elif len(names) == 1 and names[0] not in out:
+            out[names[0]] = path
+    return out
+
+
+def roots_under(manifest: Manifest, allowed: list[str]) -> dict[str, str]:
+    """Names -> roots under this server's allowed roots (``--local-roots``): the allowed
+    root named like the repository, else the directory of its name (or of its old root's
+    name) inside one, else the only allowed root for a one-repository snapshot."""
+    from codenav.repos import default_name
+
+    real = [os.path.realpath(a) for a in allowed if a.startswith("/")]
+    out: dict[str, str] = {}
+    for spec in manifest.repos:
+        found = next((a for a in real if default_name(Path(a)) == spec.name), None)
+        for a in real:
+            if found is not None:
+                break
+            for sub in (spec.name, Path(spec.root).name):
+                if sub and (Path(a) / sub).is_dir():
+                    found = str(Path(a) / sub)
+                    break
+        if found is None and len(real) == 1 and len(manifest.repos) == 1:
+            found = real[0]
+        if found is not None:
+            out[spec.name] = found
+    return out
+
+
+def held(conn: psycopg.Connection, manifest: Manifest, team: str | None = None) -> list[str]:
+    """``team/name`` of the snapshot's repositories this store already holds (in ``team``,
+    or each in its own team of the snapshot)."""
+    from codenav.repos import list_repos
+
+    wanted = {(team or r.team, r.name) for r in manifest.repos}
+    return sorted(f"{r.team}/{r.name}" for r in list_repos(conn) if (r.team, r.name) in wanted)
+
+
+def counts(conn: psycopg.Connection) -> dict[str, int]:
+    """Rows per table the snapshot covers (tests and benchmarks compare stores by it)."""
+    row = conn.execute(q.SNAPSHOT_TABLE_COUNTS).fetchone()
+    assert row is not None
+    return dict(zip(q.SNAPSHOT_TABLES, (int(v) for v in row), strict=True))
+
+
+__all__ = ["FORMAT_VERSION", "ExportResult", "ImportResult", "Manifest", "RepoSpec",
+           "SnapshotError", "check_versions", "counts", "export", "import_file", "map_roots",
+           "read_manifest", "resolve_ref"]

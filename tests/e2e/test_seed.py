@@ -1,0 +1,135 @@
+"""Starting from a seed: `codenav up --seed FILE --repo PATH` on an empty home, as a user
+starts it, answers a hybrid query from the snapshot before any index run (here with no
+index worker at all); restarted with a worker, the first reconcile of a checkout whose
+every mtime differs from the seed's re-reads the files and parses none of them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from codenav import admin, repos
+from codenav.access import Caller
+from codenav.config import Settings
+from codenav.embed import vectors
+from codenav.embed.client import EmbedClient
+from codenav.index import reconcile
+from codenav_cli.stores import EmbeddedPostgres
+from tests.conftest import ALLOWED_ROOTS, FIXTURES, TEMPLATE_DB
+from tests.e2e.stackkit import ctrl_c, start_stack, state_home
+from tests.embedkit import start_embedder, stop
+from tests.teamkit import database
+
+
+@pytest.fixture
+def seed(pg: EmbeddedPostgres, redis_url: str) -> Iterator[tuple[Path, Path]]:
+    """(snapshot file, the checkout it was made from): the python fixture indexed with its
+    graph and embedded by the real embedder, in a store of its own, then exported."""
+    base = Path(tempfile.mkdtemp(prefix="codenav-seed-"))
+    root = base / "made-here" / "shop"
+    shutil.copytree(FIXTURES / "graph" / "python", root,
+                    ignore=shutil.ignore_patterns("expected.json"))
+    proc, embed_url = start_embedder()
+    try:
+        with database(pg, TEMPLATE_DB) as url:
+            settings = Settings.load(env={"CODENAV_DATABASE_URL": url,
+                                          "CODENAV_REDIS_URL": redis_url,
+                                          "CODENAV_HOME": str(base / "home"),
+                                          "CODENAV_EMBED_URL": embed_url,
+                                          "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS},
+                                     dotenv=Path("/nonexistent"))
+            with psycopg.connect(url, autocommit=True) as conn:
+                repo = repos.register(conn, str(root), "shop")
+                reconcile.reconcile(settings, repo.id)
+                client = EmbedClient.from_settings(settings)
+                assert client is not None
+                try:
+                    assert vectors.embed_backlog(conn, client, repo.id,
+                                                    budget_s=300).remaining == 0
+                finally:
+                    client.close()
+                admin.snapshot_export(conn, Caller.operator(), base / "shop.snap")
+        yield base / "shop.snap", root
+    finally:
+        stop(proc)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _post(home: Path, route: str, body: dict[str, Any]) -> dict[str, Any]:
+    info = json.loads((home / "stack.json").read_text())
+    response = httpx.post(f"{info['url']}{route}", json=body, timeout=30,
+                          headers={"Authorization": f"Bearer {info['token']}"})
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def _runs(home: Path) -> list[tuple[str, int, int]]:
+    info = json.loads((home / "stack.json").read_text())
+    with psycopg.connect(info["database_url"]) as conn:
+        rows = conn.execute("SELECT state, files_total, files_parsed FROM index_runs "
+                            "ORDER BY id").fetchall()
+    return [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+
+def test_up_with_a_seed_answers_a_hybrid_query_before_any_index_run(
+        seed: tuple[Path, Path], tmp_path: Path) -> None:
+    snap, made_from = seed
+    here = Path(tempfile.mkdtemp(prefix="codenav-checkout-")) / "shop"
+    # another machine's checkout: the same files, every mtime different
+    shutil.copytree(made_from, here, copy_function=shutil.copy)
+    time.sleep(0.01)
+    for path in here.rglob("*.py"):
+        path.touch()
+    try:
+        with state_home() as home:
+            stack = start_stack(["--seed", str(snap), "--repo", str(here), "--workers", "0",
+                                 "--no-wait"], home, tmp_path / "up.log")
+            try:
+                log = stack.log.read_text(errors="replace")
+                assert f"seeded default/shop at {here}" in log, log[-3000:]
+                answer: dict[str, Any] = {}
+                deadline = time.monotonic() + 60  # the first query vectors may be slow
+                while time.monotonic() < deadline:
+                    answer = _post(home, "/v1/search", {"query": "register a user and "
+                                                        "notify it", "mode": "hybrid"})
+                    if "note" not in answer:
+                        break
+                    time.sleep(0.5)
+                assert "note" not in answer, answer.get("note")
+                top = [(r["path"], r["symbol"]) for r in answer["results"][:3]]
+                assert ("app/service.py", "register") in top, top
+                semantic = _post(home, "/v1/search", {"query": "greeting someone by name",
+                                                      "mode": "semantic"})
+                assert semantic["results"] and "note" not in semantic
+                refs = _post(home, "/v1/references", {"symbol": "User.greet"})
+                assert refs["verified"], refs
+                assert [r for r in _runs(home) if r[0] == "done"] == []  # nothing indexed
+            finally:
+                ctrl_c(stack)
+            assert stack.proc.returncode == 0
+            # with a worker: the seed is not imported again, and the first reconcile of
+            # files whose mtimes all differ re-reads them but parses nothing
+            again = start_stack(["--seed", str(snap), "--repo", str(here)], home,
+                                tmp_path / "up2.log")
+            try:
+                log = again.log.read_text(errors="replace")
+                assert "seed shop.snap skipped: the store already holds default/shop" in log
+                done = [r for r in _runs(home) if r[0] == "done"]
+                files = len(list(here.rglob("*.py")))
+                assert done and done[-1][1] >= files and done[-1][2] == 0, done
+                answer = _post(home, "/v1/search", {"query": "quick_register"})
+                assert answer["results"][0]["symbol"] == "quick_register"
+            finally:
+                ctrl_c(again)
+    finally:
+        shutil.rmtree(here.parent, ignore_errors=True)
