@@ -486,18 +486,10 @@ def embedder_model(settings: Settings) -> Callable[[], tuple[str, int] | None]:
             url = json.loads(path.read_text(encoding="utf-8")).get("embed_url") or ""
 
     def ask() -> tuple[str, int] | None:
-        if not url:
-            return None
-        from codenav.embed.client import EmbedClient
+        from codenav.embed.client import served_model
 
-        client = EmbedClient(url, settings.embed_model, settings.embed_key, 30.0)
-        try:
-            info = client.info()
-        except CodenavError:
-            return None
-        finally:
-            client.close()
-        return info.name, info.dim
+        return served_model(url, settings.embed_model, settings.embed_key, 30.0) if url \
+            else None
 
     return ask
 

@@ -238,16 +238,9 @@ class Stack:
                     self.say(f"seed: the embedder is not ready ({exc.message}); the seed's "
                              "vectors are imported without checking its model")
                     return None
-            from codenav.embed.client import EmbedClient
+            from codenav.embed.client import served_model
 
-            client = EmbedClient(embed_url, settings.embed_model, settings.embed_key, 60.0)
-            try:
-                info = client.info()
-            except CodenavError:
-                return None
-            finally:
-                client.close()
-            return info.name, info.dim
+            return served_model(embed_url, settings.embed_model, settings.embed_key, 60.0)
 
         self.seeded = admin.snapshot_import(conn, allowed, Caller.operator(), self.seed,
                                             mapped, model=model, skip_existing=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import httpx
 
 from codenav.config import Settings
-from codenav.errors import Busy, ConfigError, Unavailable
+from codenav.errors import Busy, CodenavError, ConfigError, Unavailable
 
 
 @dataclass(frozen=True)
@@ -120,3 +120,16 @@ class EmbedClient:
             self._info = ModelInfo(str(data.get("model") or self.model or "unknown"),
                                    len(vectors[0]))
         return vectors
+
+
+def served_model(url: str, model: str, key: str, timeout: float) -> tuple[str, int] | None:
+    """The model the embedder at ``url`` serves (name, dimension), or None when it does
+    not answer (a snapshot import then cannot check its vectors' model)."""
+    client = EmbedClient(url, model, key, timeout)
+    try:
+        info = client.info()
+    except CodenavError:
+        return None
+    finally:
+        client.close()
+    return info.name, info.dim

@@ -20,15 +20,23 @@ def git_dir(root: Path) -> Path | None:
     return None
 
 
-def head_commit(root: Path) -> str | None:
-    """The commit HEAD points at, or None outside git (or on an unborn branch)."""
+def _head(root: Path) -> tuple[Path, str] | None:
+    """The git directory and what its HEAD says, or None outside git."""
     gdir = git_dir(root)
     if gdir is None:
         return None
     try:
-        head = (gdir / "HEAD").read_text(encoding="utf-8").strip()
+        return gdir, (gdir / "HEAD").read_text(encoding="utf-8").strip()
     except OSError:
         return None
+
+
+def head_commit(root: Path) -> str | None:
+    """The commit HEAD points at, or None outside git (or on an unborn branch)."""
+    found = _head(root)
+    if found is None:
+        return None
+    gdir, head = found
     if not head.startswith("ref:"):
         return head or None
     ref = head.split(":", 1)[1].strip()
@@ -50,15 +58,10 @@ def head_commit(root: Path) -> str | None:
 
 def head_branch(root: Path) -> str | None:
     """The branch checked out (``main``), or None outside git or on a detached HEAD."""
-    gdir = git_dir(root)
-    if gdir is None:
+    found = _head(root)
+    if found is None or not found[1].startswith("ref:"):
         return None
-    try:
-        head = (gdir / "HEAD").read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    if not head.startswith("ref:"):
-        return None
+    head = found[1]
     return head.split(":", 1)[1].strip().removeprefix("refs/heads/") or None
 
 
