@@ -50,6 +50,19 @@ def _secret(home: Path, name: str) -> str:
     return value
 
 
+def _started(proc: subprocess.Popen[bytes], name: str, ready: Callable[[], bool],
+             timeout: float, log_path: Path, kill: signal.Signals,
+             then: Callable[[], None] = lambda: None) -> subprocess.Popen[bytes]:
+    """``proc`` once ``ready`` (and ``then`` done); stopped with ``kill`` if it is not."""
+    try:
+        _wait(ready, timeout, name, proc, log_path)
+        then()
+    except BaseException:
+        stop_process(proc, kill, timeout=5)
+        raise
+    return proc
+
+
 def _wait(check: Callable[[], bool], timeout: float, what: str,
           proc: subprocess.Popen[bytes] | None = None, log: Path | None = None) -> None:
     deadline = time.monotonic() + timeout
@@ -165,14 +178,8 @@ class EmbeddedPostgres:
         return len(lines) > 7 and lines[7].strip() == "ready" and self._can_connect()
 
     def start(self, timeout: float = 30.0) -> subprocess.Popen[bytes]:
-        proc = self.spawn()
-        try:
-            _wait(self.ready, timeout, "postgres", proc, self.log_path)
-            self.ensure_database()
-        except BaseException:
-            stop_process(proc, signal.SIGQUIT, timeout=5)
-            raise
-        return proc
+        return _started(self.spawn(), "postgres", self.ready, timeout, self.log_path,
+                        signal.SIGQUIT, self.ensure_database)
 
     def _can_connect(self) -> bool:
         import psycopg
@@ -256,13 +263,8 @@ class EmbeddedRedis:
         return self._ping()
 
     def start(self, timeout: float = 15.0) -> subprocess.Popen[bytes]:
-        proc = self.spawn()
-        try:
-            _wait(self.ready, timeout, "redis", proc, self.log_path)
-        except BaseException:
-            stop_process(proc, signal.SIGKILL, timeout=5)
-            raise
-        return proc
+        return _started(self.spawn(), "redis", self.ready, timeout, self.log_path,
+                        signal.SIGKILL)
 
     def _ping(self) -> bool:
         import redis

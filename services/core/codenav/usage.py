@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -30,21 +30,12 @@ FLUSH_INTERVAL_S = 5.0
 MAX_DAYS = 366
 
 
-@dataclass
-class _Sums:
-    calls: int = 0
-    empty: int = 0
-    tokens_returned: int = 0
-    tokens_full_files: int = 0
-    duration_ms: float = 0.0
-
-
 class UsageBuffer:
     """Per-process sums of answers' ``_stats`` waiting to be written (thread-safe)."""
 
     def __init__(self, interval_s: float = FLUSH_INTERVAL_S) -> None:
         self.interval_s = interval_s
-        self._sums: dict[tuple[date, int, int | None, str], _Sums] = {}
+        self._sums: dict[tuple[date, int, int | None, str], Counter[str]] = {}
         self._lock = threading.Lock()
         self._last_flush = time.monotonic()
 
@@ -55,12 +46,11 @@ class UsageBuffer:
         st = answer.get("_stats") or {}
         key = (datetime.now(UTC).date(), caller.team_id, repo_id, tool)
         with self._lock:
-            sums = self._sums.setdefault(key, _Sums())
-            sums.calls += 1
-            sums.empty += 1 if answer.get("empty") else 0
-            sums.tokens_returned += int(st.get("tokens_returned") or 0)
-            sums.tokens_full_files += int(st.get("tokens_full_files") or 0)
-            sums.duration_ms += float(st.get("duration_ms") or 0.0)
+            self._sums.setdefault(key, Counter()).update(
+                calls=1, empty=1 if answer.get("empty") else 0,
+                tokens_returned=int(st.get("tokens_returned") or 0),
+                tokens_full_files=int(st.get("tokens_full_files") or 0),
+                duration_us=round(float(st.get("duration_ms") or 0.0) * 1000))
 
     def due(self) -> bool:
         return bool(self._sums) and time.monotonic() - self._last_flush >= self.interval_s
@@ -81,10 +71,10 @@ class UsageBuffer:
         params = {
             "day": [k[0] for k in keys], "team": [k[1] for k in keys],
             "repo": [k[2] for k in keys], "tool": [k[3] for k in keys],
-            "calls": [taken[k].calls for k in keys], "empty": [taken[k].empty for k in keys],
-            "returned": [taken[k].tokens_returned for k in keys],
-            "full": [taken[k].tokens_full_files for k in keys],
-            "ms": [taken[k].duration_ms for k in keys],
+            "calls": [taken[k]["calls"] for k in keys], "empty": [taken[k]["empty"] for k in keys],
+            "returned": [taken[k]["tokens_returned"] for k in keys],
+            "full": [taken[k]["tokens_full_files"] for k in keys],
+            "ms": [taken[k]["duration_us"] / 1000 for k in keys],
         }
         try:
             written = conn.execute(q.USAGE_FLUSH, params).rowcount

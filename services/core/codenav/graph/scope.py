@@ -417,27 +417,28 @@ class ScopeBuilder:
                 sc.add_wild(("file", found, ""), "include", [(found, "")])
             return
         files = self.index.resolve_php_class(spec)
-        for path in files:
-            table = self.ctx.symbols(path)
-            syms = table.get(fact.name, TYPE_KINDS)
-            if syms:
-                self._row(sc, fact, [path])
-                target = Target(path, syms[0].qual, "import")
-                sc.bind(fact.alias or fact.name, [target])
-                self._edge(sc, fact, target)
-                return
+        if self._bind_first(sc, fact, files, TYPE_KINDS):
+            return
         namespace = spec.rpartition("\\")[0]  # use function A\b; use const A\B
         nfiles = self.index.package_files("php", namespace)
         self.ctx.ensure_symbols(nfiles)
-        for path in nfiles:
-            syms = self.ctx.symbols(path).get(fact.name)
+        if self._bind_first(sc, fact, nfiles):
+            return
+        self._row(sc, fact, files[:1] or None)
+
+    def _bind_first(self, sc: FileScope, fact: Fact, paths: list[str],
+                    kinds: frozenset[str] | None = None) -> bool:
+        """Bind the import to the first of ``paths`` declaring its name (of ``kinds``);
+        whether one does."""
+        for path in paths:
+            syms = self.ctx.symbols(path).get(fact.name, kinds)
             if syms:
                 self._row(sc, fact, [path])
                 target = Target(path, syms[0].qual, "import")
                 sc.bind(fact.alias or fact.name, [target])
                 self._edge(sc, fact, target)
-                return
-        self._row(sc, fact, files[:1] or None)
+                return True
+        return False
 
     def bind_ruby(self, sc: FileScope, fact: Fact) -> None:
         found = self.index.resolve_ruby(sc.path, fact.qualifier)
