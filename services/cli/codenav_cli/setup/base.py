@@ -85,13 +85,23 @@ class Harness:
     servers_key: ClassVar[str] = "mcpServers"
     """The JSON member of its MCP file that holds the servers, codenav's among them."""
 
+    own: ClassVar[tuple[str, str] | None] = None
+    """The command and the dot folder of its own, for a harness that has both
+    (``dot_folder``): its probes."""
+    project_mcp: ClassVar[str | None] = None
+    """Its MCP file, relative to the project, for a harness configured per project."""
+
     def probes(self, ctx: Context) -> list[Path | str]:
         """Directories (Path) and executables (str) whose presence means it is installed."""
-        raise NotImplementedError
+        if self.own is None:
+            raise NotImplementedError
+        return dot_folder(ctx, *self.own)
 
     def mcp_file(self, ctx: Context) -> Path:
         """The file holding its MCP entries."""
-        raise NotImplementedError
+        if self.project_mcp is None:
+            raise NotImplementedError
+        return ctx.project / self.project_mcp
 
     def detect(self, ctx: Context) -> str | None:
         """What shows it is here, or None."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codenav_cli.setup import files
-from codenav_cli.setup.base import NAME, Context, Harness, dot_folder, shared_rules
+from codenav_cli.setup.base import NAME, Context, Harness, shared_rules
 from codenav_cli.setup.files import Workspace
 
 
@@ -22,11 +22,8 @@ class ClaudeCode(Harness):
     name = "claude-code"
     title = "Claude Code"
 
-    def probes(self, ctx: Context) -> list[Path | str]:
-        return dot_folder(ctx, "claude", ".claude")
-
-    def mcp_file(self, ctx: Context) -> Path:
-        return ctx.project / ".mcp.json"
+    own = ("claude", ".claude")
+    project_mcp = ".mcp.json"
 
     def rules_file(self, ctx: Context, ws: Workspace) -> Path | None:
         return ctx.project / "CLAUDE.md"

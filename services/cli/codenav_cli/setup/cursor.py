@@ -10,10 +10,8 @@ every request. The rule file belongs to codenav by its name.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from codenav_cli.setup import files
-from codenav_cli.setup.base import NAME, Context, Harness, dot_folder
+from codenav_cli.setup.base import NAME, Context, Harness
 from codenav_cli.setup.files import Workspace
 from codenav_cli.setup.rules import CURSOR_MDC
 
@@ -22,11 +20,8 @@ class Cursor(Harness):
     name = "cursor"
     title = "Cursor"
 
-    def probes(self, ctx: Context) -> list[Path | str]:
-        return dot_folder(ctx, "cursor", ".cursor")
-
-    def mcp_file(self, ctx: Context) -> Path:
-        return ctx.project / ".cursor" / "mcp.json"
+    own = ("cursor", ".cursor")
+    project_mcp = ".cursor/mcp.json"
 
     def plan(self, ctx: Context, ws: Workspace, remove: bool) -> list[str]:
         entry = ctx.server.entry("${env:CODENAV_TOKEN}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codenav_cli.setup import files
-from codenav_cli.setup.base import NAME, Context, Harness, dot_folder, shared_rules
+from codenav_cli.setup.base import NAME, Context, Harness, shared_rules
 from codenav_cli.setup.files import Workspace
 
 
@@ -22,11 +22,8 @@ class Gemini(Harness):
     name = "gemini"
     title = "Gemini CLI"
 
-    def probes(self, ctx: Context) -> list[Path | str]:
-        return dot_folder(ctx, "gemini", ".gemini")
-
-    def mcp_file(self, ctx: Context) -> Path:
-        return ctx.project / ".gemini" / "settings.json"
+    own = ("gemini", ".gemini")
+    project_mcp = ".gemini/settings.json"
 
     def rules_file(self, ctx: Context, ws: Workspace) -> Path | None:
         return ctx.project / "GEMINI.md"
