@@ -126,9 +126,21 @@ class Harness:
         """Whether its MCP config holds codenav's entry (in the planned state)."""
         return files.json_has(ws, self.mcp_file(ctx), [self.servers_key, NAME])
 
+    rules_md: ClassVar[str | None] = None
+    """Its Markdown rules file in the project, when it shares one with others."""
+
     def rules_file(self, ctx: Context, ws: Workspace) -> Path | None:
         """The Markdown file holding its rules block, when it shares one with others."""
-        return None
+        return ctx.project / self.rules_md if self.rules_md else None
+
+    def entry_and_shared_rules(self, ctx: Context, ws: Workspace, remove: bool,
+                               entry: dict[str, Any]) -> list[str]:
+        """A plan of two edits: ``entry`` in its MCP file, the rules block in its shared
+        Markdown file."""
+        files.json_member(ws, self.mcp_file(ctx), [self.servers_key, NAME], entry, remove)
+        rules = self.rules_file(ctx, ws)
+        assert rules is not None
+        return shared_rules(ctx, ws, rules, remove, self)
 
 
 def dot_folder(ctx: Context, command: str, folder: str) -> list[Path | str]:

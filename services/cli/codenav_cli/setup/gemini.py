@@ -11,10 +11,7 @@ environment unless ``env`` names them, so the token is ``"CODENAV_TOKEN": "${COD
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from codenav_cli.setup import files
-from codenav_cli.setup.base import NAME, Context, Harness, shared_rules
+from codenav_cli.setup.base import Context, Harness
 from codenav_cli.setup.files import Workspace
 
 
@@ -25,12 +22,8 @@ class Gemini(Harness):
     own = ("gemini", ".gemini")
     project_mcp = ".gemini/settings.json"
 
-    def rules_file(self, ctx: Context, ws: Workspace) -> Path | None:
-        return ctx.project / "GEMINI.md"
+    rules_md = "GEMINI.md"
 
     def plan(self, ctx: Context, ws: Workspace, remove: bool) -> list[str]:
-        entry = ctx.server.entry("${CODENAV_TOKEN}")
-        files.json_member(ws, self.mcp_file(ctx), ["mcpServers", NAME], entry, remove)
-        rules = self.rules_file(ctx, ws)
-        assert rules is not None
-        return shared_rules(ctx, ws, rules, remove, self)
+        return self.entry_and_shared_rules(
+            ctx, ws, remove, ctx.server.entry("${CODENAV_TOKEN}"))
