@@ -7,10 +7,12 @@ import json
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 import pytest
 
@@ -70,7 +72,24 @@ def test_tool_errors_reach_the_agent_as_tool_errors(stack: RunningStack) -> None
     assert missing.is_error and "not indexed" in missing.content[0].text
 
 
+def _embedded(stack: RunningStack, timeout: float = 300.0) -> None:
+    """Until every chunk has its vector: a hybrid answer then stays the same from call to
+    call (while the embedder loads or embeds, coverage and ranks move between two calls)."""
+    info = json.loads((stack.home / "stack.json").read_text())
+    deadline = time.monotonic() + timeout
+    while True:
+        status = httpx.post(f"{info['url']}/v1/status", json={}, timeout=30,
+                            headers={"Authorization": f"Bearer {info['token']}"}).json()
+        coverage = [r["embeddings"] for r in status["repos"]]
+        if coverage and all(c.get("available") and c["embedded"] == c["total"]
+                            for c in coverage):
+            return
+        assert time.monotonic() < deadline, coverage
+        time.sleep(0.5)
+
+
 def test_cli_json_prints_exactly_what_the_mcp_tool_returns(stack: RunningStack) -> None:
+    _embedded(stack)
     env = dict(stack.env)
     cli = subprocess.run([CODENAV, "search", "token store verify", "--json"], env=env,
                          capture_output=True, text=True, timeout=60)
