@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +9,6 @@ import anyio
 import httpx
 import psycopg
 import pytest
-import uvicorn
 from mcp import Client
 
 from codenav import repos
@@ -19,9 +16,8 @@ from codenav.auth import create_token
 from codenav.config import Settings
 from codenav.index import reconcile
 from codenav.tools import TOOL_NAMES
-from codenav_api.app import create_app
-from codenav_cli.stores import free_port
 from tests.polyglot import make_polyglot
+from tests.teamkit import serve
 
 
 @pytest.fixture
@@ -30,17 +26,8 @@ def api(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> Iterato
     repo = repos.register(conn, str(root), "polyglot")
     reconcile.reconcile(settings, repo.id)
     token, _ = create_token(conn, "mcp-test", "admin")
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}", token
-    server.should_exit = True
-    thread.join(10)
+    with serve(settings) as url:
+        yield url, token
 
 
 def test_mcp_over_http_lists_and_runs_the_tools(api: tuple[str, str]) -> None:

@@ -3,15 +3,12 @@ thread), a real Postgres and Redis, with no worker taking the queued job."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 import redis
-import uvicorn
 
 from codenav import repos
 from codenav.auth import create_token
@@ -19,27 +16,17 @@ from codenav.config import Settings
 from codenav.errors import CodenavError
 from codenav.index import reconcile
 from codenav.jobs import enqueue
-from codenav_api.app import create_app
 from codenav_cli.cli import _check_done, wait_for_job
-from codenav_cli.stores import free_port
 from tests.polyglot import make_polyglot
+from tests.teamkit import serve
 
 
 @pytest.fixture
 def client_settings(settings: Settings, conn: psycopg.Connection) -> Iterator[Settings]:
     token, _ = create_token(conn, "cli-test", "write")
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield Settings.load(env={"CODENAV_URL": f"http://127.0.0.1:{port}",
-                             "CODENAV_TOKEN": token}, dotenv=Path("/nonexistent"))
-    server.should_exit = True
-    thread.join(10)
+    with serve(settings) as url:
+        yield Settings.load(env={"CODENAV_URL": url, "CODENAV_TOKEN": token},
+                            dotenv=Path("/nonexistent"))
 
 
 def test_waiting_ends_once_a_newer_full_run_covers_the_request_of_a_queued_job(
