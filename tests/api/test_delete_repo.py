@@ -45,13 +45,15 @@ def test_deleting_a_repository_collects_what_nothing_else_references(
         "two")
     for repo in (one, two):
         reconcile.reconcile(settings, repo.id)
-        conn.execute(q.CHUNK_TEXTS_BACKFILL, (repo.id,))
+        conn.execute(q.CHUNK_TEXTS_BACKFILL, (repo.default_tree,))
     model = vectors.ensure_model(conn, "test-vectors", 3)
     hashes = [r[0] for r in conn.execute("SELECT DISTINCT text_hash FROM chunk_texts")]
     vectors.store_vectors(conn, model, hashes, [[1.0, 0.0, 0.0]] * len(hashes))
+    of_repo = ("SELECT ct.text_hash FROM files f JOIN chunks c ON c.content_id = f.content_id "
+               "JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path "
+               "WHERE f.repo_id = %s")
     shared_hashes = {r[0] for r in conn.execute(
-        "SELECT text_hash FROM chunk_texts WHERE repo_id = %s INTERSECT "
-        "SELECT text_hash FROM chunk_texts WHERE repo_id = %s", (one.id, two.id))}
+        f"{of_repo} INTERSECT {of_repo}", (one.id, two.id))}  # noqa: S608
     assert shared_hashes  # lib/shared.py: same path and content, so the same texts
     only_one = conn.execute(
         "SELECT array_agg(DISTINCT f.content_id) FROM files f WHERE f.repo_id = %s AND "
@@ -69,11 +71,14 @@ def test_deleting_a_repository_collects_what_nothing_else_references(
     assert gone.json()["collected"]["contents"] == len(only_one)
     assert gone.json()["collected"]["vectors"] > 0
 
-    for table in ("files", "skipped", "index_runs", "chunk_texts", "graph_imports",
+    for table in ("trees", "files", "skipped", "index_runs", "graph_imports",
                   "graph_edges", "graph_links", "graph_files", "graph_state"):
         assert _count(conn, f"SELECT count(*) FROM {table} WHERE repo_id = %s",  # noqa: S608
                       one.id) == 0, table
     assert _count(conn, "SELECT count(*) FROM repos WHERE id = %s", one.id) == 0
+    assert _count(conn, "SELECT count(*) FROM chunk_texts ct JOIN chunks c ON c.id = ct.chunk_id "
+                        "WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.path = ct.path "
+                        "AND f.content_id = c.content_id)") == 0
     for table in ("contents", "chunks", "symbols", "refs", "file_terms"):
         column = "id" if table == "contents" else "content_id"
         assert _count(conn, f"SELECT count(*) FROM {table} WHERE {column} = ANY(%s)",  # noqa: S608

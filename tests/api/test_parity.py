@@ -138,7 +138,8 @@ def test_every_tool_has_the_same_arguments_over_stdio_http_rest_and_the_cli(
         "pattern": ("string", True, None), "regex": ("boolean", False, False),
         "path": ("string", False, None), "language": ("string", False, None),
         "case_sensitive": ("boolean", False, False), "context": ("integer", False, 0),
-        "limit": ("integer", False, 50), "repo": ("string", False, None)}
+        "limit": ("integer", False, 50), "repo": ("string", False, None),
+        "ref": ("string", False, None)}
 
 
 def test_the_comparison_sees_a_difference() -> None:

@@ -351,7 +351,9 @@ def _rewrite_manifest(src: Path, dst: Path, **changes: Any) -> None:
                                             f"schema version {SCHEMA_VERSION}"]),
     ("chunker_version", CHUNKER_VERSION + 1, [f"chunker version {CHUNKER_VERSION + 1}",
                                               f"version {CHUNKER_VERSION}"]),
-    ("format_version", 2, ["format version 2", f"format version {snapshot.FORMAT_VERSION}"]),
+    ("format_version", snapshot.FORMAT_VERSION + 1,
+     [f"format version {snapshot.FORMAT_VERSION + 1}",
+      f"format version {snapshot.FORMAT_VERSION}"]),
 ])
 def test_a_snapshot_of_another_version_is_refused_naming_both_versions(
         field: str, value: int, words: list[str], indexed: Settings, conn: psycopg.Connection,

@@ -212,8 +212,8 @@ def test_a_branch_switch_converges_with_few_jobs(live: Live) -> None:
                           capture_output=True, text=True, check=True).stdout.strip()
 
     def indexed_commit() -> str | None:
-        row = live.conn.execute("SELECT indexed_commit FROM repos WHERE id = %s",
-                                (live.repo.id,)).fetchone()
+        row = live.conn.execute("SELECT commit FROM trees WHERE repo_id = %s "
+                                "AND kind = 'worktree'", (live.repo.id,)).fetchone()
         return row[0] if row else None
 
     # the index also records the commit it now matches (the last job after the switch)

@@ -10,8 +10,8 @@ A request about a repository is answered within a ``Scope``: the repository, res
 by name among the repositories the caller may see, and that visible set, which every SQL
 statement returning repository rows takes as ``%(visible)s`` (``f.repo_id =
 ANY(%(visible)s::int[])``). A repository of another team is answered exactly like one that
-does not exist. Later request dimensions (a branch ``ref``, a developer's overlay) belong in
-the scope too.
+does not exist. The scope also names the tree a request reads (``Tree``): the repository's
+working tree or a commit tree reached by a ``ref``, passed to statements as ``%(tree)s``.
 """
 
 from __future__ import annotations
@@ -65,13 +65,50 @@ class Repo:
     root: str
     created_at: datetime
     indexed_at: datetime | None
+    """When its default tree was last indexed (None: never)."""
     indexed_commit: str | None
     team: str = DEFAULT_TEAM
     index_enabled: bool = True
+    source: str = "worktree"
+    """``worktree`` (a checkout on disk), ``git`` (a git directory: refs only) or
+    ``remote`` (published by CI)."""
+    default_ref: str | None = None
+    """What a query without ``ref`` answers for (None: the working tree)."""
+    follow: tuple[str, ...] = ()
+    keep: int = 0
+    default_tree: int | None = None
 
 
 def repo_row(row: Any) -> Repo:
-    return Repo(*row)
+    (id_, name, root, created, indexed_at, commit, team, enabled, source, default_ref,
+     follow, keep, tree) = row
+    return Repo(id_, name, root, created, indexed_at, commit, team, enabled, source,
+                default_ref, tuple(follow or ()), int(keep or 0), tree)
+
+
+@dataclass(frozen=True)
+class Tree:
+    """What one request reads: the repository's working tree, or a commit tree (reached by
+    a ref name or a commit id). ``id`` 0: nothing is indexed for it yet."""
+
+    id: int
+    kind: str = "worktree"
+    commit: str | None = None
+    ref: str | None = None
+    """The ref name it was reached by (None: the working tree, or a bare commit id)."""
+    indexed_at: datetime | None = None
+
+    @property
+    def run_ref(self) -> str:
+        """How index runs name what they index (``''``: the working tree)."""
+        return (self.ref or "") if self.kind == "commit" else ""
+
+    def describe(self) -> dict[str, Any]:
+        """Which ref an answer is for (every scoped answer says it)."""
+        out: dict[str, Any] = {"name": self.ref, "commit": self.commit}
+        if self.kind == "worktree":
+            out["worktree"] = True
+        return out
 
 
 def visible_repos(conn: psycopg.Connection, caller: Caller) -> list[Repo]:
@@ -86,12 +123,17 @@ def visible_repos(conn: psycopg.Connection, caller: Caller) -> list[Repo]:
 
 @dataclass(frozen=True)
 class Scope:
-    """One request's view of the index: the repository it is about, and every repository
-    the caller may see (which each statement filters on)."""
+    """One request's view of the index: the repository it is about, the tree (ref) it reads,
+    and every repository the caller may see (which each statement filters on)."""
 
     caller: Caller
     repo: Repo
     visible: tuple[int, ...] = field(default=())
+    tree: Tree | None = None
+
+    def __post_init__(self) -> None:
+        if self.tree is None:  # the repository's default tree
+            object.__setattr__(self, "tree", default_tree(self.repo))
 
     @property
     def id(self) -> int:
@@ -101,14 +143,62 @@ class Scope:
     def name(self) -> str:
         return self.repo.name
 
+    @property
+    def at(self) -> Tree:
+        assert self.tree is not None
+        return self.tree
+
     def params(self, **extra: Any) -> dict[str, Any]:
         """Bound parameters of a repository-scoped statement."""
-        return {"repo": self.repo.id, "visible": list(self.visible), **extra}
+        return {"repo": self.repo.id, "tree": self.at.id, "run_ref": self.at.run_ref,
+                "visible": list(self.visible), **extra}
 
     @classmethod
-    def system(cls, repo: Repo) -> Scope:
+    def system(cls, repo: Repo, tree: Tree | None = None) -> Scope:
         """The scope of codenav's own jobs (workers): one repository."""
-        return cls(Caller.operator(), repo, (repo.id,))
+        return cls(Caller.operator(), repo, (repo.id,), tree)
+
+
+def default_tree(repo: Repo) -> Tree:
+    """The tree a query without ``ref`` reads: the working tree, or the default ref's."""
+    if repo.default_ref is None:
+        return Tree(repo.default_tree or 0, "worktree", repo.indexed_commit, None,
+                    repo.indexed_at)
+    return Tree(repo.default_tree or 0, "commit", repo.indexed_commit, repo.default_ref,
+                repo.indexed_at)
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def resolve_tree(conn: psycopg.Connection, scope: Scope, ref: str | None) -> Scope:
+    """``scope`` reading ``ref``: a ref name (``main``, ``refs/heads/main``, a tag), or a
+    commit id (7 hex digits at least) the repository has indexed. None: the default."""
+    if not ref:
+        return scope
+    params = scope.params()
+    name = ref.removeprefix("refs/heads/").removeprefix("refs/tags/")
+    row = conn.execute(q.REF_TREE, {**params, "name": name}).fetchone()
+    if row is None and name != ref:
+        row = conn.execute(q.REF_TREE, {**params, "name": ref}).fetchone()
+    if row is None and 7 <= len(ref) <= 40 and set(ref.lower()) <= _HEX:
+        rows = conn.execute(q.COMMIT_TREES, {**params, "prefix": ref.lower() + "%"}).fetchall()
+        if len(rows) > 1:
+            raise InvalidRequest(f"commit {ref!r} is ambiguous in {scope.name!r}",
+                                 hint="give more digits of the commit id")
+        if rows:
+            tid, kind, commit, indexed_at, _name = rows[0]
+            return Scope(scope.caller, scope.repo, scope.visible,
+                         Tree(int(tid), kind, commit, None, indexed_at))
+    if row is None:
+        names = [r[0] for r in conn.execute(q.REF_NAMES, params).fetchall()]
+        shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
+        raise NotFound(f"no ref {ref!r} is indexed in {scope.name!r}",
+                       hint=(f"indexed refs: {shown}; " if names else "no ref is indexed; ") +
+                       "omit ref for the default, or index it: codenav index --ref NAME")
+    tid, kind, commit, indexed_at, found = row
+    return Scope(scope.caller, scope.repo, scope.visible,
+                 Tree(int(tid), kind, commit, found, indexed_at))
 
 
 def _matches(repo: Repo, name: str) -> bool:
@@ -120,9 +210,16 @@ def describe(repos: list[Repo], qualified: bool = False) -> str:
     return ", ".join(f"{r.team}/{r.name}" if qualified else r.name for r in repos) or "none"
 
 
-def resolve(conn: psycopg.Connection, caller: Caller, name: str | None) -> Scope:
-    """The scope of a request about repository ``name`` (or the only visible one). A name
-    the caller may not see gets the answer a name that does not exist gets."""
+def resolve(conn: psycopg.Connection, caller: Caller, name: str | None,
+            ref: str | None = None) -> Scope:
+    """The scope of a request about repository ``name`` (or the only visible one), at
+    ``ref`` (None: its default tree). A name the caller may not see gets the answer a name
+    that does not exist gets."""
+    scope = _resolve_repo(conn, caller, name)
+    return resolve_tree(conn, scope, ref) if ref else scope
+
+
+def _resolve_repo(conn: psycopg.Connection, caller: Caller, name: str | None) -> Scope:
     repos = visible_repos(conn, caller)
     visible = tuple(r.id for r in repos)
     qualified = len({r.team for r in repos}) > 1

@@ -183,21 +183,24 @@ def delete(conn: psycopg.Connection, caller: Caller, scope: Scope) -> dict[str, 
 def snapshot_export(conn: psycopg.Connection, caller: Caller, out_path: Path,
                     names: list[str] | None = None, ref: str | None = None) -> dict[str, Any]:
     """Export the named repositories (default: every one the caller sees) to a snapshot
-    file; ``ref`` must be what the (one) repository is indexed at (``snapshot.resolve_ref``)."""
+    file; with ``ref`` (a ref or commit of the one repository), only that ref's tree."""
     from codenav import snapshot
     from codenav.access import resolve, visible_repos
 
     authorize(caller, "snapshot.export")
-    chosen = [resolve(conn, caller, n).repo for n in dict.fromkeys(names)] if names else \
-        visible_repos(conn, caller)
+    scopes = [resolve(conn, caller, n) for n in dict.fromkeys(names)] if names else []
+    chosen = [s.repo for s in scopes] if names else visible_repos(conn, caller)
     if ref and len(chosen) != 1:
         raise InvalidRequest("--ref names a ref of one repository; say which with --repo",
                              hint="registered: " + ", ".join(r.name for r in chosen))
-    branches = {r.id: snapshot.resolve_ref(r, ref) for r in chosen}
-    result = snapshot.export(conn, chosen, out_path, branches)
+    trees = None
+    if ref:
+        scope = scopes[0] if scopes else resolve(conn, caller, None)
+        trees = snapshot.export_trees(conn, scope, ref)
+    result = snapshot.export(conn, chosen, out_path, trees)
     for repo in chosen:
         record(conn, caller, "snapshot.export", repo.name, repos.team_id(conn, repo.team),
-               {"path": result.path, "commit": repo.indexed_commit})
+               {"path": result.path, "commit": repo.indexed_commit, "ref": ref})
     return result.to_json()
 
 

@@ -13,7 +13,8 @@ from codenav.access import DEFAULT_TEAM, Repo, Scope, repo_row
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest, NotFound
 
-__all__ = ["Repo", "default_name", "delete", "get", "list_repos", "register", "team_id"]
+__all__ = ["Repo", "collect", "default_name", "delete", "get", "list_repos", "register",
+           "team_id"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -62,19 +63,31 @@ def register(conn: psycopg.Connection, root: str, name: str | None = None,
 
 
 def delete(conn: psycopg.Connection, scope: Scope) -> dict[str, int]:
-    """Delete a repository and everything indexed for it. Contents other repositories
-    share stay; contents no file points at any more go (with their chunks, symbols, refs
-    and terms), and so do vectors no chunk is embedded as."""
+    """Delete a repository and everything indexed for it (every tree and ref). Contents
+    other repositories share stay; contents no file points at any more go (with their
+    chunks, symbols, refs and terms), and so do texts and vectors nothing holds."""
     with conn.transaction():
-        hashes = [r[0] for r in conn.execute(q.REPO_TEXT_HASHES, (scope.id,)).fetchall()]
+        pairs = conn.execute(q.REPO_FILE_PAIRS, (scope.id,)).fetchall()
         deleted = conn.execute(q.REPO_DELETE, scope.params()).rowcount
     if not deleted:
         raise NotFound(f"no repository named {scope.name!r}")
-    out = {"contents": 0, "vectors": 0}
+    return collect(conn, pairs)
+
+
+def collect(conn: psycopg.Connection, pairs: list[tuple[str, int]]) -> dict[str, int]:
+    """After files went: release the texts of the (path, content) pairs no file holds any
+    more, the contents no file points at, and the vectors no text is embedded as."""
+    out = {"contents": 0, "texts": 0, "vectors": 0}
+    hashes: set[bytes] = set()
+    if pairs:
+        rows = conn.execute(q.CHUNK_TEXTS_RELEASE, ([p for p, _ in pairs],
+                                                    [c for _, c in pairs])).fetchall()
+        hashes = {bytes(r[0]) for r in rows}
+        out["texts"] = len(rows)
     with conn.transaction():
         got = conn.execute(q.GC_TRY_LOCK).fetchone()
         if got and got[0]:  # else an indexer is mid-run: the last one to finish collects
             out["contents"] = conn.execute(q.GC_DELETE).rowcount
     if hashes:
-        out["vectors"] = conn.execute(q.EMBED_GC, (hashes,)).rowcount
+        out["vectors"] = conn.execute(q.EMBED_GC, (sorted(hashes),)).rowcount
     return out

@@ -1,6 +1,7 @@
 """Running a tool on the server (REST and MCP over HTTP alike): the caller's role is
-checked, the arguments are validated by the tool's model, the repository is resolved
-within what the caller may see, the answer carries its freshness, and it is added to the
+checked, the arguments are validated by the tool's model, the repository and ref are
+resolved within what the caller may see, the answer says which ref it is for and carries
+its freshness, and it is added to the
 usage figures (``codenav.usage``)."""
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ def run(host: Host, connection: Callable[[], AbstractContextManager[psycopg.Conn
     roles.authorize(caller, tool.name)
     parsed = parse(name, args)
     with connection() as conn:
-        scope = access.resolve(conn, caller, parsed.repo or None) if tool.scoped else None
+        scope = access.resolve(conn, caller, parsed.repo or None, parsed.ref or None) \
+            if tool.scoped else None
         answer = tool.handler(Call(conn, caller, scope, host), parsed)
+        if scope is not None:
+            answer.setdefault("ref", scope.at.describe())
         if tool.fresh and scope is not None:
             status.annotate(conn, scope, host.redis, answer)
         if tool.counted:

@@ -4,11 +4,13 @@ A snapshot is an uncompressed tar file (``tar tf`` lists it) of:
 
 - ``codenav-snapshot.json``, first: the manifest. Format name and ``FORMAT_VERSION``, the
   schema, chunker and graph versions of the code that wrote it, the repositories (name,
-  team, root, the commit they were indexed at, branch), the embedding models (name, dim),
-  and one entry per section with its row count, size and sha256.
-- one member per section (``SECTIONS``: contents, chunks, symbols, refs, file_terms, files,
-  skipped, the graph tables, embeddings, chunk_texts): Postgres' binary COPY output of the
-  rows, gzip-compressed. Surrogate ids travel as the archive's own keys.
+  team, root, source, default ref, followed refs), their trees (working tree or commit,
+  and the refs naming each), the embedding models (name, dim), and one entry per section
+  with its row count, size and sha256.
+- one member per section (``SECTIONS``: contents, chunks, symbols, refs, file_terms, trees,
+  repo_refs, ref_history, files, skipped, the graph tables, embeddings, chunk_texts):
+  Postgres' binary COPY output of the rows, gzip-compressed. Surrogate ids travel as the
+  archive's own keys.
 - ``codenav-snapshot.sha256``, last: the sha256 of the manifest's bytes.
 
 Export runs every COPY in one REPEATABLE READ transaction, so the archive is one consistent
@@ -17,9 +19,10 @@ mismatch is refused naming both), then in ONE transaction stages every section w
 COPY into temporary tables (checking each member's checksum as it streams), checks the
 manifest's own checksum, and merges: contents by address (sha, language, chunker), their
 chunks, symbols, refs and terms only when the store did not have them, vectors by (model
-name, text hash); every id (repository, content, chunk, model) is remapped through the
-staging tables. A repository of the same name in the same team is replaced: its file list,
-skips and graph become the snapshot's, atomically (its id, tokens and grants stay). Any
+name, text hash); every id (repository, tree, content, chunk, model) is remapped through
+the staging tables. A repository of the same name in the same team is replaced: its trees
+(file lists, skips, graphs) and refs become the snapshot's, atomically (its id, tokens and
+grants stay). Any
 error (a flipped byte, a truncated file, a foreign archive, a version or model mismatch)
 rolls the transaction back: the store is unchanged. Importing twice changes nothing more.
 
@@ -27,9 +30,11 @@ Nothing is read from any repository: bodies were redacted at index time (``coden
 and are taken as they are. Tokens, teams' members and the audit trail are never exported.
 
 Format changelog (``FORMAT_VERSION``):
-  1  manifest, trailer, the 14 sections above. A repository carries ``ref`` (the commit it
-     was indexed at and the branch checked out then); a refs table (issue 12) becomes one
-     more section and version 2.
+  1  manifest, trailer, 14 sections. A repository carried ``ref`` (the commit it was
+     indexed at and the branch checked out then).
+  2  refs: a repository holds trees (its working tree, commit trees) and named refs; the
+     sections trees, repo_refs, ref_history and graph_layer; per-file rows belong to a
+     tree; chunk_texts are keyed by (chunk, path). ``--ref`` exports one ref's tree.
 """
 
 from __future__ import annotations
@@ -55,13 +60,12 @@ import psycopg
 from codenav.auth import ensure_team
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
-from codenav.index.gitinfo import head_branch
 from codenav.versions import CHUNKER_VERSION, GRAPH_VERSION, SCHEMA_VERSION
 
 log = logging.getLogger("codenav.snapshot")
 
 FORMAT = "codenav-snapshot"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "codenav-snapshot.json"
 TRAILER = "codenav-snapshot.sha256"
 SECTIONS = q.SNAPSHOT_SECTIONS
@@ -82,25 +86,42 @@ class RepoSpec:
     name: str
     team: str
     root: str
-    indexed_at: str | None
-    indexed_commit: str | None
-    gitignored: int
-    index_enabled: bool
-    branch: str | None = None
+    index_enabled: bool = True
+    source: str = "worktree"
+    default_ref: str | None = None
+    follow: list[str] = field(default_factory=list)
+    keep: int = 0
+    trees: list[dict[str, Any]] = field(default_factory=list)
+    """Its trees in the archive: id, kind, commit, indexed_at, and the refs naming each."""
+
+    @property
+    def indexed_commit(self) -> str | None:
+        """The commit of its default tree (the working tree's HEAD, or the default ref's)."""
+        for tree in self.trees:
+            if (self.default_ref is None and tree["kind"] == "worktree") or \
+                    (self.default_ref is not None and self.default_ref in tree["refs"]):
+                return tree.get("commit")
+        return None
+
+    @property
+    def refs(self) -> list[str]:
+        return sorted(name for tree in self.trees for name in tree["refs"])
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.src_id, "name": self.name, "team": self.team, "root": self.root,
-                "indexed_at": self.indexed_at, "indexed_commit": self.indexed_commit,
-                "gitignored": self.gitignored, "index_enabled": self.index_enabled,
-                "ref": {"commit": self.indexed_commit, "branch": self.branch}}
+                "index_enabled": self.index_enabled, "source": self.source,
+                "default_ref": self.default_ref, "follow": self.follow, "keep": self.keep,
+                "trees": self.trees}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RepoSpec:
-        ref = data.get("ref") or {}
         return cls(int(data["id"]), str(data["name"]), str(data["team"]), str(data["root"]),
-                   data.get("indexed_at"), data.get("indexed_commit"),
-                   int(data.get("gitignored") or 0), bool(data.get("index_enabled", True)),
-                   ref.get("branch"))
+                   bool(data.get("index_enabled", True)), str(data.get("source", "worktree")),
+                   data.get("default_ref"), [str(f) for f in data.get("follow") or []],
+                   int(data.get("keep") or 0),
+                   [{"id": int(t["id"]), "kind": str(t["kind"]), "commit": t.get("commit"),
+                     "indexed_at": t.get("indexed_at"), "refs": [str(n) for n in t["refs"]]}
+                    for t in data.get("trees") or []])
 
 
 @dataclass
@@ -163,35 +184,27 @@ class ExportResult:
                 "bytes": self.bytes, "seconds": round(self.seconds, 2)}
 
 
-def resolve_ref(repo: Any, ref: str | None) -> str | None:
-    """The branch a ``--ref`` names (None: the commit, or no ref given), or ``InvalidRequest``
-    for a ref that is not what the repository was indexed at: codenav indexes the checked-
-    out tree only (refs of other branches and commits come with issue 12)."""
-    commit = repo.indexed_commit
-    branch = _branch(repo.root)
+def export_trees(conn: psycopg.Connection, scope: Any, ref: str | None) -> list[int]:
+    """The trees a snapshot of ``scope``'s repository holds: every ready tree, or with
+    ``ref`` (a ref name or commit the repository has indexed) that one tree and the tree its
+    graph is layered on. ``ref`` resolves like a query's (``access.resolve_tree``)."""
+    from codenav.access import resolve_tree
+
     if not ref:
-        return branch
-    if commit and len(ref) >= 7 and commit.startswith(ref.lower()):
-        return branch
-    if branch and ref in (branch, f"refs/heads/{branch}"):
-        return branch
-    at = f"commit {commit[:12]}" if commit else "no commit (not a git checkout)"
-    at += f", branch {branch}" if branch else ""
-    raise InvalidRequest(f"{repo.name} is indexed at {at}; ref {ref!r} is not indexed",
-                         hint="codenav indexes the checked-out tree: check out that ref and "
-                         "reindex, or export without --ref")
-
-
-def _branch(root: str) -> str | None:
-    with contextlib.suppress(OSError):
-        return head_branch(Path(root))
-    return None
+        return [int(r[0]) for r in conn.execute(q.SNAPSHOT_TREE_IDS, scope.params()).fetchall()]
+    at = resolve_tree(conn, scope, ref).at
+    out = [at.id]
+    row = conn.execute(q.SNAPSHOT_TREE_WITH_BASE, (at.id,)).fetchone()
+    if row is not None and row[1] is not None:
+        out.append(int(row[1]))
+    return out
 
 
 def export(conn: psycopg.Connection, repos: list[Any], out_path: Path,
-           branches: dict[int, str | None] | None = None) -> ExportResult:
+           trees: list[int] | None = None) -> ExportResult:
     """Write a snapshot of ``repos`` (``access.Repo`` rows the caller may see) to
-    ``out_path`` (atomically: a temporary file renamed at the end)."""
+    ``out_path`` (atomically: a temporary file renamed at the end): their ``trees`` (None:
+    all of them)."""
     started = time.monotonic()
     if not repos:
         raise InvalidRequest("nothing to export: no repository is registered",
@@ -201,16 +214,24 @@ def export(conn: psycopg.Connection, repos: list[Any], out_path: Path,
         raise InvalidRequest(f"{out_path.parent} is not a directory",
                              hint="write the snapshot into an existing directory")
     ids = [r.id for r in repos]
-    params = {"visible": ids}
+    params: dict[str, Any] = {"visible": ids}
     work = Path(tempfile.mkdtemp(prefix=".snapshot-", dir=out_path.parent))
     try:
         sections: list[dict[str, Any]] = []
         with conn.transaction():
             conn.execute(q.SNAPSHOT_READ_ONLY)
-            rows = conn.execute(q.SNAPSHOT_REPOS, params).fetchall()
-            specs = [RepoSpec(int(r[0]), r[1], r[2], r[3], _iso(r[4]), r[5], int(r[6]),
-                              bool(r[7]), (branches or {}).get(int(r[0])))
-                     for r in rows]
+            if trees is None:
+                trees = [int(r[0]) for r in conn.execute(q.SNAPSHOT_TREE_IDS, params)]
+            params["trees"] = trees
+            by_repo: dict[str, list[dict[str, Any]]] = {}
+            for tid, repo_name, kind, commit, indexed_at, names in \
+                    conn.execute(q.SNAPSHOT_TREE_LIST, params).fetchall():
+                by_repo.setdefault(repo_name, []).append(
+                    {"id": int(tid), "kind": kind, "commit": commit,
+                     "indexed_at": _iso(indexed_at), "refs": list(names)})
+            specs = [RepoSpec(int(r[0]), r[1], r[2], r[3], bool(r[4]), r[5], r[6],
+                              list(r[7] or []), int(r[8]), by_repo.get(r[1], []))
+                     for r in conn.execute(q.SNAPSHOT_REPOS, params).fetchall()]
             models = [{"id": int(m[0]), "name": m[1], "dim": int(m[2])}
                       for m in conn.execute(q.SNAPSHOT_MODELS, params).fetchall()]
             for section in SECTIONS:
@@ -224,6 +245,10 @@ def export(conn: psycopg.Connection, repos: list[Any], out_path: Path,
             for entry in sections:
                 tar.add(work / entry["member"], arcname=entry["member"], recursive=False)
             _add_bytes(tar, TRAILER, hashlib.sha256(raw).hexdigest().encode("ascii") + b"\n")
+            end = tar.offset + 2 * tarfile.BLOCKSIZE
+        # The archive ends with its end-of-archive blocks: no record padding after them, so
+        # a truncated file always lacks part of a member.
+        os.truncate(partial, end)
         os.chmod(partial, 0o644)
         os.replace(partial, out_path)
     finally:
@@ -480,7 +505,7 @@ def _import(conn: psycopg.Connection, tar: tarfile.TarFile, manifest: Manifest, 
 
 
 BULK_TABLES = ("chunks", "symbols", "refs", "file_terms", "files", "graph_imports",
-               "graph_edges", "graph_links", "chunk_texts")
+               "graph_edges", "graph_links", "graph_layer", "chunk_texts")
 """Tables whose secondary indexes an import into an empty store builds after its rows."""
 
 
@@ -619,23 +644,25 @@ def _merge_repo(conn: psycopg.Connection, spec: RepoSpec, team: str, roots: dict
     root = roots.get(spec.name) or (found[1] if found else spec.root)
     if found is None:
         row = conn.execute(q.SNAPSHOT_REPO_INSERT, (spec.name, root, team_id, spec.index_enabled,
-                                                    spec.indexed_at, spec.indexed_commit,
-                                                    spec.gitignored)).fetchone()
+                                                    spec.source, spec.default_ref, spec.follow,
+                                                    spec.keep)).fetchone()
         assert row is not None
         repo_id, replaced = int(row[0]), False
     else:
         repo_id, replaced = int(found[0]), True
         conn.execute(q.REPO_LOCK, (repo_id,))  # an index run of it ends first
         locked.append(repo_id)
-        conn.execute(q.SNAPSHOT_REPO_CLEAR, {"repo": repo_id})
-        conn.execute(q.SNAPSHOT_REPO_UPDATE, (root, spec.indexed_at, spec.indexed_commit,
-                                              spec.gitignored, repo_id))
+        for statement in (q.SNAPSHOT_REPO_UNREF, q.SNAPSHOT_REPO_UNHISTORY,
+                          q.SNAPSHOT_REPO_UNLAYER, q.SNAPSHOT_REPO_CLEAR):
+            conn.execute(statement, (repo_id,))
+        conn.execute(q.SNAPSHOT_REPO_UPDATE, (root, spec.source, spec.default_ref, spec.follow,
+                                              spec.keep, repo_id))
     conn.execute(q.SNAPSHOT_REPO_MAP, (spec.src_id, repo_id))
     conn.execute(q.AUDIT_INSERT, (team_id, actor, None, "snapshot.import", spec.name,
                                   json.dumps({"root": root, "commit": spec.indexed_commit,
-                                              "replaced": replaced})))
+                                              "refs": spec.refs, "replaced": replaced})))
     return {"name": spec.name, "team": team, "root": root, "id": repo_id,
-            "commit": spec.indexed_commit, "replaced": replaced}
+            "commit": spec.indexed_commit, "refs": spec.refs, "replaced": replaced}
 
 
 def _after_import(conn: psycopg.Connection) -> None:
@@ -705,5 +732,5 @@ def counts(conn: psycopg.Connection) -> dict[str, int]:
 
 
 __all__ = ["FORMAT_VERSION", "ExportResult", "ImportResult", "Manifest", "RepoSpec",
-           "SnapshotError", "check_versions", "counts", "export", "import_file", "map_roots",
-           "read_manifest", "resolve_ref"]
+           "SnapshotError", "check_versions", "counts", "export", "export_trees", "import_file",
+           "map_roots", "read_manifest"]

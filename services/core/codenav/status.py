@@ -98,6 +98,33 @@ def repo_status(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
     }
     if latest:
         out["last_run"] = latest
+    out["ref"] = scope.at.describe()
+    out["source"] = repo.source
+    if repo.default_ref:
+        out["default_ref"] = repo.default_ref
+    if repo.follow:
+        out["follow"] = {"patterns": list(repo.follow), "keep": repo.keep}
+    refs = ref_list(conn, scope)
+    if refs:
+        out["refs"] = refs
+    return out
+
+
+def ref_list(conn: psycopg.Connection, scope: Scope) -> list[dict[str, Any]]:
+    """The named refs of a repository: commit, when it moved and by whom, files, whether
+    its graph is layered on another tree's, and the earlier commits it keeps."""
+    out = []
+    for name, commit, moved_at, moved_by, layered, files, kept in \
+            conn.execute(q.REF_LIST, scope.params()).fetchall():
+        entry: dict[str, Any] = {"name": name, "commit": commit, "moved_at": _iso(moved_at),
+                                 "files": int(files)}
+        if moved_by:
+            entry["moved_by"] = moved_by
+        if layered:
+            entry["graph"] = "layered"
+        if kept:
+            entry["kept"] = list(kept)
+        out.append(entry)
     return out
 
 
@@ -149,10 +176,12 @@ def health(queue_error: str | None, workers: dict[str, int] | None,
 
 
 def report(conn: psycopg.Connection, caller: Caller, repo_name: str | None, settings: Settings,
-           rconn: redis.Redis, client: EmbedClient | None) -> dict[str, Any]:
+           rconn: redis.Redis, client: EmbedClient | None,
+           ref: str | None = None) -> dict[str, Any]:
     """The ``status`` tool's answer: the repositories (one, or all ``caller`` may see) with
-    their freshness and embedding coverage, the queue, and what is degraded."""
-    scopes = [access.resolve(conn, caller, repo_name)] if repo_name else \
+    their refs, freshness and embedding coverage, the queue, and what is degraded; with
+    ``ref``, the repository's state at that ref."""
+    scopes = [access.resolve(conn, caller, repo_name, ref)] if repo_name or ref else \
         scopes_of(conn, caller)
     visible = {s.id: s for s in scopes}
     answer = status(conn, scopes)
@@ -219,11 +248,14 @@ def embedding_status(conn: psycopg.Connection, scope: Scope, client: EmbedClient
 def annotate(conn: psycopg.Connection, scope: Scope, rconn: redis.Redis,
              answer: dict[str, Any]) -> None:
     """Freshness signals on an answer: stale results, runs in progress."""
-    paths = freshness.answer_paths(answer)
     run = run_info(conn.execute(q.RUN_LATEST, scope.params()).fetchone())
-    try:
-        stale = enqueue.pending_kinds(rconn, scope.id, paths)
-        pending = enqueue.pending_counts(rconn, scope.id)
-    except redis.RedisError:
-        stale, pending = {}, {}
+    stale: dict[str, str] = {}
+    pending: dict[str, int] = {}
+    if scope.at.kind == "worktree":  # a commit tree never changes: nothing is stale in it
+        paths = freshness.answer_paths(answer)
+        try:
+            stale = enqueue.pending_kinds(rconn, scope.id, paths)
+            pending = enqueue.pending_counts(rconn, scope.id)
+        except redis.RedisError:
+            stale, pending = {}, {}
     freshness.annotate(answer, stale, sum(pending.values()), pending.get("unindexed", 0), run)

@@ -15,6 +15,10 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
      grants (token_repos) and expiry, audit_log, repos.index_enabled, contents.redactions.
   9  grep: a trigram (pg_trgm GIN) index on contents.body; usage_daily: answers' _stats
      summed per day, team, repository and tool (codenav stats).
+ 10  refs: trees (a repository's working tree and its commit trees), repo_refs and
+     ref_history; files, skipped and the graph tables per tree; graph_layer and the
+     tree_imports/tree_edges/tree_links functions (a tree's graph layered on another's);
+     repos.source, default_ref, follow, keep; chunk_texts keyed by (chunk, path).
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -32,6 +36,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

@@ -22,13 +22,14 @@ SYSTEM_FUNCTIONS = {
     # codenav's own jobs (workers), never a caller's request
     ("codenav.embed.vectors", "embed_backlog"), ("codenav.embed.vectors", "ensure_model"),
     ("codenav.embed.vectors", "ensure_index"), ("codenav.embed.vectors", "store_vectors"),
+    ("codenav.embed.vectors", "_embed_tree"),
     # the watcher and operator list every repository; the worker loads one by id
     ("codenav.repos", "list_repos"), ("codenav.repos", "get"),
     # registration writes into the caller's team (admin.register decides which)
     ("codenav.repos", "register"), ("codenav.repos", "team_id"),
     # deletion runs on a scope resolved through visibility; REPO_DELETE itself is scoped,
     # the rest is garbage collection of what no repository references
-    ("codenav.repos", "delete"),
+    ("codenav.repos", "delete"), ("codenav.repos", "collect"),
     # the visible set is computed here (REPOS_VISIBLE; REPO_LIST for the operator only)
     ("codenav.access", "visible_repos"),
 }

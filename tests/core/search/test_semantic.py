@@ -258,7 +258,7 @@ def test_a_filtered_knn_on_a_small_repo_in_a_large_index_returns_k_results(
     conn.execute("SET enable_sort = off")
     plan = "\n".join(r[0] for r in conn.execute(
         b"EXPLAIN " + q.semantic_search(model.id, model.dim).as_bytes(conn),
-        {"q": vectors.vector_literal(ctx.vector), "repo": small.id, "visible": [small.id],
+        {"q": vectors.vector_literal(ctx.vector), **Scope.system(small).params(),
          "k": 5, **params}))
     assert q.hnsw_index_name(model.id) in plan
     hits = vectors.knn(conn, model, ctx.vector, Scope.system(small), params, 5)

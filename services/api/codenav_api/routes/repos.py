@@ -24,10 +24,16 @@ _JOB = re.compile(r"^[a-z]+-(\d+)-[0-9a-f]+$")
 
 
 def _repo_dict(repo: access.Repo) -> dict[str, Any]:
-    return {"id": repo.id, "name": repo.name, "team": repo.team, "root": repo.root,
-            "indexing": repo.index_enabled,
-            "indexed_at": repo.indexed_at.isoformat() if repo.indexed_at else None,
-            "indexed_commit": repo.indexed_commit}
+    out = {"id": repo.id, "name": repo.name, "team": repo.team, "root": repo.root,
+           "indexing": repo.index_enabled, "source": repo.source,
+           "indexed_at": repo.indexed_at.isoformat() if repo.indexed_at else None,
+           "indexed_commit": repo.indexed_commit}
+    if repo.default_ref:
+        out["default_ref"] = repo.default_ref
+    if repo.follow:
+        out["follow"] = list(repo.follow)
+        out["keep"] = repo.keep
+    return out
 
 
 @router.get("/repos", summary="The repositories this token sees")
@@ -79,7 +85,7 @@ def job(job_id: Annotated[Text, Path(max_length=200)], svc: Services = Depends(s
         run = run_info(conn.execute(q.RUN_BY_JOB, {"job": job_id, "visible": visible})
                        .fetchone())
         # the repository's latest run, whichever job runs it
-        latest = run_info(conn.execute(q.RUN_LATEST, {"repo": repo_id, "visible": visible})
+        latest = run_info(conn.execute(q.RUN_BY_REPO, {"repo": repo_id, "visible": visible})
                           .fetchone())
     if info is None and run is None:
         raise unknown

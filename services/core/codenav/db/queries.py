@@ -28,41 +28,186 @@ SCHEMA_RECORD = "INSERT INTO codenav_schema (version) VALUES (%s)"
 SESSION_SETUP = "SET pg_trgm.similarity_threshold = 0.4"
 
 # --- repos -------------------------------------------------------------------------------
-# A repository row: id, name, root, created_at, indexed_at, indexed_commit, team, indexed.
-_REPO_COLUMNS = "r.id, r.name, r.root, r.created_at, r.indexed_at, r.indexed_commit, t.name, r.index_enabled"
+# A repository row: id, name, root, created_at, indexed_at and indexed_commit (of its
+# default tree), team, indexed, source, default ref, followed patterns, keep, and the id of
+# its default tree (NULL: nothing indexed yet). Joined after ``repos r`` (or a CTE ``r``).
+_REPO_COLUMNS = ("r.id, r.name, r.root, r.created_at, d.indexed_at, d.commit, t.name, "
+                 "r.index_enabled, r.source, r.default_ref, r.follow, r.keep, d.id")
+_REPO_JOINS = """JOIN teams t ON t.id = r.team_id
+LEFT JOIN LATERAL (
+    SELECT x.id, x.indexed_at, x.commit FROM trees x
+    WHERE x.repo_id = r.id AND CASE WHEN r.default_ref IS NULL THEN x.kind = 'worktree'
+        ELSE x.id = (SELECT rr.tree_id FROM repo_refs rr
+                     WHERE rr.repo_id = r.id AND rr.name = r.default_ref) END
+    LIMIT 1) d ON true"""
+# Registering a checkout creates its working tree (empty until the first index).
 REPO_INSERT = """
 WITH r AS (
     INSERT INTO repos (name, root, team_id, index_enabled) VALUES (%s, %s, %s, %s)
     ON CONFLICT (team_id, name) DO UPDATE SET root = EXCLUDED.root,
         index_enabled = EXCLUDED.index_enabled
-    RETURNING *)
-SELECT @COLUMNS@ FROM r JOIN teams t ON t.id = r.team_id""".replace("@COLUMNS@", _REPO_COLUMNS)
-REPO_BY_ID = "SELECT @COLUMNS@ FROM repos r JOIN teams t ON t.id = r.team_id WHERE r.id = %s".replace("@COLUMNS@", _REPO_COLUMNS)
+    RETURNING *),
+w AS (
+    INSERT INTO trees (repo_id, kind, ready) SELECT id, 'worktree', true FROM r
+    ON CONFLICT (repo_id) WHERE kind = 'worktree' DO NOTHING
+    RETURNING id, repo_id)
+SELECT @COLUMNS@ FROM r @JOINS@ LEFT JOIN w ON w.repo_id = r.id""".replace(
+    "@COLUMNS@", _REPO_COLUMNS.replace("d.id", "coalesce(d.id, w.id)")).replace(
+    "@JOINS@", _REPO_JOINS)
+REPO_BY_ID = "SELECT @COLUMNS@ FROM repos r @JOINS@ WHERE r.id = %s".replace(
+    "@COLUMNS@", _REPO_COLUMNS).replace("@JOINS@", _REPO_JOINS)
 REPO_BY_ROOT = """
-SELECT @COLUMNS@ FROM repos r JOIN teams t ON t.id = r.team_id
-WHERE r.root = %s AND r.team_id = %s""".replace("@COLUMNS@", _REPO_COLUMNS)
-REPO_LIST = "SELECT @COLUMNS@ FROM repos r JOIN teams t ON t.id = r.team_id ORDER BY r.name, t.name".replace("@COLUMNS@", _REPO_COLUMNS)
+SELECT @COLUMNS@ FROM repos r @JOINS@
+WHERE r.root = %s AND r.team_id = %s AND r.source <> 'remote'""".replace(
+    "@COLUMNS@", _REPO_COLUMNS).replace("@JOINS@", _REPO_JOINS)
+REPO_LIST = "SELECT @COLUMNS@ FROM repos r @JOINS@ ORDER BY r.name, t.name".replace(
+    "@COLUMNS@", _REPO_COLUMNS).replace("@JOINS@", _REPO_JOINS)
 # The repositories a token sees: those granted to it when it is restricted, else its team's.
 REPOS_VISIBLE = """
-SELECT @COLUMNS@ FROM repos r JOIN teams t ON t.id = r.team_id
+SELECT @COLUMNS@ FROM repos r @JOINS@
 WHERE CASE WHEN %(restricted)s
            THEN r.id IN (SELECT g.repo_id FROM token_repos g WHERE g.token_id = %(token)s)
            ELSE r.team_id = %(team)s END
-ORDER BY r.name""".replace("@COLUMNS@", _REPO_COLUMNS)
+ORDER BY r.name""".replace("@COLUMNS@", _REPO_COLUMNS).replace("@JOINS@", _REPO_JOINS)
 REPO_BY_TEAM_NAMES = "SELECT id, name FROM repos WHERE team_id = %s AND name = ANY(%s)"
+# A repository CI publishes to (nothing on this server's disk): created by name.
+REPO_REMOTE_INSERT = """
+WITH r AS (
+    INSERT INTO repos (name, root, team_id, index_enabled, source, default_ref)
+    VALUES (%(name)s, '', %(team)s, true, 'remote', %(ref)s)
+    ON CONFLICT (team_id, name) DO UPDATE SET name = EXCLUDED.name
+    RETURNING *)
+SELECT @COLUMNS@ FROM r @JOINS@""".replace("@COLUMNS@", _REPO_COLUMNS).replace("@JOINS@", _REPO_JOINS)
 # Indexing asked for (reindex, or registering again with index on).
 REPO_ENABLE_INDEX = """
 UPDATE repos SET index_enabled = true WHERE id = %(repo)s AND id = ANY(%(visible)s::int[])"""
+# Which refs a repository follows from its git, how many earlier commits each keeps, and
+# what a query without ref answers for (NULL: the working tree).
+REPO_SET_FOLLOW = """
+UPDATE repos SET follow = %(follow)s, keep = %(keep)s
+WHERE id = %(repo)s AND id = ANY(%(visible)s::int[])"""
+REPO_SET_DEFAULT_REF = "UPDATE repos SET default_ref = %s WHERE id = %s"
+REPO_SET_SOURCE = "UPDATE repos SET source = %s WHERE id = %s"
 REPO_DELETE = "DELETE FROM repos WHERE id = %(repo)s AND id = ANY(%(visible)s::int[])"
-# The embedded texts of a repository (their vectors may be left without a chunk).
-REPO_TEXT_HASHES = "SELECT DISTINCT text_hash FROM chunk_texts WHERE repo_id = %s"
-REPO_MARK_INDEXED = "UPDATE repos SET indexed_at = now(), indexed_commit = %s, gitignored = %s WHERE id = %s"
+# Every file of a repository, as (path, content) pairs (their texts are released after a
+# deletion).
+REPO_FILE_PAIRS = "SELECT DISTINCT path, content_id FROM files WHERE repo_id = %s"
 REPO_LOCK = "SELECT pg_advisory_lock(7248100, %s)"
 REPO_UNLOCK = "SELECT pg_advisory_unlock(7248100, %s)"
 
+# --- trees and refs (codenav.refs) -------------------------------------------------------
+TREE_WORKTREE_ENSURE = """
+INSERT INTO trees (repo_id, kind, ready) VALUES (%s, 'worktree', true)
+ON CONFLICT (repo_id) WHERE kind = 'worktree' DO NOTHING"""
+TREE_WORKTREE = "SELECT id FROM trees WHERE repo_id = %s AND kind = 'worktree'"
+TREE_MARK_INDEXED = """
+UPDATE trees SET indexed_at = now(), commit = %s, gitignored = %s WHERE id = %s"""
+TREE_FILES_CHANGED = "UPDATE trees SET files_version = files_version + 1 WHERE id = %s"
+# A commit tree of a repository (ready or being built), created once per commit.
+TREE_COMMIT_ENSURE = """
+INSERT INTO trees (repo_id, kind, commit, ready) VALUES (%s, 'commit', %s, false)
+ON CONFLICT (repo_id, commit) WHERE kind = 'commit' DO NOTHING"""
+TREE_BY_COMMIT = """
+SELECT id, ready, base_id FROM trees WHERE repo_id = %s AND kind = 'commit' AND commit = %s"""
+TREE_READY = """
+UPDATE trees SET ready = true, indexed_at = now(), gitignored = %s WHERE id = %s"""
+TREE_SET_BASE = "UPDATE trees SET base_id = %s WHERE id = %s"
+# The tree a new commit tree is best derived from: the tree of the ref it moves, else the
+# repository's default, else its newest ready commit tree (full trees only: a layered one
+# lends its own base).
+TREE_NEIGHBOUR = """
+SELECT coalesce(t.base_id, t.id) FROM trees t
+WHERE t.repo_id = %(repo)s AND t.ready AND t.kind = 'commit' AND t.id <> %(tree)s
+ORDER BY t.id IN (SELECT tree_id FROM repo_refs WHERE repo_id = %(repo)s AND name = %(ref)s) DESC,
+         t.id DESC
+LIMIT 1"""
+TREE_FILE_COUNT = "SELECT count(*) FROM files WHERE tree_id = %s"
+# The files of a tree (path, content, sha, language, size): a derived tree starts from them.
+TREE_FILES = "SELECT path, content_id, sha, language, size FROM files WHERE tree_id = %s"
+# Copy the file list of one tree into another (a commit derived from a known one keeps
+# every unchanged row; the changed paths are written after).
+TREE_COPY_FILES = """
+INSERT INTO files (repo_id, tree_id, path, content_id, sha, language, size, mtime_ns, path_tsv,
+                   indexed_at)
+SELECT repo_id, %(to)s, path, content_id, sha, language, size, mtime_ns, path_tsv, now()
+FROM files WHERE tree_id = %(from)s AND NOT (path = ANY(%(except)s))"""
+TREE_COPY_RANKS = """
+INSERT INTO graph_files (repo_id, tree_id, path, rank, prior, imported_by)
+SELECT g.repo_id, %(to)s, g.path, g.rank, g.prior, g.imported_by FROM graph_files g
+JOIN files f ON f.tree_id = %(to)s AND f.path = g.path
+WHERE g.tree_id = %(from)s
+ON CONFLICT DO NOTHING"""
+# Paths whose content differs between two trees (or exist in one only).
+TREE_DIFF = """
+SELECT coalesce(a.path, b.path), a.content_id IS NOT NULL, b.content_id IS NOT NULL
+FROM (SELECT path, content_id FROM files WHERE tree_id = %(old)s) a
+FULL JOIN (SELECT path, content_id FROM files WHERE tree_id = %(new)s) b ON a.path = b.path
+WHERE a.content_id IS DISTINCT FROM b.content_id"""
+# Named refs: resolving one within what the caller sees, listing, moving, dropping.
+REF_TREE = """
+SELECT t.id, t.kind, t.commit, t.indexed_at, rr.name
+FROM repo_refs rr JOIN trees t ON t.id = rr.tree_id
+WHERE rr.repo_id = %(repo)s AND rr.repo_id = ANY(%(visible)s::int[]) AND rr.name = %(name)s"""
+COMMIT_TREES = """
+SELECT t.id, t.kind, t.commit, t.indexed_at,
+       (SELECT min(rr.name) FROM repo_refs rr WHERE rr.tree_id = t.id)
+FROM trees t
+WHERE t.repo_id = %(repo)s AND t.repo_id = ANY(%(visible)s::int[]) AND t.kind = 'commit'
+  AND t.ready AND t.commit LIKE %(prefix)s
+ORDER BY t.id DESC LIMIT 2"""
+REF_LIST = """
+SELECT rr.name, rr.commit, rr.moved_at, rr.moved_by, t.base_id IS NOT NULL,
+       (SELECT count(*) FROM files f WHERE f.tree_id = t.id),
+       (SELECT coalesce(array_agg(h.commit ORDER BY h.moved_at DESC), '{}') FROM ref_history h
+        WHERE h.repo_id = rr.repo_id AND h.name = rr.name)
+FROM repo_refs rr JOIN trees t ON t.id = rr.tree_id
+WHERE rr.repo_id = %(repo)s AND rr.repo_id = ANY(%(visible)s::int[])
+ORDER BY rr.name"""
+REF_GET = "SELECT tree_id, commit FROM repo_refs WHERE repo_id = %s AND name = %s"
+# Moving a ref: the previous tree goes to the ref's history when it is kept.
+REF_MOVE = """
+INSERT INTO repo_refs (repo_id, name, tree_id, commit, moved_at, moved_by)
+VALUES (%(repo)s, %(name)s, %(tree)s, %(commit)s, now(), %(by)s)
+ON CONFLICT (repo_id, name) DO UPDATE SET tree_id = EXCLUDED.tree_id, commit = EXCLUDED.commit,
+    moved_at = now(), moved_by = EXCLUDED.moved_by"""
+REF_HISTORY_ADD = """
+INSERT INTO ref_history (repo_id, name, tree_id, commit) VALUES (%s, %s, %s, %s)
+ON CONFLICT (repo_id, name, tree_id) DO UPDATE SET moved_at = now()"""
+# Earlier trees of a ref beyond the newest ``keep`` (they are dropped).
+REF_HISTORY_TRIM = """
+DELETE FROM ref_history h WHERE h.repo_id = %(repo)s AND h.name = %(name)s
+  AND (h.tree_id = %(tree)s OR h.tree_id NOT IN (
+      SELECT k.tree_id FROM ref_history k WHERE k.repo_id = %(repo)s AND k.name = %(name)s
+        AND k.tree_id <> %(tree)s
+      ORDER BY k.moved_at DESC LIMIT %(keep)s))"""
+REF_DELETE = """
+WITH h AS (DELETE FROM ref_history WHERE repo_id = %(repo)s AND name = %(name)s
+           AND repo_id = ANY(%(visible)s::int[]))
+DELETE FROM repo_refs WHERE repo_id = %(repo)s AND name = %(name)s
+  AND repo_id = ANY(%(visible)s::int[])
+RETURNING tree_id"""
+REF_NAMES = """
+SELECT name FROM repo_refs WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+ORDER BY name"""
+# Commit trees nothing needs any more: no ref and no kept history points at them, no other
+# tree is layered on them, and they are ready (or were abandoned half-built an hour ago).
+TREES_UNUSED = """
+SELECT t.id FROM trees t
+WHERE t.repo_id = %s AND t.kind = 'commit'
+  AND NOT EXISTS (SELECT 1 FROM repo_refs rr WHERE rr.tree_id = t.id)
+  AND NOT EXISTS (SELECT 1 FROM ref_history h WHERE h.tree_id = t.id)
+  AND NOT EXISTS (SELECT 1 FROM trees l WHERE l.base_id = t.id)
+  AND (t.ready OR t.created_at < now() - interval '1 hour')
+  AND NOT (t.id = ANY(%s))"""
+TREE_PAIRS = "SELECT path, content_id FROM files WHERE tree_id = ANY(%s)"
+TREE_DELETE = "DELETE FROM trees WHERE id = ANY(%s) RETURNING id"
+TREE_LOCK = "SELECT pg_advisory_xact_lock(7248101, %s)"
+
 # --- index runs (progress) ---------------------------------------------------------------
+# A run indexes the working tree (ref '') or moves named refs (ref: their names).
 RUN_START = """
-INSERT INTO index_runs (repo_id, scope, state, phase, job_id) VALUES (%s, %s, 'running', 'scan', %s)
+INSERT INTO index_runs (repo_id, tree_id, ref, scope, state, phase, job_id)
+VALUES (%s, %s, %s, %s, 'running', 'scan', %s)
 RETURNING id"""
 RUN_PROGRESS = """
 UPDATE index_runs SET phase = %s, files_total = %s, files_done = %s, files_parsed = %s,
@@ -77,6 +222,13 @@ RUN_LATEST = """
 SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_deleted, error,
        started_at, updated_at, finished_at, job_id
 FROM index_runs WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+  AND ref = %(run_ref)s
+ORDER BY id DESC LIMIT 1"""
+# The repository's latest run, whatever it indexed.
+RUN_BY_REPO = """
+SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_deleted, error,
+       started_at, updated_at, finished_at, job_id
+FROM index_runs WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
 ORDER BY id DESC LIMIT 1"""
 # A job's run, if it is of a repository the caller sees (job ids name their repository).
 RUN_BY_JOB = """
@@ -85,8 +237,8 @@ SELECT id, scope, state, phase, files_total, files_done, files_parsed, files_del
 FROM index_runs WHERE job_id = %(job)s AND repo_id = ANY(%(visible)s::int[])
 ORDER BY id DESC LIMIT 1"""
 RUN_REFUSED = """
-INSERT INTO index_runs (repo_id, scope, state, phase, job_id, error, finished_at)
-VALUES (%s, %s, 'failed', 'refused', %s, %s, now())"""
+INSERT INTO index_runs (repo_id, ref, scope, state, phase, job_id, error, finished_at)
+VALUES (%s, %s, %s, 'failed', 'refused', %s, %s, now())"""
 
 # --- ingest (parser processes) -------------------------------------------------------------
 CONTENT_LOOKUP = "SELECT id, sha, language FROM contents WHERE chunker = %s AND sha = ANY(%s)"
@@ -117,7 +269,7 @@ RETURNING id, sha, language"""
 # --- graph facts left for later by a first index (codenav.graph.facts) --------------------
 FACTS_PENDING_IDS = """
 SELECT DISTINCT c.id FROM contents c JOIN files f ON f.content_id = c.id
-WHERE f.repo_id = %s AND c.facts_pending ORDER BY c.id"""
+WHERE f.tree_id = %s AND c.facts_pending ORDER BY c.id"""
 FACTS_BODIES = "SELECT id, language, body FROM contents WHERE id = ANY(%s) AND facts_pending"
 # Claims the contents (row locks until commit): a concurrent filler of the same contents
 # waits, then claims none of them, so refs are written once.
@@ -130,14 +282,14 @@ SYMBOLS_COPY = """
 COPY symbols (content_id, ord, name, qualname, kind, parent, depth, start_line, end_line,
               signature, doc, exported, bases) FROM STDIN"""
 
-# --- files of a repo ---------------------------------------------------------------------
+# --- files of a tree ---------------------------------------------------------------------
 FILES_STATE = """
 SELECT f.path, f.size, f.mtime_ns, f.sha, f.content_id, c.chunker
-FROM files f JOIN contents c ON c.id = f.content_id WHERE f.repo_id = %s"""
+FROM files f JOIN contents c ON c.id = f.content_id WHERE f.tree_id = %s"""
 FILES_STATE_PATHS = """
 SELECT f.path, f.size, f.mtime_ns, f.sha, f.content_id, c.chunker
 FROM files f JOIN contents c ON c.id = f.content_id
-WHERE f.repo_id = %s AND (f.path = ANY(%s) OR f.path LIKE ANY(%s))"""
+WHERE f.tree_id = %s AND (f.path = ANY(%s) OR f.path LIKE ANY(%s))"""
 FILES_STAGE_CREATE = """
 CREATE TEMP TABLE IF NOT EXISTS stage_files (
     path text, content_id bigint, sha text, language text, size bigint, mtime_ns bigint,
@@ -145,18 +297,20 @@ CREATE TEMP TABLE IF NOT EXISTS stage_files (
 ) ON COMMIT DELETE ROWS"""
 FILES_STAGE_COPY = "COPY stage_files (path, content_id, sha, language, size, mtime_ns, path_tsv) FROM STDIN"
 FILES_UPSERT = """
-INSERT INTO files (repo_id, path, content_id, sha, language, size, mtime_ns, path_tsv, indexed_at)
-SELECT %s, path, content_id, sha, language, size, mtime_ns, path_tsv, now() FROM stage_files
-ON CONFLICT (repo_id, path) DO UPDATE SET content_id = EXCLUDED.content_id, sha = EXCLUDED.sha,
+INSERT INTO files (repo_id, tree_id, path, content_id, sha, language, size, mtime_ns, path_tsv,
+                   indexed_at)
+SELECT %s, %s, path, content_id, sha, language, size, mtime_ns, path_tsv, now() FROM stage_files
+ON CONFLICT (tree_id, path) DO UPDATE SET content_id = EXCLUDED.content_id, sha = EXCLUDED.sha,
     language = EXCLUDED.language, size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns,
     path_tsv = EXCLUDED.path_tsv, indexed_at = now()"""
-FILES_DELETE = "DELETE FROM files WHERE repo_id = %s AND path = ANY(%s)"
-FILES_TOUCH = "UPDATE files SET mtime_ns = %s WHERE repo_id = %s AND path = %s"
-SKIPPED_CLEAR = "DELETE FROM skipped WHERE repo_id = %s"
-SKIPPED_DELETE = "DELETE FROM skipped WHERE repo_id = %s AND path = ANY(%s)"
+FILES_DELETE = "DELETE FROM files WHERE tree_id = %s AND path = ANY(%s)"
+FILES_TOUCH = "UPDATE files SET mtime_ns = %s WHERE tree_id = %s AND path = %s"
+SKIPPED_CLEAR = "DELETE FROM skipped WHERE tree_id = %s"
+SKIPPED_DELETE = "DELETE FROM skipped WHERE tree_id = %s AND path = ANY(%s)"
 SKIPPED_UPSERT = """
-INSERT INTO skipped (repo_id, path, reason, detail, size, mtime_ns) VALUES (%s, %s, %s, %s, %s, %s)
-ON CONFLICT (repo_id, path) DO UPDATE SET reason = EXCLUDED.reason, detail = EXCLUDED.detail,
+INSERT INTO skipped (repo_id, tree_id, path, reason, detail, size, mtime_ns)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (tree_id, path) DO UPDATE SET reason = EXCLUDED.reason, detail = EXCLUDED.detail,
     size = EXCLUDED.size, mtime_ns = EXCLUDED.mtime_ns"""
 
 # --- term statistics (IDF) ---------------------------------------------------------------
@@ -243,7 +397,7 @@ SELECT c.id, f.path,
        (SELECT sum(g.w * ts_rank('{0.1, 0.3, 0.6, 1.0}', c.tsv, g.q)) FROM g)
            / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
 FROM cand c
-JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+JOIN files f ON f.content_id = c.content_id AND f.tree_id = %(tree)s
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE (%(language)s::text IS NULL OR f.language = %(language)s)
   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
@@ -256,7 +410,7 @@ LIMIT %(k)s"""
 SEARCH_DECLARATIONS = """
 SELECT c.id, f.path, c.symbol, c.parent, c.kind
 FROM chunks c
-JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+JOIN files f ON f.content_id = c.content_id AND f.tree_id = %(tree)s
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(c.symbol) = ANY(%(names)s) AND c.part <= 1
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
@@ -271,7 +425,7 @@ LIMIT %(k)s"""
 SEARCH_TRIGRAM = """
 SELECT c.id, f.path, similarity(lower(c.symbol), %(name)s) AS sim
 FROM chunks c
-JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+JOIN files f ON f.content_id = c.content_id AND f.tree_id = %(tree)s
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(c.symbol) %% %(name)s AND c.part <= 1
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
@@ -287,13 +441,13 @@ SELECT c.id, c.kind, c.symbol, c.parent, c.signature, c.doc, c.start_line, c.end
        c.part, c.exported, co.language, co.size, co.line_count
 FROM chunks c JOIN contents co ON co.id = c.content_id
 WHERE c.id = ANY(%(ids)s) AND EXISTS (
-    SELECT 1 FROM files f WHERE f.content_id = c.content_id AND f.repo_id = %(repo)s
+    SELECT 1 FROM files f WHERE f.content_id = c.content_id AND f.tree_id = %(tree)s
       AND f.repo_id = ANY(%(visible)s::int[]))"""
 
 FILE_META = """
 SELECT f.path, f.size, f.mtime_ns, f.sha, f.language, co.line_count, f.indexed_at
 FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 
 # Per-chunk and per-path group matches for find_files: which query groups each candidate
 # chunk (and its file's path and imports) contains.
@@ -307,7 +461,7 @@ SELECT f.path, c.symbol, c.kind,
        (SELECT sum(g.w * ts_rank('{0.1, 0.3, 0.6, 1.0}', c.tsv, g.q)) FROM g)
            / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
 FROM chunks c
-JOIN files f ON f.content_id = c.content_id AND f.repo_id = %(repo)s
+JOIN files f ON f.content_id = c.content_id AND f.tree_id = %(tree)s
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE c.tsv @@ %(any)s::tsquery
 ORDER BY score DESC
@@ -319,59 +473,59 @@ FILE_BY_PATH = """
 SELECT f.path, f.content_id, f.size, f.mtime_ns, f.language, co.line_count, co.imports,
        f.indexed_at, co.parse_error, co.redactions
 FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s"""
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s"""
 # A file's body and symbols by content, only while a file of the repository points at it.
 FILE_BODY = """
 SELECT co.body FROM contents co WHERE co.id = %(content)s AND EXISTS (
-    SELECT 1 FROM files f WHERE f.content_id = co.id AND f.repo_id = %(repo)s
+    SELECT 1 FROM files f WHERE f.content_id = co.id AND f.tree_id = %(tree)s
       AND f.repo_id = ANY(%(visible)s::int[]))"""
 FILE_SYMBOLS = """
 SELECT s.name, s.qualname, s.kind, s.parent, s.depth, s.start_line, s.end_line, s.signature,
        s.doc, s.exported, s.bases
 FROM symbols s WHERE s.content_id = %(content)s AND EXISTS (
-    SELECT 1 FROM files f WHERE f.content_id = s.content_id AND f.repo_id = %(repo)s
+    SELECT 1 FROM files f WHERE f.content_id = s.content_id AND f.tree_id = %(tree)s
       AND f.repo_id = ANY(%(visible)s::int[]))
 ORDER BY s.start_line, s.depth, s.ord"""
 SYMBOL_LOCATE = """
 SELECT f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, f.content_id
-FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.tree_id = %(tree)s
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE (lower(s.name) = %(name)s OR lower(s.qualname) = %(qual)s)
   AND (%(path)s::text IS NULL OR f.path = %(path)s)
 ORDER BY lower(s.qualname) = %(qual)s DESC, s.depth, length(f.path), f.path
 LIMIT 20"""
 PATH_EXISTS = """
-SELECT 1 FROM files WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND path ~ %(regex)s
+SELECT 1 FROM files WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]) AND path ~ %(regex)s
 LIMIT 1"""
 SKIPPED_FOR = """
 SELECT reason, detail FROM skipped
-WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND path = %(path)s"""
+WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]) AND path = %(path)s"""
 SIMILAR_PATHS = """
-SELECT path FROM files WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+SELECT path FROM files WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[])
 ORDER BY similarity(path, %(path)s) DESC LIMIT 3"""
 
 # --- status ------------------------------------------------------------------------------
 REPO_COUNTS = """
 SELECT count(*), coalesce(sum(f.size), 0), count(DISTINCT f.content_id)
-FROM files f WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])"""
+FROM files f WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])"""
 REPO_LANGUAGES = """
-SELECT language, count(*) FROM files WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+SELECT language, count(*) FROM files WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[])
 GROUP BY language ORDER BY 2 DESC"""
 REPO_CHUNKS = """
 SELECT count(*) FROM chunks c WHERE c.content_id IN (
-    SELECT content_id FROM files WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]))"""
+    SELECT content_id FROM files WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]))"""
 SKIPPED_SUMMARY = """
-SELECT reason, count(*) FROM skipped WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+SELECT reason, count(*) FROM skipped WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[])
 GROUP BY reason ORDER BY 2 DESC"""
 SKIPPED_LIST = """
-SELECT path, reason, detail FROM skipped WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+SELECT path, reason, detail FROM skipped WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[])
 ORDER BY reason, path LIMIT %(k)s"""
-REPO_GITIGNORED = "SELECT gitignored FROM repos WHERE id = %(repo)s AND id = ANY(%(visible)s::int[])"
+REPO_GITIGNORED = "SELECT gitignored FROM trees WHERE id = %(tree)s AND repo_id = ANY(%(visible)s::int[])"
 # Files whose secrets were redacted, with each redaction (line and kind).
 REPO_REDACTIONS = """
 SELECT f.path, co.redactions, count(*) OVER (), sum(jsonb_array_length(co.redactions)) OVER ()
 FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND co.redactions <> '[]'::jsonb
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND co.redactions <> '[]'::jsonb
 ORDER BY f.path LIMIT %(k)s"""
 
 # --- grep (codenav.search.grep) -------------------------------------------------------------------
@@ -390,7 +544,7 @@ def grep_candidates(n_literals: int, case_sensitive: bool) -> sql.Composed:
     return sql.SQL("""
 SELECT f.path, f.content_id, f.language, f.size
 FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s){likes}
 ORDER BY f.path
@@ -400,7 +554,7 @@ LIMIT %(cap)s""").format(likes=likes)
 # Bodies of candidate contents, while a file of the repository points at them.
 GREP_BODIES = """
 SELECT co.id, co.body FROM contents co WHERE co.id = ANY(%(ids)s) AND EXISTS (
-    SELECT 1 FROM files f WHERE f.content_id = co.id AND f.repo_id = %(repo)s
+    SELECT 1 FROM files f WHERE f.content_id = co.id AND f.tree_id = %(tree)s
       AND f.repo_id = ANY(%(visible)s::int[]))"""
 
 # --- token economy (codenav.usage) -------------------------------------------------------
@@ -450,25 +604,41 @@ EMBED_MODEL_NAMES = "SELECT name FROM embed_models ORDER BY id"
 EMBED_MODEL_INSERT = """
 INSERT INTO embed_models (name, dim) VALUES (%s, %s)
 ON CONFLICT (name) DO NOTHING RETURNING id, dim"""
-CHUNK_TEXTS_FORGET = "DELETE FROM chunk_texts WHERE repo_id = %s AND path = ANY(%s)"
+# The text of a (chunk, path) is shared by every tree holding that file. Released when no
+# file holds the pair any more (path and content given in two arrays); returns the text
+# hashes released, whose vectors EMBED_GC may then collect.
+CHUNK_TEXTS_RELEASE = """
+DELETE FROM chunk_texts ct USING chunks c, unnest(%s::text[], %s::bigint[]) AS g(path, content_id)
+WHERE c.content_id = g.content_id AND ct.chunk_id = c.id AND ct.path = g.path
+  AND NOT EXISTS (SELECT 1 FROM files f WHERE f.content_id = g.content_id AND f.path = g.path)
+RETURNING ct.text_hash"""
 # The two statements below splice the constant EMBED_TEXT in at import time (no input).
 CHUNK_TEXTS_BACKFILL = """
-INSERT INTO chunk_texts (repo_id, path, chunk_id, text_hash)
-SELECT f.repo_id, f.path, c.id, sha256(convert_to(@EMBED_TEXT@, 'UTF8'))
+INSERT INTO chunk_texts (chunk_id, path, text_hash)
+SELECT c.id, f.path, sha256(convert_to(@EMBED_TEXT@, 'UTF8'))
 FROM files f JOIN chunks c ON c.content_id = f.content_id
-WHERE f.repo_id = %s
-  AND NOT EXISTS (SELECT 1 FROM chunk_texts ct WHERE ct.repo_id = f.repo_id
-                  AND ct.path = f.path AND ct.chunk_id = c.id)
+WHERE f.tree_id = %s
+  AND NOT EXISTS (SELECT 1 FROM chunk_texts ct WHERE ct.chunk_id = c.id AND ct.path = f.path)
 ON CONFLICT DO NOTHING""".replace("@EMBED_TEXT@", EMBED_TEXT)
 EMBED_BACKLOG = """
 SELECT DISTINCT ON (ct.text_hash) ct.text_hash, @EMBED_TEXT@
-FROM chunk_texts ct
-JOIN files f ON f.repo_id = ct.repo_id AND f.path = ct.path
-JOIN chunks c ON c.id = ct.chunk_id
-WHERE ct.repo_id = %(repo)s AND NOT EXISTS (
+FROM files f JOIN chunks c ON c.content_id = f.content_id
+JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
+WHERE f.tree_id = %(tree)s AND NOT EXISTS (
     SELECT 1 FROM embeddings e WHERE e.model_id = %(model)s AND e.text_hash = ct.text_hash)
 ORDER BY ct.text_hash
 LIMIT %(k)s""".replace("@EMBED_TEXT@", EMBED_TEXT)
+# The trees of a repository whose vectors may be incomplete for a model: each records the
+# state it was last embedded at ("model:files_version"); the default tree first.
+EMBED_TREES = """
+SELECT t.id, t.files_version FROM trees t JOIN repos r ON r.id = t.repo_id
+WHERE t.repo_id = %(repo)s AND (t.ready OR t.kind = 'worktree')
+  AND t.embed_state IS DISTINCT FROM %(model)s::text || ':' || t.files_version
+ORDER BY (t.kind = 'worktree') = (r.default_ref IS NULL) DESC,
+         t.id IN (SELECT tree_id FROM repo_refs WHERE repo_id = t.repo_id) DESC, t.id DESC"""
+EMBED_TREE_DONE = """
+UPDATE trees SET embed_state = %(model)s::text || ':' || files_version
+WHERE id = %(tree)s AND files_version = %(version)s"""
 EMBED_STAGE_CREATE = """
 CREATE TEMP TABLE IF NOT EXISTS stage_embeddings (text_hash bytea, vec vector)
 ON COMMIT DELETE ROWS"""
@@ -479,15 +649,16 @@ SELECT %s, text_hash, vec FROM stage_embeddings
 ON CONFLICT (model_id, text_hash) DO NOTHING"""
 EMBED_COVERAGE = """
 SELECT count(*), count(e.text_hash)
-FROM chunk_texts ct
+FROM files f JOIN chunks c ON c.content_id = f.content_id
+JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
 LEFT JOIN embeddings e ON e.model_id = %(model)s AND e.text_hash = ct.text_hash
-WHERE ct.repo_id = %(repo)s AND ct.repo_id = ANY(%(visible)s::int[])"""
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])"""
 EMBED_REPO_CHUNKS = """
 SELECT count(*) FROM files f JOIN chunks c ON c.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])"""
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])"""
 EMBED_MODEL_COUNT = "SELECT count(*) FROM embeddings WHERE model_id = %s"
 INDEX_EXISTS = "SELECT 1 FROM pg_indexes WHERE indexname = %s"
-# Vectors of texts no chunk is embedded as any more (after a repository was deleted).
+# Vectors of texts no chunk is embedded as any more (after a tree or repository went).
 EMBED_GC = """
 DELETE FROM embeddings e
 WHERE e.text_hash = ANY(%s)
@@ -519,10 +690,10 @@ def semantic_search(model_id: int, dim: int) -> sql.Composed:
     return sql.SQL("""
 SELECT ct.chunk_id, ct.path, (e.vec::vector({dim})) <=> %(q)s::vector({dim}) AS dist
 FROM embeddings e
-JOIN chunk_texts ct ON ct.text_hash = e.text_hash AND ct.repo_id = %(repo)s
-  AND ct.repo_id = ANY(%(visible)s::int[])
-JOIN files f ON f.repo_id = ct.repo_id AND f.path = ct.path
+JOIN chunk_texts ct ON ct.text_hash = e.text_hash
 JOIN chunks c ON c.id = ct.chunk_id
+JOIN files f ON f.tree_id = %(tree)s AND f.path = ct.path AND f.content_id = c.content_id
+  AND f.repo_id = ANY(%(visible)s::int[])
 WHERE e.model_id = {model}
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
@@ -534,22 +705,25 @@ LIMIT %(k)s""").format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id
 # --- code graph: per-content facts (parser processes) --------------------------------------
 REFS_COPY = "COPY refs (content_id, ord, kind, name, qualifier, alias, line, scope) FROM STDIN"
 
-# --- code graph: building a repository's graph (codenav.graph.build) -----------------------
-GRAPH_STATE_GET = "SELECT version FROM graph_state WHERE repo_id = %s"
+# --- code graph: building a tree's graph (codenav.graph.build) -----------------------------
+# A tree's graph is read through tree_imports/tree_edges/tree_links (its own rows, and its
+# base's for the paths it does not hold itself: migration 0010) and written to its own rows.
+GRAPH_STATE_GET = "SELECT version FROM graph_state WHERE tree_id = %s"
 GRAPH_STATE_PUT = """
-INSERT INTO graph_state (repo_id, version, built_at, full_build, files_resolved, seconds)
-VALUES (%s, %s, now(), %s, %s, %s)
-ON CONFLICT (repo_id) DO UPDATE SET version = EXCLUDED.version, built_at = now(),
+INSERT INTO graph_state (repo_id, tree_id, version, built_at, full_build, files_resolved, seconds)
+SELECT repo_id, id, %s, now(), %s, %s, %s FROM trees WHERE id = %s
+ON CONFLICT (tree_id) DO UPDATE SET version = EXCLUDED.version, built_at = now(),
     full_build = EXCLUDED.full_build, files_resolved = EXCLUDED.files_resolved,
     seconds = EXCLUDED.seconds"""
+GRAPH_TREE = "SELECT repo_id, base_id FROM trees WHERE id = %s"
 # Every file with its language and package line (the package row sorts first in refs).
 GRAPH_FILES = """
 SELECT f.path, f.language, coalesce(r.name, ''), f.content_id
 FROM files f LEFT JOIN refs r ON r.content_id = f.content_id AND r.ord = 0 AND r.kind = 'package'
-WHERE f.repo_id = %s"""
+WHERE f.tree_id = %s"""
 GRAPH_CONFIGS = """
 SELECT f.path, c.body FROM files f JOIN contents c ON c.id = f.content_id
-WHERE f.repo_id = %s AND f.path ~ %s"""
+WHERE f.tree_id = %s AND f.path ~ %s"""
 # By content id (the build knows each file's): index scans however the planner estimates.
 GRAPH_SYMBOLS = """
 SELECT content_id, name, qualname, kind, depth, exported, start_line
@@ -558,60 +732,93 @@ GRAPH_FACTS = """
 SELECT content_id, ord, kind, name, qualifier, alias, line, scope
 FROM refs WHERE content_id = ANY(%s) AND kind = ANY(%s)"""
 GRAPH_STORED_BASES = """
-SELECT src_path, src_scope, dst_path, dst_qual FROM graph_edges
-WHERE repo_id = %s AND src_path = ANY(%s) AND kind IN ('extends', 'implements') AND verified"""
+SELECT src_path, src_scope, dst_path, dst_qual FROM tree_edges(%s)
+WHERE src_path = ANY(%s) AND kind IN ('extends', 'implements') AND verified"""
 GRAPH_DEFINITIONS = """
 SELECT f.path, s.name, s.qualname, s.kind, s.depth, s.exported, s.start_line
-FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %s
+FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.tree_id = %s
 WHERE lower(s.name) = ANY(%s) AND f.language = ANY(%s)"""
 GRAPH_IMPORTERS = """
-SELECT DISTINCT src_path FROM graph_imports WHERE repo_id = %s AND dst_path = ANY(%s)"""
+SELECT DISTINCT src_path FROM tree_imports(%s) WHERE dst_path = ANY(%s)"""
 GRAPH_WILDCARD_IMPORTERS = """
-SELECT DISTINCT src_path FROM graph_imports
-WHERE repo_id = %s AND dst_path = ANY(%s) AND spec LIKE '%%*'"""
+SELECT DISTINCT src_path FROM tree_imports(%s) WHERE dst_path = ANY(%s) AND spec LIKE '%%*'"""
 GRAPH_UNRESOLVED_IMPORTERS = """
-SELECT DISTINCT src_path FROM graph_imports
-WHERE repo_id = %s AND dst_path IS NULL AND spec LIKE ANY(%s)"""
+SELECT DISTINCT src_path FROM tree_imports(%s) WHERE dst_path IS NULL AND spec LIKE ANY(%s)"""
 GRAPH_REFERRERS = """
-SELECT DISTINCT src_path FROM graph_edges WHERE repo_id = %s AND dst_path = ANY(%s)"""
+SELECT DISTINCT src_path FROM tree_edges(%s) WHERE dst_path = ANY(%s)"""
 GRAPH_SUBCLASS_FILES = """
-SELECT DISTINCT src_path FROM graph_edges
-WHERE repo_id = %s AND dst_path = ANY(%s) AND kind IN ('extends', 'implements')"""
-GRAPH_KNOWN = "SELECT path FROM graph_files WHERE repo_id = %s AND path = ANY(%s)"
+SELECT DISTINCT src_path FROM tree_edges(%s)
+WHERE dst_path = ANY(%s) AND kind IN ('extends', 'implements')"""
+GRAPH_KNOWN = "SELECT path FROM graph_files WHERE tree_id = %s AND path = ANY(%s)"
 GRAPH_PAIRS = """
-SELECT src_path, dst_path, imports, refs FROM graph_links WHERE repo_id = %s AND src_path = ANY(%s)"""
-GRAPH_IMPORTS_CLEAR = "DELETE FROM graph_imports WHERE repo_id = %s"
-GRAPH_IMPORTS_DELETE = "DELETE FROM graph_imports WHERE repo_id = %s AND src_path = ANY(%s)"
-GRAPH_EDGES_CLEAR = "DELETE FROM graph_edges WHERE repo_id = %s"
-GRAPH_EDGES_DELETE = "DELETE FROM graph_edges WHERE repo_id = %s AND src_path = ANY(%s)"
-GRAPH_LINKS_CLEAR = "DELETE FROM graph_links WHERE repo_id = %s"
-GRAPH_LINKS_DELETE = "DELETE FROM graph_links WHERE repo_id = %s AND src_path = ANY(%s)"
+SELECT src_path, dst_path, imports, refs FROM tree_links(%s) WHERE src_path = ANY(%s)"""
+# The effective rows of some files (a layered build compares what it resolved with them,
+# and keeps its own rows only for the files whose rows differ from its base's).
+GRAPH_IMPORT_ROWS = """
+SELECT src_path, ord, spec, line, dst_path FROM tree_imports(%s) WHERE src_path = ANY(%s)"""
+GRAPH_EDGE_ROWS = """
+SELECT src_path, ord, line, src_scope, kind, dst_path, dst_qual, verified, how
+FROM tree_edges(%s) WHERE src_path = ANY(%s)"""
+GRAPH_IMPORTS_CLEAR = "DELETE FROM graph_imports WHERE tree_id = %s"
+GRAPH_IMPORTS_DELETE = "DELETE FROM graph_imports WHERE tree_id = %s AND src_path = ANY(%s)"
+GRAPH_EDGES_CLEAR = "DELETE FROM graph_edges WHERE tree_id = %s"
+GRAPH_EDGES_DELETE = "DELETE FROM graph_edges WHERE tree_id = %s AND src_path = ANY(%s)"
+GRAPH_LINKS_CLEAR = "DELETE FROM graph_links WHERE tree_id = %s"
+GRAPH_LINKS_DELETE = "DELETE FROM graph_links WHERE tree_id = %s AND src_path = ANY(%s)"
+# A layered tree: the paths it holds itself; a full build makes it hold all (no base).
+GRAPH_LAYER_ADD = """
+INSERT INTO graph_layer (tree_id, path) SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING"""
+GRAPH_LAYER_DROP = "DELETE FROM graph_layer WHERE tree_id = %s AND path = ANY(%s)"
+GRAPH_LAYER_CLEAR = "DELETE FROM graph_layer WHERE tree_id = %s"
+GRAPH_LAYER_SIZE = "SELECT count(*) FROM graph_layer WHERE tree_id = %s"
+GRAPH_UNLAYER = "UPDATE trees SET base_id = NULL WHERE id = %s"
+# Copy a layered tree's effective graph into its own rows (it stops depending on its base).
+GRAPH_FLATTEN = """
+WITH i AS (
+    INSERT INTO graph_imports (repo_id, tree_id, src_path, ord, spec, line, dst_path)
+    SELECT g.repo_id, t.id, g.src_path, g.ord, g.spec, g.line, g.dst_path
+    FROM trees t JOIN graph_imports g ON g.tree_id = t.base_id
+    WHERE t.id = %(tree)s AND NOT EXISTS (
+        SELECT 1 FROM graph_layer x WHERE x.tree_id = t.id AND x.path = g.src_path)),
+e AS (
+    INSERT INTO graph_edges (repo_id, tree_id, src_path, ord, line, src_scope, kind, dst_path,
+                             dst_qual, verified, how)
+    SELECT g.repo_id, t.id, g.src_path, g.ord, g.line, g.src_scope, g.kind, g.dst_path,
+           g.dst_qual, g.verified, g.how
+    FROM trees t JOIN graph_edges g ON g.tree_id = t.base_id
+    WHERE t.id = %(tree)s AND NOT EXISTS (
+        SELECT 1 FROM graph_layer x WHERE x.tree_id = t.id AND x.path = g.src_path))
+INSERT INTO graph_links (repo_id, tree_id, src_path, dst_path, imports, refs)
+SELECT g.repo_id, t.id, g.src_path, g.dst_path, g.imports, g.refs
+FROM trees t JOIN graph_links g ON g.tree_id = t.base_id
+WHERE t.id = %(tree)s AND NOT EXISTS (
+    SELECT 1 FROM graph_layer x WHERE x.tree_id = t.id AND x.path = g.src_path)"""
 GRAPH_LINKS_COPY = """
-COPY graph_links (repo_id, src_path, dst_path, imports, refs) FROM STDIN (FORMAT BINARY)"""
-GRAPH_LINKS_TYPES = ["int4", "text", "text", "int4", "int4"]
+COPY graph_links (repo_id, tree_id, src_path, dst_path, imports, refs) FROM STDIN (FORMAT BINARY)"""
+GRAPH_LINKS_TYPES = ["int4", "int4", "text", "text", "int4", "int4"]
 GRAPH_IMPORTS_COPY = """
-COPY graph_imports (repo_id, src_path, ord, spec, line, dst_path) FROM STDIN (FORMAT BINARY)"""
-GRAPH_IMPORTS_TYPES = ["int4", "text", "int4", "text", "int4", "text"]
+COPY graph_imports (repo_id, tree_id, src_path, ord, spec, line, dst_path) FROM STDIN (FORMAT BINARY)"""
+GRAPH_IMPORTS_TYPES = ["int4", "int4", "text", "int4", "text", "int4", "text"]
 GRAPH_EDGES_COPY = """
-COPY graph_edges (repo_id, src_path, ord, line, src_scope, kind, dst_path, dst_qual, verified,
-                  how) FROM STDIN (FORMAT BINARY)"""
-GRAPH_EDGES_TYPES = ["int4", "text", "int4", "int4", "text", "text", "text", "text", "bool",
-                     "text"]
+COPY graph_edges (repo_id, tree_id, src_path, ord, line, src_scope, kind, dst_path, dst_qual,
+                  verified, how) FROM STDIN (FORMAT BINARY)"""
+GRAPH_EDGES_TYPES = ["int4", "int4", "text", "int4", "int4", "text", "text", "text", "text",
+                     "bool", "text"]
 # Links between files for PageRank: imports and verified references, counted.
-GRAPH_LINKS = "SELECT src_path, dst_path, imports, refs FROM graph_links WHERE repo_id = %s"
-GRAPH_PATHS = "SELECT path, language FROM files WHERE repo_id = %s"
-GRAPH_RANK_CLEAR = "DELETE FROM graph_files WHERE repo_id = %s"
-GRAPH_RANK_COPY = "COPY graph_files (repo_id, path, rank, prior, imported_by) FROM STDIN"
+GRAPH_LINKS = "SELECT src_path, dst_path, imports, refs FROM tree_links(%s)"
+GRAPH_PATHS = "SELECT path, language FROM files WHERE tree_id = %s"
+GRAPH_RANK_CLEAR = "DELETE FROM graph_files WHERE tree_id = %s"
+GRAPH_RANK_COPY = "COPY graph_files (repo_id, tree_id, path, rank, prior, imported_by) FROM STDIN"
 GRAPH_ANALYZE = "ANALYZE refs, graph_imports, graph_edges, graph_links, graph_files"
 
 # --- file-level ranking for long queries (codenav.search.bm25) ---------------------------------
 FILE_GROUP_PATHS = """
 WITH g AS (SELECT q, i FROM unnest(%(tsqs)s::tsquery[]) WITH ORDINALITY AS g(q, i))
-SELECT g.i, f.path FROM g JOIN files f ON f.repo_id = %(repo)s
+SELECT g.i, f.path FROM g JOIN files f ON f.tree_id = %(tree)s
   AND f.repo_id = ANY(%(visible)s::int[]) AND f.path_tsv @@ g.q"""
 REPO_FILE_STATS = """
 SELECT count(*), coalesce(avg(size), 1) FROM files
-WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])"""
+WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[])"""
 
 # --- code graph: tools (codenav.graph.lookup, .impact, .skeleton) -------------------------
 # Declarations by name or qualified name (a qualified name also matches as a suffix:
@@ -619,7 +826,7 @@ WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])"""
 GRAPH_LOCATE = """
 SELECT f.path, s.name, s.qualname, s.kind, s.parent, s.start_line, s.end_line, s.signature,
        s.doc, s.exported, s.bases, f.language, coalesce(pkg.name, '')
-FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.tree_id = %(tree)s
   AND f.repo_id = ANY(%(visible)s::int[])
 LEFT JOIN refs pkg ON pkg.content_id = f.content_id AND pkg.ord = 0 AND pkg.kind = 'package'
 WHERE lower(s.name) = %(name)s
@@ -630,7 +837,7 @@ ORDER BY lower(s.qualname) = coalesce(%(qual)s, lower(s.name)) DESC, s.depth, le
          f.path, s.start_line
 LIMIT %(k)s"""
 GRAPH_LOCATE_COUNT = """
-SELECT count(*) FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+SELECT count(*) FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.tree_id = %(tree)s
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(s.name) = %(name)s
   AND (%(qual)s::text IS NULL OR lower(s.qualname) = %(qual)s OR lower(s.qualname) LIKE %(suffix)s)
@@ -640,138 +847,139 @@ WHERE lower(s.name) = %(name)s
 GRAPH_EDGES_TO = """
 SELECT e.src_path, e.line, e.src_scope, e.kind, e.how, e.dst_path, e.dst_qual, e.verified,
        count(*) OVER () AS total
-FROM graph_edges e
+FROM tree_edges(%(tree)s) e
 JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
   ON e.dst_path = t.path AND e.dst_qual = t.qual
-WHERE e.repo_id = %(repo)s AND e.repo_id = ANY(%(visible)s::int[])
+WHERE e.repo_id = ANY(%(visible)s::int[])
   AND (%(verified)s::boolean IS NULL OR e.verified = %(verified)s)
   AND (%(kinds)s::text[] IS NULL OR e.kind = ANY(%(kinds)s))
-  AND EXISTS (SELECT 1 FROM files f WHERE f.repo_id = e.repo_id AND f.path = e.src_path)
+  AND EXISTS (SELECT 1 FROM files f WHERE f.tree_id = %(tree)s AND f.path = e.src_path)
 ORDER BY e.verified DESC, e.src_path, e.line, e.kind
 LIMIT %(k)s"""
 # References of a name that resolved to nothing: potential matches, with what they were
 # called on (the reason is derived from it).
 GRAPH_UNRESOLVED = """
 SELECT f.path, r.line, r.scope, r.kind, r.qualifier, count(*) OVER () AS total
-FROM refs r JOIN files f ON f.content_id = r.content_id AND f.repo_id = %(repo)s
+FROM refs r JOIN files f ON f.content_id = r.content_id AND f.tree_id = %(tree)s
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE r.name = %(name)s AND r.kind IN ('call', 'type', 'extends', 'implements')
   AND r.kind = ANY(%(kinds)s)
-  AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.repo_id = f.repo_id
-                  AND e.src_path = f.path AND e.ord = r.ord)
+  AND NOT EXISTS (SELECT 1 FROM tree_edges(%(tree)s) e
+                  WHERE e.src_path = f.path AND e.ord = r.ord)
 ORDER BY f.path, r.line
 LIMIT %(k)s"""
 # How many references of a name resolved to nothing, counted up to a cap (impact's note).
 GRAPH_UNRESOLVED_COUNT = """
 SELECT count(*) FROM (
-    SELECT 1 FROM refs r JOIN files f ON f.content_id = r.content_id AND f.repo_id = %(repo)s
+    SELECT 1 FROM refs r JOIN files f ON f.content_id = r.content_id AND f.tree_id = %(tree)s
       AND f.repo_id = ANY(%(visible)s::int[])
     WHERE r.name = %(name)s AND r.kind IN ('call', 'type', 'extends', 'implements')
-      AND NOT EXISTS (SELECT 1 FROM graph_edges e WHERE e.repo_id = f.repo_id
-                      AND e.src_path = f.path AND e.ord = r.ord)
+      AND NOT EXISTS (SELECT 1 FROM tree_edges(%(tree)s) e
+                      WHERE e.src_path = f.path AND e.ord = r.ord)
     LIMIT %(cap)s) x"""
 # The type references of a declaration that resolved, with the declarations they name.
 GRAPH_TYPES_OF = """
 SELECT r.name, e.dst_path, e.dst_qual, s.kind, s.start_line, s.end_line, s.signature, s.doc
 FROM files f
 JOIN refs r ON r.content_id = f.content_id
-JOIN graph_edges e ON e.repo_id = f.repo_id AND e.src_path = f.path AND e.ord = r.ord
-JOIN files df ON df.repo_id = f.repo_id AND df.path = e.dst_path
+JOIN tree_edges(%(tree)s) e ON e.src_path = f.path AND e.ord = r.ord
+JOIN files df ON df.tree_id = f.tree_id AND df.path = e.dst_path
 JOIN symbols s ON s.content_id = df.content_id AND s.qualname = e.dst_qual
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s
   AND r.scope = %(scope)s AND r.kind IN ('type', 'extends', 'implements') AND e.verified
 ORDER BY r.line, r.ord"""
 GRAPH_TYPE_REFS = """
 SELECT r.ord, r.name FROM files f JOIN refs r ON r.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s
   AND r.scope = %(scope)s AND r.kind IN ('type', 'extends', 'implements')"""
 GRAPH_RESOLVED_ORDS = """
-SELECT DISTINCT ord FROM graph_edges
-WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND src_path = %(path)s AND ord = ANY(%(ords)s)"""
+SELECT DISTINCT ord FROM tree_edges(%(tree)s)
+WHERE repo_id = ANY(%(visible)s::int[]) AND src_path = %(path)s AND ord = ANY(%(ords)s)"""
 # Members (methods) of classes in some files.
 GRAPH_MEMBERS = """
 SELECT f.path, s.qualname, s.name, s.kind, s.start_line, s.signature
 FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
   AND s.kind IN ('method', 'function', 'constructor')
   AND s.parent IS NOT NULL
 ORDER BY f.path, s.start_line"""
 GRAPH_SUBCLASSES = """
 SELECT e.src_path, e.src_scope, e.kind, e.line, e.dst_path, e.dst_qual, e.verified, e.how
-FROM graph_edges e
+FROM tree_edges(%(tree)s) e
 JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
   ON e.dst_path = t.path AND e.dst_qual = t.qual
-WHERE e.repo_id = %(repo)s AND e.repo_id = ANY(%(visible)s::int[]) AND e.kind IN ('extends', 'implements')
+WHERE e.repo_id = ANY(%(visible)s::int[]) AND e.kind IN ('extends', 'implements')
 ORDER BY e.verified DESC, e.src_path, e.line"""
 GRAPH_SYMBOL_AT = """
 SELECT f.path, s.qualname, s.kind, s.start_line, s.signature
 FROM files f JOIN symbols s ON s.content_id = f.content_id
 JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
   ON f.path = t.path AND s.qualname = t.qual
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])"""
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])"""
 # Go: types whose methods (in the same package directory) include every method of an
 # interface: they satisfy it without saying so.
 GRAPH_GO_METHODS = """
 SELECT f.path, s.qualname, s.name
 FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.language = 'go' AND s.kind = 'method'
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.language = 'go' AND s.kind = 'method'
   AND s.name = ANY(%(names)s)"""
 # File-level links out of (imports, references) and into (importers, users) some files.
 GRAPH_LINKS_FROM = """
-SELECT src_path, dst_path, imports, refs FROM graph_links
-WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND src_path = ANY(%(paths)s)
+SELECT src_path, dst_path, imports, refs FROM tree_links(%(tree)s)
+WHERE repo_id = ANY(%(visible)s::int[]) AND src_path = ANY(%(paths)s)
 ORDER BY dst_path, src_path"""
 GRAPH_LINKS_TO = """
-SELECT src_path, dst_path, imports, refs FROM graph_links
-WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND dst_path = ANY(%(paths)s)
+SELECT src_path, dst_path, imports, refs FROM tree_links(%(tree)s)
+WHERE repo_id = ANY(%(visible)s::int[]) AND dst_path = ANY(%(paths)s)
 ORDER BY src_path, dst_path"""
 GRAPH_IMPORT_SPECS = """
-SELECT dst_path, min(spec) FROM graph_imports
-WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND src_path = %(path)s
+SELECT dst_path, min(spec) FROM tree_imports(%(tree)s)
+WHERE repo_id = ANY(%(visible)s::int[]) AND src_path = %(path)s
   AND dst_path IS NOT NULL GROUP BY dst_path"""
 GRAPH_EXTERNAL_OF = """
-SELECT DISTINCT spec FROM graph_imports
-WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND src_path = %(path)s AND dst_path IS NULL
+SELECT DISTINCT spec FROM tree_imports(%(tree)s)
+WHERE repo_id = ANY(%(visible)s::int[]) AND src_path = %(path)s AND dst_path IS NULL
 ORDER BY spec"""
 # Per file: language and how many files import it (from the last graph build).
 GRAPH_FILE_META = """
 SELECT f.path, f.language, coalesce(g.imported_by, 0)
-FROM files f LEFT JOIN graph_files g ON g.repo_id = f.repo_id AND g.path = f.path
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
+FROM files f LEFT JOIN graph_files g ON g.tree_id = f.tree_id AND g.path = f.path
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 # Exported declarations (not members) of some files, for their first exports.
 GRAPH_EXPORTS = """
 SELECT f.path, s.name, s.kind, s.depth, s.start_line
 FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s) AND s.exported
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s) AND s.exported
   AND s.kind NOT IN ('method', 'constructor', 'property')
 ORDER BY f.path, s.start_line"""
 # Skeleton: exported declarations of the files under a directory.
 GRAPH_SKELETON = """
 SELECT f.path, f.language, s.name, s.qualname, s.kind, s.start_line, s.parent
 FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])
   AND (%(like)s::text IS NULL OR f.path LIKE %(like)s) AND s.exported AND s.kind NOT IN ('method', 'constructor', 'property')
 ORDER BY f.path, s.start_line"""
 GRAPH_SKELETON_CLASSES = """
 SELECT f.path, s.qualname FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])
   AND (%(like)s::text IS NULL OR f.path LIKE %(like)s) AND s.kind IN ('class', 'interface', 'enum', 'function', 'method')"""
 # What an answer could not see: skipped files, code in languages without a graph, files
 # whose structure failed to parse, and whether the graph is current.
 GRAPH_COVERAGE = """
-WITH v AS (SELECT %(repo)s::int AS id WHERE %(repo)s = ANY(%(visible)s::int[]))
-SELECT (SELECT count(*) FROM skipped WHERE repo_id = (SELECT id FROM v)),
-       (SELECT count(*) FROM files WHERE repo_id = (SELECT id FROM v)
+WITH v AS (SELECT t.id FROM trees t WHERE t.id = %(tree)s AND t.repo_id = %(repo)s
+           AND t.repo_id = ANY(%(visible)s::int[]))
+SELECT (SELECT count(*) FROM skipped WHERE tree_id = (SELECT id FROM v)),
+       (SELECT count(*) FROM files WHERE tree_id = (SELECT id FROM v)
           AND language <> ALL(%(graphed)s) AND language <> ALL(%(noncode)s)),
        (SELECT coalesce(array_agg(DISTINCT language), '{}') FROM files
-          WHERE repo_id = (SELECT id FROM v)
+          WHERE tree_id = (SELECT id FROM v)
           AND language <> ALL(%(graphed)s) AND language <> ALL(%(noncode)s)),
        (SELECT count(*) FROM files f JOIN contents c ON c.id = f.content_id
-          WHERE f.repo_id = (SELECT id FROM v) AND c.parse_error <> ''),
-       (SELECT version FROM graph_state WHERE repo_id = (SELECT id FROM v))"""
+          WHERE f.tree_id = (SELECT id FROM v) AND c.parse_error <> ''),
+       (SELECT version FROM graph_state WHERE tree_id = (SELECT id FROM v))"""
 GRAPH_PRIORS = """
 SELECT path, prior FROM graph_files
-WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND path = ANY(%(paths)s)"""
+WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]) AND path = ANY(%(paths)s)"""
 # Chunk ranking inside the files a long query ranked best (see filerank).
 SEARCH_IN_FILES = """
 WITH g AS (
@@ -781,7 +989,7 @@ SELECT c.id, f.path,
        (SELECT sum(g.w * ts_rank('{0.1, 0.3, 0.6, 1.0}', c.tsv, g.q)) FROM g)
            / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
 FROM files f JOIN chunks c ON c.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
   AND c.tsv @@ %(any)s::tsquery
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
@@ -793,7 +1001,7 @@ FILE_TERMS_COPY = "COPY file_terms (term, content_id, tf) FROM STDIN"
 # Whole-file term frequencies of the query's terms in a repository's files.
 FILE_TERM_POSTINGS = """
 SELECT t.term, f.path, t.tf, f.size
-FROM file_terms t JOIN files f ON f.content_id = t.content_id AND f.repo_id = %(repo)s
+FROM file_terms t JOIN files f ON f.content_id = t.content_id AND f.tree_id = %(tree)s
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE t.term = ANY(%(terms)s)"""
 
@@ -801,7 +1009,7 @@ WHERE t.term = ANY(%(terms)s)"""
 # Files that declare names a long query spells out (top-level or class members).
 DECLARING_FILES = """
 SELECT f.path, count(DISTINCT lower(s.name))
-FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.repo_id = %(repo)s
+FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.tree_id = %(tree)s
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(s.name) = ANY(%(names)s) AND s.depth <= 1
 GROUP BY f.path"""
@@ -812,46 +1020,60 @@ GROUP BY f.path"""
 FILE_DECLARED = """
 SELECT f.path, s.name, s.depth, left(s.doc, 400)
 FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
   AND s.depth <= 2
 LIMIT %(k)s"""
 # Centrality and importer count of candidate files (absent: the graph has not ranked them).
 FILE_GRAPH_RANKS = """
 SELECT path, prior, imported_by FROM graph_files
-WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND path = ANY(%(paths)s)"""
+WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]) AND path = ANY(%(paths)s)"""
 # File-level links touching the strongest candidates (their graph neighbours).
 FILE_NEIGHBOURS = """
-SELECT src_path, dst_path, imports + refs FROM graph_links
-WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+SELECT src_path, dst_path, imports + refs FROM tree_links(%(tree)s)
+WHERE repo_id = ANY(%(visible)s::int[])
   AND (src_path = ANY(%(paths)s) OR dst_path = ANY(%(paths)s))
 ORDER BY imports + refs DESC
 LIMIT %(k)s"""
 # Files whose path the query spells out (a stack frame, a module path, a file name).
 FILE_PATHS_LIKE = """
 SELECT path FROM files
-WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[]) AND path LIKE ANY(%(patterns)s)
+WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]) AND path LIKE ANY(%(patterns)s)
 LIMIT %(k)s"""
 # Line counts of candidate files.
 FILE_LINES = """
 SELECT f.path, co.line_count FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
+WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 
 # --- snapshots (codenav.snapshot) ----------------------------------------------------------
-# A snapshot is one binary COPY per section. Export reads the repositories in %(visible)s
-# (the ones asked for, among those the caller sees) in one REPEATABLE READ transaction.
-# Surrogate ids travel as they are (the archive's own keys: src ids); import stages each
-# section in a temporary table of the same columns and types, then merges by content
-# address (contents by sha, language and chunker; chunks by content and ord; vectors by
-# model name and text hash), remapping every id, in one transaction.
+# A snapshot is one binary COPY per section. Export reads the trees in %(trees)s (those of
+# the repositories asked for, among those the caller sees, or one ref's) in one REPEATABLE
+# READ transaction. Surrogate ids travel as they are (the archive's own keys: src ids);
+# import stages each section in a temporary table of the same columns and types, then
+# merges by content address (contents by sha, language and chunker; chunks by content and
+# ord; vectors by model name and text hash), remapping every id, in one transaction.
 SNAPSHOT_READ_ONLY = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 SNAPSHOT_REPOS = """
-SELECT r.id, r.name, t.name, r.root, r.indexed_at, r.indexed_commit, r.gitignored, r.index_enabled
+SELECT r.id, r.name, t.name, r.root, r.index_enabled, r.source, r.default_ref, r.follow, r.keep
 FROM repos r JOIN teams t ON t.id = r.team_id
 WHERE r.id = ANY(%(visible)s::int[]) ORDER BY r.id"""
+# Every tree of the repositories (the ready ones, and the working trees).
+SNAPSHOT_TREE_IDS = """
+SELECT id FROM trees WHERE repo_id = ANY(%(visible)s::int[]) AND (ready OR kind = 'worktree')
+ORDER BY id"""
+# A tree and the tree its graph is layered on.
+SNAPSHOT_TREE_WITH_BASE = "SELECT id, base_id FROM trees WHERE id = %s"
+SNAPSHOT_TREE_LIST = """
+SELECT t.id, r.name, t.kind, t.commit, t.indexed_at,
+       coalesce((SELECT array_agg(rr.name ORDER BY rr.name) FROM repo_refs rr
+                 WHERE rr.tree_id = t.id), '{}')
+FROM trees t JOIN repos r ON r.id = t.repo_id
+WHERE t.id = ANY(%(trees)s::int[]) AND t.repo_id = ANY(%(visible)s::int[]) ORDER BY t.id"""
 SNAPSHOT_MODELS = """
 SELECT m.id, m.name, m.dim FROM embed_models m
-WHERE EXISTS (SELECT 1 FROM chunk_texts ct JOIN embeddings e ON e.text_hash = ct.text_hash
-              AND e.model_id = m.id WHERE ct.repo_id = ANY(%(visible)s::int[]))
+WHERE EXISTS (SELECT 1 FROM files f JOIN chunks c ON c.content_id = f.content_id
+              JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
+              JOIN embeddings e ON e.text_hash = ct.text_hash AND e.model_id = m.id
+              WHERE f.tree_id = ANY(%(trees)s::int[]))
 ORDER BY m.id"""
 # (section, the columns and their types): the staging table of a section has exactly the
 # columns its export writes, in order, so a binary COPY reads back what it wrote.
@@ -872,83 +1094,108 @@ SNAPSHOT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "refs": (("content_src", "bigint"), ("ord", "integer"), ("kind", "text"), ("name", "text"),
              ("qualifier", "text"), ("alias", "text"), ("line", "integer"), ("scope", "text")),
     "file_terms": (("term", "text"), ("content_src", "bigint"), ("tf", "integer")),
-    "files": (("repo_src", "integer"), ("path", "text"), ("content_src", "bigint"),
+    "trees": (("src_id", "integer"), ("repo_src", "integer"), ("kind", "text"),
+              ("commit", "text"), ("base_src", "integer"), ("ready", "boolean"),
+              ("created_at", "timestamptz"), ("indexed_at", "timestamptz"),
+              ("gitignored", "integer")),
+    "repo_refs": (("repo_src", "integer"), ("name", "text"), ("tree_src", "integer"),
+                  ("commit", "text"), ("moved_at", "timestamptz"), ("moved_by", "text")),
+    "ref_history": (("repo_src", "integer"), ("name", "text"), ("tree_src", "integer"),
+                    ("commit", "text"), ("moved_at", "timestamptz")),
+    "files": (("tree_src", "integer"), ("path", "text"), ("content_src", "bigint"),
               ("sha", "text"), ("language", "text"), ("size", "bigint"), ("mtime_ns", "bigint"),
               ("path_tsv", "tsvector"), ("indexed_at", "timestamptz")),
-    "skipped": (("repo_src", "integer"), ("path", "text"), ("reason", "text"),
+    "skipped": (("tree_src", "integer"), ("path", "text"), ("reason", "text"),
                 ("detail", "text"), ("size", "bigint"), ("mtime_ns", "bigint")),
-    "graph_imports": (("repo_src", "integer"), ("src_path", "text"), ("ord", "integer"),
+    "graph_imports": (("tree_src", "integer"), ("src_path", "text"), ("ord", "integer"),
                       ("spec", "text"), ("line", "integer"), ("dst_path", "text")),
-    "graph_edges": (("repo_src", "integer"), ("src_path", "text"), ("ord", "integer"),
+    "graph_edges": (("tree_src", "integer"), ("src_path", "text"), ("ord", "integer"),
                     ("line", "integer"), ("src_scope", "text"), ("kind", "text"),
                     ("dst_path", "text"), ("dst_qual", "text"), ("verified", "boolean"),
                     ("how", "text")),
-    "graph_links": (("repo_src", "integer"), ("src_path", "text"), ("dst_path", "text"),
+    "graph_links": (("tree_src", "integer"), ("src_path", "text"), ("dst_path", "text"),
                     ("imports", "integer"), ("refs", "integer")),
-    "graph_files": (("repo_src", "integer"), ("path", "text"), ("rank", "double precision"),
+    "graph_layer": (("tree_src", "integer"), ("path", "text")),
+    "graph_files": (("tree_src", "integer"), ("path", "text"), ("rank", "double precision"),
                     ("prior", "double precision"), ("imported_by", "integer")),
-    "graph_state": (("repo_src", "integer"), ("version", "integer"), ("built_at", "timestamptz"),
+    "graph_state": (("tree_src", "integer"), ("version", "integer"), ("built_at", "timestamptz"),
                     ("full_build", "boolean"), ("files_resolved", "integer"),
                     ("seconds", "double precision")),
     "embeddings": (("model_src", "integer"), ("text_hash", "bytea"), ("vec", "vector")),
-    "chunk_texts": (("repo_src", "integer"), ("path", "text"), ("chunk_src", "bigint"),
-                    ("text_hash", "bytea")),
+    "chunk_texts": (("chunk_src", "bigint"), ("path", "text"), ("text_hash", "bytea")),
 }
+_IN_TREES = "(SELECT f.content_id FROM files f WHERE f.tree_id = ANY(%(trees)s::int[]))"
 SNAPSHOT_EXPORT: dict[str, str] = {
     "contents": """
 COPY (SELECT c.id, c.sha, c.language, c.chunker, c.size, c.line_count, c.body, c.imports,
              c.parse_error, c.facts_pending, c.redactions
-      FROM contents c WHERE c.id IN (SELECT f.content_id FROM files f WHERE f.repo_id = ANY(%(visible)s::int[])) ORDER BY c.id) TO STDOUT (FORMAT binary)""",
+      FROM contents c WHERE c.id IN @IN@ ORDER BY c.id) TO STDOUT (FORMAT binary)""",
     "chunks": """
 COPY (SELECT c.id, c.content_id, c.ord, c.kind, c.symbol, c.parent, c.signature, c.doc,
              c.exported, c.start_line, c.end_line, c.part, c.body, c.n_terms, c.tsv
-      FROM chunks c WHERE c.content_id IN (SELECT f.content_id FROM files f WHERE f.repo_id = ANY(%(visible)s::int[]))) TO STDOUT (FORMAT binary)""",
+      FROM chunks c WHERE c.content_id IN @IN@) TO STDOUT (FORMAT binary)""",
     "symbols": """
 COPY (SELECT s.content_id, s.ord, s.name, s.qualname, s.kind, s.parent, s.depth, s.start_line,
              s.end_line, s.signature, s.doc, s.exported, s.bases
-      FROM symbols s WHERE s.content_id IN (SELECT f.content_id FROM files f WHERE f.repo_id = ANY(%(visible)s::int[]))) TO STDOUT (FORMAT binary)""",
+      FROM symbols s WHERE s.content_id IN @IN@) TO STDOUT (FORMAT binary)""",
     "refs": """
 COPY (SELECT r.content_id, r.ord, r.kind, r.name, r.qualifier, r.alias, r.line, r.scope
-      FROM refs r WHERE r.content_id IN (SELECT f.content_id FROM files f WHERE f.repo_id = ANY(%(visible)s::int[]))) TO STDOUT (FORMAT binary)""",
+      FROM refs r WHERE r.content_id IN @IN@) TO STDOUT (FORMAT binary)""",
     "file_terms": """
 COPY (SELECT t.term, t.content_id, t.tf
-      FROM file_terms t WHERE t.content_id IN (SELECT f.content_id FROM files f WHERE f.repo_id = ANY(%(visible)s::int[]))) TO STDOUT (FORMAT binary)""",
+      FROM file_terms t WHERE t.content_id IN @IN@) TO STDOUT (FORMAT binary)""",
+    "trees": """
+COPY (SELECT t.id, t.repo_id, t.kind, t.commit, t.base_id, t.ready, t.created_at, t.indexed_at,
+             t.gitignored
+      FROM trees t WHERE t.id = ANY(%(trees)s::int[]) ORDER BY t.id) TO STDOUT (FORMAT binary)""",
+    "repo_refs": """
+COPY (SELECT rr.repo_id, rr.name, rr.tree_id, rr.commit, rr.moved_at, rr.moved_by
+      FROM repo_refs rr WHERE rr.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
+    "ref_history": """
+COPY (SELECT h.repo_id, h.name, h.tree_id, h.commit, h.moved_at
+      FROM ref_history h WHERE h.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
     "files": """
-COPY (SELECT f.repo_id, f.path, f.content_id, f.sha, f.language, f.size, f.mtime_ns, f.path_tsv,
+COPY (SELECT f.tree_id, f.path, f.content_id, f.sha, f.language, f.size, f.mtime_ns, f.path_tsv,
              f.indexed_at
-      FROM files f WHERE f.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+      FROM files f WHERE f.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
     "skipped": """
-COPY (SELECT s.repo_id, s.path, s.reason, s.detail, s.size, s.mtime_ns
-      FROM skipped s WHERE s.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+COPY (SELECT s.tree_id, s.path, s.reason, s.detail, s.size, s.mtime_ns
+      FROM skipped s WHERE s.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
     "graph_imports": """
-COPY (SELECT g.repo_id, g.src_path, g.ord, g.spec, g.line, g.dst_path
-      FROM graph_imports g WHERE g.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+COPY (SELECT g.tree_id, g.src_path, g.ord, g.spec, g.line, g.dst_path
+      FROM graph_imports g WHERE g.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
     "graph_edges": """
-COPY (SELECT g.repo_id, g.src_path, g.ord, g.line, g.src_scope, g.kind, g.dst_path, g.dst_qual,
+COPY (SELECT g.tree_id, g.src_path, g.ord, g.line, g.src_scope, g.kind, g.dst_path, g.dst_qual,
              g.verified, g.how
-      FROM graph_edges g WHERE g.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+      FROM graph_edges g WHERE g.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
     "graph_links": """
-COPY (SELECT g.repo_id, g.src_path, g.dst_path, g.imports, g.refs
-      FROM graph_links g WHERE g.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+COPY (SELECT g.tree_id, g.src_path, g.dst_path, g.imports, g.refs
+      FROM graph_links g WHERE g.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
+    "graph_layer": """
+COPY (SELECT g.tree_id, g.path
+      FROM graph_layer g WHERE g.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
     "graph_files": """
-COPY (SELECT g.repo_id, g.path, g.rank, g.prior, g.imported_by
-      FROM graph_files g WHERE g.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+COPY (SELECT g.tree_id, g.path, g.rank, g.prior, g.imported_by
+      FROM graph_files g WHERE g.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
     "graph_state": """
-COPY (SELECT g.repo_id, g.version, g.built_at, g.full_build, g.files_resolved, g.seconds
-      FROM graph_state g WHERE g.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
-    # the vectors the repositories' chunks are embedded as (one row per model and text)
+COPY (SELECT g.tree_id, g.version, g.built_at, g.full_build, g.files_resolved, g.seconds
+      FROM graph_state g WHERE g.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
+    # the vectors the trees' chunks are embedded as (one row per model and text)
     "embeddings": """
 COPY (SELECT e.model_id, e.text_hash, e.vec FROM embeddings e
-      WHERE e.text_hash IN (SELECT ct.text_hash FROM chunk_texts ct
-                            WHERE ct.repo_id = ANY(%(visible)s::int[]))) TO STDOUT (FORMAT binary)""",
+      WHERE e.text_hash IN (SELECT ct.text_hash FROM files f
+                            JOIN chunks c ON c.content_id = f.content_id
+                            JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
+                            WHERE f.tree_id = ANY(%(trees)s::int[]))) TO STDOUT (FORMAT binary)""",
     "chunk_texts": """
-COPY (SELECT ct.repo_id, ct.path, ct.chunk_id, ct.text_hash
-      FROM chunk_texts ct WHERE ct.repo_id = ANY(%(visible)s::int[])) TO STDOUT (FORMAT binary)""",
+COPY (SELECT DISTINCT ct.chunk_id, ct.path, ct.text_hash FROM files f
+      JOIN chunks c ON c.content_id = f.content_id
+      JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
+      WHERE f.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
 }
+SNAPSHOT_EXPORT = {k: v.replace("@IN@", _IN_TREES) for k, v in SNAPSHOT_EXPORT.items()}
 SNAPSHOT_SECTIONS = tuple(SNAPSHOT_EXPORT)
 """Sections in the order they are written and read."""
-
-
 def snapshot_stage_create(section: str) -> sql.Composed:
     """The temporary staging table of a section (dropped at commit)."""
     columns = sql.SQL(", ").join(
@@ -1016,6 +1263,7 @@ SNAPSHOT_SESSION = "SET temp_buffers = '256MB'"
 SNAPSHOT_SYNC_OFF = "SET LOCAL synchronous_commit = off"
 SNAPSHOT_MAPS_CREATE = """
 CREATE TEMP TABLE snap_repo_map (src_id integer PRIMARY KEY, id integer NOT NULL) ON COMMIT DROP;
+CREATE TEMP TABLE snap_tree_map (src_id integer PRIMARY KEY, id integer NOT NULL) ON COMMIT DROP;
 CREATE TEMP TABLE snap_model_map (src_id integer PRIMARY KEY, id integer NOT NULL) ON COMMIT DROP;
 CREATE TEMP TABLE snap_new (src_id bigint PRIMARY KEY, id bigint NOT NULL) ON COMMIT DROP;
 CREATE TEMP TABLE snap_content_map (src_id bigint PRIMARY KEY, id bigint NOT NULL) ON COMMIT DROP;
@@ -1023,20 +1271,17 @@ CREATE TEMP TABLE snap_chunk_map (src_id bigint PRIMARY KEY, id bigint NOT NULL)
 SNAPSHOT_ANALYZE_STAGE = "ANALYZE snap_contents, snap_chunks, snap_files, snap_chunk_texts, snap_embeddings"
 SNAPSHOT_REPO_FIND = "SELECT id, root FROM repos WHERE team_id = %s AND name = %s"
 SNAPSHOT_REPO_INSERT = """
-INSERT INTO repos (name, root, team_id, index_enabled, indexed_at, indexed_commit, gitignored)
-VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id"""
+INSERT INTO repos (name, root, team_id, index_enabled, source, default_ref, follow, keep)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"""
 SNAPSHOT_REPO_UPDATE = """
-UPDATE repos SET root = %s, indexed_at = %s, indexed_commit = %s, gitignored = %s WHERE id = %s"""
+UPDATE repos SET root = %s, source = %s, default_ref = %s, follow = %s, keep = %s WHERE id = %s"""
 SNAPSHOT_REPO_MAP = "INSERT INTO snap_repo_map (src_id, id) VALUES (%s, %s)"
-# A repository of the same name is replaced: its file list, skips and graph go, atomically
-# with the import (files take chunk_texts and graph_files with them).
-SNAPSHOT_REPO_CLEAR = """
-WITH f AS (DELETE FROM files WHERE repo_id = %(repo)s),
-     s AS (DELETE FROM skipped WHERE repo_id = %(repo)s),
-     i AS (DELETE FROM graph_imports WHERE repo_id = %(repo)s),
-     e AS (DELETE FROM graph_edges WHERE repo_id = %(repo)s),
-     l AS (DELETE FROM graph_links WHERE repo_id = %(repo)s)
-DELETE FROM graph_state WHERE repo_id = %(repo)s"""
+# A repository of the same name is replaced: its trees (file lists, skips, graphs) and refs
+# go, atomically with the import.
+SNAPSHOT_REPO_UNREF = "DELETE FROM repo_refs WHERE repo_id = %s"
+SNAPSHOT_REPO_UNHISTORY = "DELETE FROM ref_history WHERE repo_id = %s"
+SNAPSHOT_REPO_UNLAYER = "UPDATE trees SET base_id = NULL WHERE repo_id = %s"
+SNAPSHOT_REPO_CLEAR = "DELETE FROM trees WHERE repo_id = %s"
 SNAPSHOT_MODEL_MAP = "INSERT INTO snap_model_map (src_id, id) VALUES (%s, %s)"
 SNAPSHOT_MERGE_CONTENTS = """
 WITH ins AS (
@@ -1081,71 +1326,108 @@ SNAPSHOT_MERGE_FILE_TERMS = """
 INSERT INTO file_terms (term, content_id, tf)
 SELECT s.term, n.id, s.tf FROM snap_file_terms s JOIN snap_new n ON n.src_id = s.content_src
 ORDER BY s.term, n.id"""
+# Trees get their ids first (their bases are trees of the same archive).
+SNAPSHOT_MAP_TREES = """
+INSERT INTO snap_tree_map (src_id, id)
+SELECT s.src_id, nextval(pg_get_serial_sequence('trees', 'id')) FROM snap_trees s
+JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+SNAPSHOT_MERGE_TREES = """
+INSERT INTO trees (id, repo_id, kind, commit, base_id, ready, created_at, indexed_at, gitignored)
+SELECT m.id, r.id, s.kind, s.commit, b.id, s.ready, s.created_at, s.indexed_at, s.gitignored
+FROM snap_trees s JOIN snap_tree_map m ON m.src_id = s.src_id
+JOIN snap_repo_map r ON r.src_id = s.repo_src
+LEFT JOIN snap_tree_map b ON b.src_id = s.base_src
+ORDER BY s.base_src IS NOT NULL, s.src_id"""
+SNAPSHOT_MERGE_REPO_REFS = """
+INSERT INTO repo_refs (repo_id, name, tree_id, commit, moved_at, moved_by)
+SELECT r.id, s.name, m.id, s.commit, s.moved_at, s.moved_by
+FROM snap_repo_refs s JOIN snap_repo_map r ON r.src_id = s.repo_src
+JOIN snap_tree_map m ON m.src_id = s.tree_src"""
+SNAPSHOT_MERGE_REF_HISTORY = """
+INSERT INTO ref_history (repo_id, name, tree_id, commit, moved_at)
+SELECT r.id, s.name, m.id, s.commit, s.moved_at
+FROM snap_ref_history s JOIN snap_repo_map r ON r.src_id = s.repo_src
+JOIN snap_tree_map m ON m.src_id = s.tree_src"""
 SNAPSHOT_MERGE_FILES = """
-INSERT INTO files (repo_id, path, content_id, sha, language, size, mtime_ns, path_tsv, indexed_at)
-SELECT r.id, s.path, m.id, s.sha, s.language, s.size, s.mtime_ns, s.path_tsv, s.indexed_at
-FROM snap_files s JOIN snap_repo_map r ON r.src_id = s.repo_src
+INSERT INTO files (repo_id, tree_id, path, content_id, sha, language, size, mtime_ns, path_tsv,
+                   indexed_at)
+SELECT t.repo_id, t.id, s.path, m.id, s.sha, s.language, s.size, s.mtime_ns, s.path_tsv,
+       s.indexed_at
+FROM snap_files s JOIN snap_tree_map tm ON tm.src_id = s.tree_src JOIN trees t ON t.id = tm.id
 JOIN snap_content_map m ON m.src_id = s.content_src"""
 SNAPSHOT_MERGE_SKIPPED = """
-INSERT INTO skipped (repo_id, path, reason, detail, size, mtime_ns)
-SELECT r.id, s.path, s.reason, s.detail, s.size, s.mtime_ns
-FROM snap_skipped s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+INSERT INTO skipped (repo_id, tree_id, path, reason, detail, size, mtime_ns)
+SELECT t.repo_id, t.id, s.path, s.reason, s.detail, s.size, s.mtime_ns
+FROM snap_skipped s JOIN snap_tree_map tm ON tm.src_id = s.tree_src JOIN trees t ON t.id = tm.id"""
 SNAPSHOT_MERGE_GRAPH_IMPORTS = """
-INSERT INTO graph_imports (repo_id, src_path, ord, spec, line, dst_path)
-SELECT r.id, s.src_path, s.ord, s.spec, s.line, s.dst_path
-FROM snap_graph_imports s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+INSERT INTO graph_imports (repo_id, tree_id, src_path, ord, spec, line, dst_path)
+SELECT t.repo_id, t.id, s.src_path, s.ord, s.spec, s.line, s.dst_path
+FROM snap_graph_imports s JOIN snap_tree_map tm ON tm.src_id = s.tree_src
+JOIN trees t ON t.id = tm.id"""
 SNAPSHOT_MERGE_GRAPH_EDGES = """
-INSERT INTO graph_edges (repo_id, src_path, ord, line, src_scope, kind, dst_path, dst_qual,
-                         verified, how)
-SELECT r.id, s.src_path, s.ord, s.line, s.src_scope, s.kind, s.dst_path, s.dst_qual, s.verified,
-       s.how
-FROM snap_graph_edges s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+INSERT INTO graph_edges (repo_id, tree_id, src_path, ord, line, src_scope, kind, dst_path,
+                         dst_qual, verified, how)
+SELECT t.repo_id, t.id, s.src_path, s.ord, s.line, s.src_scope, s.kind, s.dst_path, s.dst_qual,
+       s.verified, s.how
+FROM snap_graph_edges s JOIN snap_tree_map tm ON tm.src_id = s.tree_src
+JOIN trees t ON t.id = tm.id"""
 SNAPSHOT_MERGE_GRAPH_LINKS = """
-INSERT INTO graph_links (repo_id, src_path, dst_path, imports, refs)
-SELECT r.id, s.src_path, s.dst_path, s.imports, s.refs
-FROM snap_graph_links s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+INSERT INTO graph_links (repo_id, tree_id, src_path, dst_path, imports, refs)
+SELECT t.repo_id, t.id, s.src_path, s.dst_path, s.imports, s.refs
+FROM snap_graph_links s JOIN snap_tree_map tm ON tm.src_id = s.tree_src
+JOIN trees t ON t.id = tm.id"""
+SNAPSHOT_MERGE_GRAPH_LAYER = """
+INSERT INTO graph_layer (tree_id, path)
+SELECT tm.id, s.path FROM snap_graph_layer s JOIN snap_tree_map tm ON tm.src_id = s.tree_src"""
 SNAPSHOT_MERGE_GRAPH_FILES = """
-INSERT INTO graph_files (repo_id, path, rank, prior, imported_by)
-SELECT r.id, s.path, s.rank, s.prior, s.imported_by
-FROM snap_graph_files s JOIN snap_repo_map r ON r.src_id = s.repo_src
-JOIN files f ON f.repo_id = r.id AND f.path = s.path"""
+INSERT INTO graph_files (repo_id, tree_id, path, rank, prior, imported_by)
+SELECT t.repo_id, t.id, s.path, s.rank, s.prior, s.imported_by
+FROM snap_graph_files s JOIN snap_tree_map tm ON tm.src_id = s.tree_src
+JOIN trees t ON t.id = tm.id
+JOIN files f ON f.tree_id = t.id AND f.path = s.path"""
 SNAPSHOT_MERGE_GRAPH_STATE = """
-INSERT INTO graph_state (repo_id, version, built_at, full_build, files_resolved, seconds)
-SELECT r.id, s.version, s.built_at, s.full_build, s.files_resolved, s.seconds
-FROM snap_graph_state s JOIN snap_repo_map r ON r.src_id = s.repo_src"""
+INSERT INTO graph_state (repo_id, tree_id, version, built_at, full_build, files_resolved, seconds)
+SELECT t.repo_id, t.id, s.version, s.built_at, s.full_build, s.files_resolved, s.seconds
+FROM snap_graph_state s JOIN snap_tree_map tm ON tm.src_id = s.tree_src
+JOIN trees t ON t.id = tm.id"""
 SNAPSHOT_MERGE_EMBEDDINGS = """
 INSERT INTO embeddings (model_id, text_hash, vec)
 SELECT m.id, s.text_hash, s.vec FROM snap_embeddings s JOIN snap_model_map m ON m.src_id = s.model_src
 ON CONFLICT (model_id, text_hash) DO NOTHING"""
 SNAPSHOT_MERGE_CHUNK_TEXTS = """
-INSERT INTO chunk_texts (repo_id, path, chunk_id, text_hash)
-SELECT r.id, s.path, c.id, s.text_hash
-FROM snap_chunk_texts s JOIN snap_repo_map r ON r.src_id = s.repo_src
-JOIN snap_chunk_map c ON c.src_id = s.chunk_src
+INSERT INTO chunk_texts (chunk_id, path, text_hash)
+SELECT c.id, s.path, s.text_hash
+FROM snap_chunk_texts s JOIN snap_chunk_map c ON c.src_id = s.chunk_src
 ON CONFLICT DO NOTHING"""
 SNAPSHOT_MERGE: tuple[tuple[str, str], ...] = (
     ("contents", SNAPSHOT_MERGE_CONTENTS), ("content_map", SNAPSHOT_MAP_CONTENTS),
     ("chunks", SNAPSHOT_MERGE_CHUNKS), ("chunk_map", SNAPSHOT_MAP_CHUNKS),
     ("symbols", SNAPSHOT_MERGE_SYMBOLS), ("refs", SNAPSHOT_MERGE_REFS),
-    ("file_terms", SNAPSHOT_MERGE_FILE_TERMS), ("files", SNAPSHOT_MERGE_FILES),
+    ("file_terms", SNAPSHOT_MERGE_FILE_TERMS), ("tree_map", SNAPSHOT_MAP_TREES),
+    ("trees", SNAPSHOT_MERGE_TREES), ("repo_refs", SNAPSHOT_MERGE_REPO_REFS),
+    ("ref_history", SNAPSHOT_MERGE_REF_HISTORY), ("files", SNAPSHOT_MERGE_FILES),
     ("skipped", SNAPSHOT_MERGE_SKIPPED), ("graph_imports", SNAPSHOT_MERGE_GRAPH_IMPORTS),
     ("graph_edges", SNAPSHOT_MERGE_GRAPH_EDGES), ("graph_links", SNAPSHOT_MERGE_GRAPH_LINKS),
+    ("graph_layer", SNAPSHOT_MERGE_GRAPH_LAYER),
     ("graph_files", SNAPSHOT_MERGE_GRAPH_FILES), ("graph_state", SNAPSHOT_MERGE_GRAPH_STATE),
     ("embeddings", SNAPSHOT_MERGE_EMBEDDINGS), ("chunk_texts", SNAPSHOT_MERGE_CHUNK_TEXTS),
 )
 """The merge, in order (each name: the table it fills, and how many rows went in)."""
+SNAPSHOT_TABLES = ("repos", "trees", "repo_refs", "ref_history", "contents", "chunks",
+                   "symbols", "refs", "file_terms", "files", "skipped", "graph_imports",
+                   "graph_edges", "graph_links", "graph_layer", "graph_files", "graph_state",
+                   "embed_models", "embeddings", "chunk_texts")
+"""The columns of SNAPSHOT_TABLE_COUNTS, in order."""
 SNAPSHOT_TABLE_COUNTS = """
-SELECT (SELECT count(*) FROM repos), (SELECT count(*) FROM contents), (SELECT count(*) FROM chunks),
-       (SELECT count(*) FROM symbols), (SELECT count(*) FROM refs), (SELECT count(*) FROM file_terms),
-       (SELECT count(*) FROM files), (SELECT count(*) FROM skipped),
-       (SELECT count(*) FROM graph_imports), (SELECT count(*) FROM graph_edges),
-       (SELECT count(*) FROM graph_links), (SELECT count(*) FROM graph_files),
+SELECT (SELECT count(*) FROM repos), (SELECT count(*) FROM trees), (SELECT count(*) FROM repo_refs),
+       (SELECT count(*) FROM ref_history), (SELECT count(*) FROM contents),
+       (SELECT count(*) FROM chunks), (SELECT count(*) FROM symbols), (SELECT count(*) FROM refs),
+       (SELECT count(*) FROM file_terms), (SELECT count(*) FROM files),
+       (SELECT count(*) FROM skipped), (SELECT count(*) FROM graph_imports),
+       (SELECT count(*) FROM graph_edges), (SELECT count(*) FROM graph_links),
+       (SELECT count(*) FROM graph_layer), (SELECT count(*) FROM graph_files),
        (SELECT count(*) FROM graph_state), (SELECT count(*) FROM embed_models),
        (SELECT count(*) FROM embeddings), (SELECT count(*) FROM chunk_texts)"""
-SNAPSHOT_TABLES = ("repos", "contents", "chunks", "symbols", "refs", "file_terms", "files",
-                   "skipped", "graph_imports", "graph_edges", "graph_links", "graph_files",
-                   "graph_state", "embed_models", "embeddings", "chunk_texts")
-"""The columns of SNAPSHOT_TABLE_COUNTS, in order."""
 
 # --- statements that return no repository's rows to a caller -----------------------------
 GLOBAL = frozenset({
@@ -1169,6 +1451,11 @@ GLOBAL = frozenset({
     "SNAPSHOT_READ_ONLY", "SNAPSHOT_SESSION", "SNAPSHOT_SYNC_OFF", "SNAPSHOT_MAPS_CREATE",
     "SNAPSHOT_ANALYZE_STAGE", "SNAPSHOT_REPO_FIND", "SNAPSHOT_REPO_INSERT",
     "SNAPSHOT_REPO_UPDATE", "SNAPSHOT_REPO_MAP", "SNAPSHOT_REPO_CLEAR", "SNAPSHOT_MODEL_MAP",
+    "SNAPSHOT_REPO_UNREF", "SNAPSHOT_REPO_UNHISTORY", "SNAPSHOT_REPO_UNLAYER",
+    "SNAPSHOT_MAP_TREES", "SNAPSHOT_MERGE_TREES", "SNAPSHOT_MERGE_REPO_REFS",
+    "SNAPSHOT_MERGE_REF_HISTORY", "SNAPSHOT_MERGE_GRAPH_LAYER",
+    # the tree a layered tree's graph reads through (its id came from a scoped statement)
+    "SNAPSHOT_TREE_WITH_BASE",
     "SNAPSHOT_MERGE_CONTENTS", "SNAPSHOT_MAP_CONTENTS", "SNAPSHOT_MERGE_CHUNKS",
     "SNAPSHOT_MAP_CHUNKS", "SNAPSHOT_MERGE_SYMBOLS", "SNAPSHOT_MERGE_REFS",
     "SNAPSHOT_MERGE_FILE_TERMS", "SNAPSHOT_MERGE_FILES", "SNAPSHOT_MERGE_SKIPPED",

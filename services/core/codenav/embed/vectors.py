@@ -1,9 +1,10 @@
 """Embeddings in the index: models, the backlog, storing vectors, coverage, k-NN.
 
 Vectors are keyed by (model, sha256 of the embedded text); ``chunk_texts`` maps each
-(repo, path, chunk) to its text hash. Each model has its own id and dimension, and its own
-HNSW index, so switching models never mixes dimensions. Lexical search never waits for any
-of this: embedding runs on its own, lower-priority queue after a file's chunks are committed.
+(chunk, path) to its text hash, shared by every tree that holds the file. Each model has its
+own id and dimension, and its own HNSW index, so switching models never mixes dimensions.
+Lexical search never waits for any of this: embedding runs on its own, lower-priority queue
+after a file's chunks are committed.
 """
 
 from __future__ import annotations
@@ -111,43 +112,62 @@ class EmbedRun:
 
 def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
                   budget_s: float = 30.0, stop: threading.Event | None = None) -> EmbedRun:
-    """Embed what the repository still lacks, for up to ``budget_s`` seconds; the caller
-    re-queues the rest. ``stop`` ends it early (``Interrupted``) without waiting for the
-    requests in flight: what was stored so far stays, the rest is embedded next time."""
+    """Embed what the repository's trees still lack (its default tree first), for up to
+    ``budget_s`` seconds; the caller re-queues the rest. Texts are shared by address, so a
+    ref that changed ten files costs ten files' texts. ``stop`` ends it early
+    (``Interrupted``) without waiting for the requests in flight: what was stored so far
+    stays, the rest is embedded next time."""
     started = time.monotonic()
     info = client.info()
     model = ensure_model(conn, info.name, info.dim)
-    conn.execute(q.CHUNK_TEXTS_BACKFILL, (repo_id,))
     run = EmbedRun()
     # A round fetches FETCH texts, sorts them by length (so the embedder's batches pad
     # little) and keeps two requests of BATCH in flight (the embedder merges them, and never
     # waits for this side to store vectors or fetch more).
     pool = ThreadPoolExecutor(max_workers=IN_FLIGHT, thread_name_prefix="embed")
+    trees = conn.execute(q.EMBED_TREES, {"repo": repo_id, "model": model.id}).fetchall()
     try:
-        while time.monotonic() - started < budget_s:
-            rows = conn.execute(q.EMBED_BACKLOG, {"repo": repo_id, "model": model.id,
-                                                  "k": FETCH}).fetchall()
-            if not rows:
+        for tree_id, version in trees:
+            if time.monotonic() - started >= budget_s:
                 break
-            rows.sort(key=lambda r: len(r[1]))
-            parts = [rows[i:i + BATCH] for i in range(0, len(rows), BATCH)]
-            pending = [pool.submit(client.embed, [t for _, t in p]) for p in parts]
-            try:
-                for part, future in zip(parts, pending, strict=True):
-                    vectors = _result(future, stop)
-                    store_vectors(conn, model, [h for h, _ in part], vectors)
-                    run.embedded += len(part)
-            finally:
-                for future in pending:
-                    future.cancel()
+            conn.execute(q.CHUNK_TEXTS_BACKFILL, (tree_id,))
+            if _embed_tree(conn, client, model, int(tree_id), pool, run, started, budget_s,
+                           stop):
+                conn.execute(q.EMBED_TREE_DONE, {"model": model.id, "tree": tree_id,
+                                                 "version": version})
     finally:
         pool.shutdown(wait=stop is None or not stop.is_set(), cancel_futures=True)
-    total, done = coverage_counts(conn, model, {"repo": repo_id, "visible": [repo_id]})
-    run.remaining = total - done
+    left = conn.execute(q.EMBED_TREES, {"repo": repo_id, "model": model.id}).fetchall()
+    for tree_id, _version in left[:1]:  # the next tree's backlog (the job runs again for it)
+        total, done = coverage_counts(conn, model, {"tree": tree_id, "visible": [repo_id]})
+        run.remaining = max(total - done, 1)
     if run.remaining == 0 or run.embedded:
         ensure_index(conn, model, loading=run.remaining > 0)
     run.seconds = time.monotonic() - started
     return run
+
+
+def _embed_tree(conn: psycopg.Connection, client: EmbedClient, model: Model, tree_id: int,
+                pool: ThreadPoolExecutor, run: EmbedRun, started: float, budget_s: float,
+                stop: threading.Event | None) -> bool:
+    """Embed one tree's backlog within the budget; True when none is left."""
+    while time.monotonic() - started < budget_s:
+        rows = conn.execute(q.EMBED_BACKLOG, {"tree": tree_id, "model": model.id,
+                                              "k": FETCH}).fetchall()
+        if not rows:
+            return True
+        rows.sort(key=lambda r: len(r[1]))
+        parts = [rows[i:i + BATCH] for i in range(0, len(rows), BATCH)]
+        pending = [pool.submit(client.embed, [t for _, t in p]) for p in parts]
+        try:
+            for part, future in zip(parts, pending, strict=True):
+                vectors = _result(future, stop)
+                store_vectors(conn, model, [h for h, _ in part], vectors)
+                run.embedded += len(part)
+        finally:
+            for future in pending:
+                future.cancel()
+    return False
 
 
 def _result(future: Future[list[list[float]]],
@@ -164,7 +184,7 @@ def _result(future: Future[list[list[float]]],
 
 def coverage_counts(conn: psycopg.Connection, model: Model,
                     scoped: dict[str, Any]) -> tuple[int, int]:
-    """(chunks, embedded chunks) of a repository; ``scoped``: its scope's parameters."""
+    """(chunks, embedded chunks) of a tree; ``scoped``: its scope's parameters."""
     row = conn.execute(q.EMBED_COVERAGE, {**scoped, "model": model.id}).fetchone()
     chunks = conn.execute(q.EMBED_REPO_CHUNKS, scoped).fetchone()
     total = max(int(row[0]) if row else 0, int(chunks[0]) if chunks else 0)

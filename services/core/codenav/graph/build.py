@@ -1,4 +1,4 @@
-"""Building a repository's graph from its per-content facts, fully or incrementally.
+"""Building a tree's graph from its per-content facts, fully or incrementally.
 
 ``update`` runs inside an index run, after the files transaction, with the repository
 lock held. A full build resolves every file; an incremental one resolves the changed
@@ -6,6 +6,13 @@ files and every file whose resolution may depend on them (importers, files refer
 them, subclasses, package siblings of new files, files whose unresolved imports may now
 resolve), so no edge is left pointing at a vanished declaration. Rows are replaced in one
 transaction (readers keep the previous graph until it commits), written with COPY.
+
+A tree may be *layered* on another (``trees.base_id``, a commit tree derived from a known
+one): it reads its base's rows for every path it does not hold itself (``graph_layer``).
+An incremental build of a layered tree compares what it resolved with the rows it read and
+keeps its own rows only for the files whose rows differ, so a commit that changes ten files
+stores the graph of about those ten. When its own share grows past ``FULL_SHARE`` the tree
+is flattened (it copies the rest and stops depending on its base); a full build does so too.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import posixpath
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 
@@ -46,6 +54,8 @@ class GraphSummary:
     seconds: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds per phase: load, resolve, write, rank."""
+    kept: int = 0
+    """Files a layered build resolved exactly as its base had them (no row of its own)."""
 
     def lap(self, phase: str, started: float) -> float:
         now = time.monotonic()
@@ -53,14 +63,30 @@ class GraphSummary:
         return now
 
 
+@dataclass(frozen=True)
+class _Tree:
+    """The tree a build writes: its repository (every row carries it) and the tree its graph
+    is layered on (None: it holds all its rows)."""
+
+    id: int
+    repo_id: int
+    base_id: int | None
+
+
+def _tree(conn: psycopg.Connection, tree_id: int) -> _Tree:
+    row = conn.execute(q.GRAPH_TREE, (tree_id,)).fetchone()
+    assert row is not None, f"no tree {tree_id}"
+    return _Tree(tree_id, int(row[0]), int(row[1]) if row[1] is not None else None)
+
+
 class _DbLoader:
     """Reads per-content rows by content id and hands them out per path (identical files
     share one content)."""
 
-    def __init__(self, conn: psycopg.Connection, repo_id: int,
+    def __init__(self, conn: psycopg.Connection, tree_id: int,
                  content_ids: dict[str, int]) -> None:
         self.conn = conn
-        self.repo_id = repo_id
+        self.tree_id = tree_id
         self.content_ids = content_ids
 
     def _by_content(self, paths: list[str]) -> tuple[list[int], dict[int, list[str]]]:
@@ -84,54 +110,62 @@ class _DbLoader:
                 yield (path, *rest)
 
     def stored_bases(self, paths: list[str]) -> Iterable[BaseRow]:
-        return self.conn.execute(q.GRAPH_STORED_BASES, (self.repo_id, paths)).fetchall()
+        return self.conn.execute(q.GRAPH_STORED_BASES, (self.tree_id, paths)).fetchall()
 
     def definitions(self, names: list[str], languages: tuple[str, ...]) -> Iterable[SymRow]:
-        return self.conn.execute(q.GRAPH_DEFINITIONS, (self.repo_id, [n.lower() for n in names],
+        return self.conn.execute(q.GRAPH_DEFINITIONS, (self.tree_id, [n.lower() for n in names],
                                                        list(languages))).fetchall()
 
 
-def load_index(conn: psycopg.Connection, repo_id: int) -> tuple[ModuleIndex, dict[str, int]]:
-    """The repository's module index, and each file's content id."""
+def load_index(conn: psycopg.Connection, tree_id: int) -> tuple[ModuleIndex, dict[str, int]]:
+    """The tree's module index, and each file's content id."""
     files: dict[str, tuple[str, str]] = {}
     content_ids: dict[str, int] = {}
-    for path, language, package, content_id in conn.execute(q.GRAPH_FILES, (repo_id,)):
+    for path, language, package, content_id in conn.execute(q.GRAPH_FILES, (tree_id,)):
         files[path] = (language, package)
         content_ids[path] = content_id
     configs: dict[str, str] = {path: body for path, body in
-                               conn.execute(q.GRAPH_CONFIGS, (repo_id, CONFIG_RE))}
+                               conn.execute(q.GRAPH_CONFIGS, (tree_id, CONFIG_RE))}
     return ModuleIndex(files, configs), content_ids
 
 
-def update(conn: psycopg.Connection, repo_id: int, changed: list[str], deleted: list[str],
-           full: bool = False) -> GraphSummary | None:
-    """Bring the repository's graph in line with its files; None when nothing to do.
+def update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted: list[str],
+           full: bool = False, current: bool = False) -> GraphSummary | None:
+    """Bring the tree's graph in line with its files; None when nothing to do. ``current``:
+    the graph it reads (its base's, for a tree just layered on it) is known to be up to
+    date except for ``changed`` and ``deleted``, though the tree has no state of its own.
 
     A failure is logged and leaves the graph marked stale (the next run rebuilds it): the
     graph is derived data, and search must not stop because one repository trips it."""
     try:
-        return _update(conn, repo_id, changed, deleted, full)
+        return _update(conn, tree_id, changed, deleted, full, current)
     except Interrupted:  # a stop, not a failure: the job runs again
         raise
     except Exception:  # derived data: recorded, and rebuilt by the next run
-        log.exception("repo %s: graph build failed; marked stale for the next run", repo_id)
-        conn.execute(q.GRAPH_STATE_PUT, (repo_id, 0, False, 0, 0.0))
+        log.exception("tree %s: graph build failed; marked stale for the next run", tree_id)
+        mark_stale(conn, tree_id)
         return None
 
 
-def mark_stale(conn: psycopg.Connection, repo_id: int) -> None:
-    """Record that the repository's graph must be (re)built in full by the next update."""
-    conn.execute(q.GRAPH_STATE_PUT, (repo_id, 0, False, 0, 0.0))
+def mark_stale(conn: psycopg.Connection, tree_id: int) -> None:
+    """Record that the tree's graph must be (re)built in full by the next update."""
+    conn.execute(q.GRAPH_STATE_PUT, (0, False, 0, 0.0, tree_id))
 
 
-def _update(conn: psycopg.Connection, repo_id: int, changed: list[str], deleted: list[str],
-            full: bool) -> GraphSummary | None:
+def is_current(conn: psycopg.Connection, tree_id: int) -> bool:
+    """Whether the tree's graph was built by this code's resolver and is not stale."""
+    row = conn.execute(q.GRAPH_STATE_GET, (tree_id,)).fetchone()
+    return row is not None and row[0] == GRAPH_VERSION
+
+
+def _update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted: list[str],
+            full: bool, current: bool = False) -> GraphSummary | None:
     started = time.monotonic()
-    row = conn.execute(q.GRAPH_STATE_GET, (repo_id,)).fetchone()
-    stale = row is None or row[0] != GRAPH_VERSION
+    stale = not current and not is_current(conn, tree_id)
     if not (full or stale or changed or deleted):
         return None
-    index, content_ids = load_index(conn, repo_id)
+    tree = _tree(conn, tree_id)
+    index, content_ids = load_index(conn, tree_id)
     structured = {p for p, (lang, _pkg) in index.files.items() if lang in PATTERNS}
     touched = set(changed) | set(deleted)
     if full or stale or any(is_config(p) for p in touched) or \
@@ -139,47 +173,48 @@ def _update(conn: psycopg.Connection, repo_id: int, changed: list[str], deleted:
         full = True
         build_set = structured
     else:
-        build_set = _affected(conn, repo_id, index, set(changed), set(deleted)) & structured
+        build_set = _affected(conn, tree_id, index, set(changed), set(deleted)) & structured
         if not build_set and not deleted:
+            conn.execute(q.GRAPH_STATE_PUT, (GRAPH_VERSION, False, 0, 0.0, tree_id))
             return None
     summary = GraphSummary(full=full, files=len(build_set))
-    new_files = bool(set(changed) - _paths(conn, q.GRAPH_KNOWN, repo_id, sorted(changed)))
-    _build(conn, repo_id, index, _DbLoader(conn, repo_id, content_ids), build_set,
+    new_files = bool(set(changed) - _paths(conn, q.GRAPH_KNOWN, tree_id, sorted(changed)))
+    _build(conn, tree, index, _DbLoader(conn, tree_id, content_ids), build_set,
            set(deleted), full, summary, new_files)
     summary.seconds = time.monotonic() - started
-    conn.execute(q.GRAPH_STATE_PUT, (repo_id, GRAPH_VERSION, full, len(build_set),
-                                     summary.seconds))
-    log.info("repo %s graph: %s build of %d files, %d imports, %d edges in %.2fs %s",
-             repo_id, "full" if full else "incremental", len(build_set), summary.imports,
-             summary.edges, summary.seconds, summary.phases)
+    conn.execute(q.GRAPH_STATE_PUT, (GRAPH_VERSION, full, len(build_set), summary.seconds,
+                                     tree_id))
+    log.info("tree %s graph: %s build of %d files (%d kept), %d imports, %d edges in %.2fs %s",
+             tree_id, "full" if full else "incremental", len(build_set), summary.kept,
+             summary.imports, summary.edges, summary.seconds, summary.phases)
     return summary
 
 
-def _affected(conn: psycopg.Connection, repo_id: int, index: ModuleIndex, changed: set[str],
+def _affected(conn: psycopg.Connection, tree_id: int, index: ModuleIndex, changed: set[str],
               deleted: set[str]) -> set[str]:
     """The files whose edges may change when ``changed`` and ``deleted`` do."""
     touched = sorted(changed | deleted)
     out = set(changed)
-    out |= _paths(conn, q.GRAPH_IMPORTERS, repo_id, touched)
-    out |= _paths(conn, q.GRAPH_REFERRERS, repo_id, touched)  # potential edges included
+    out |= _paths(conn, q.GRAPH_IMPORTERS, tree_id, touched)
+    out |= _paths(conn, q.GRAPH_REFERRERS, tree_id, touched)  # potential edges included
     frontier = sorted(out - deleted)
     for _ in range(MAX_SUBCLASS_DEPTH):  # subclasses of subclasses inherit members
         if not frontier:
             break
-        found = _paths(conn, q.GRAPH_SUBCLASS_FILES, repo_id, frontier) - out
+        found = _paths(conn, q.GRAPH_SUBCLASS_FILES, tree_id, frontier) - out
         out |= found
         frontier = sorted(found)
-    known = _paths(conn, q.GRAPH_KNOWN, repo_id, sorted(changed))
+    known = _paths(conn, q.GRAPH_KNOWN, tree_id, sorted(changed))
     new = sorted(changed - known)
     if new:
         siblings = sorted({s for p in new for s in index.dirs.get(posixpath.dirname(p), [])})
         out |= set(siblings)  # package peers see new names without an import
-        out |= _paths(conn, q.GRAPH_WILDCARD_IMPORTERS, repo_id, siblings)
+        out |= _paths(conn, q.GRAPH_WILDCARD_IMPORTERS, tree_id, siblings)
         stems = sorted({posixpath.basename(p).split(".", 1)[0] for p in new} |
                        {posixpath.basename(posixpath.dirname(p)) for p in new} - {""})
         patterns = [f"%{_like(s)}%" for s in stems if len(s) > 1]
         if patterns:
-            out |= _paths(conn, q.GRAPH_UNRESOLVED_IMPORTERS, repo_id, patterns)
+            out |= _paths(conn, q.GRAPH_UNRESOLVED_IMPORTERS, tree_id, patterns)
     return out - deleted
 
 
@@ -187,10 +222,10 @@ def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _paths(conn: psycopg.Connection, sql: str, repo_id: int, values: list[str]) -> set[str]:
+def _paths(conn: psycopg.Connection, sql: str, tree_id: int, values: list[str]) -> set[str]:
     if not values:
         return set()
-    return {r[0] for r in conn.execute(sql, (repo_id, values))}
+    return {r[0] for r in conn.execute(sql, (tree_id, values))}
 
 
 def _batches(items: list[str], size: int) -> Iterator[list[str]]:
@@ -198,7 +233,7 @@ def _batches(items: list[str], size: int) -> Iterator[list[str]]:
         yield items[i:i + size]
 
 
-def _build(conn: psycopg.Connection, repo_id: int, index: ModuleIndex, loader: _DbLoader,
+def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _DbLoader,
            build_set: set[str], deleted: set[str], full: bool, summary: GraphSummary,
            new_files: bool) -> None:
     lap = time.monotonic()
@@ -212,19 +247,26 @@ def _build(conn: psycopg.Connection, repo_id: int, index: ModuleIndex, loader: _
     lap = summary.lap("load", lap)
     ordered = sorted(build_set)
     replaced = sorted(build_set | deleted)
+    layered = tree.base_id is not None and not full
     old_links: set[tuple[str, str, int, int]] = set()
     if not full and replaced:
-        old_links = {tuple(r) for r in conn.execute(q.GRAPH_PAIRS, (repo_id, replaced))}
+        old_links = {tuple(r) for r in conn.execute(q.GRAPH_PAIRS, (tree.id, replaced))}
     new_links: set[tuple[str, str, int, int]] = set()
+    rewritten = set(deleted)
     with conn.transaction():
         if full:
-            conn.execute(q.GRAPH_IMPORTS_CLEAR, (repo_id,))
-            conn.execute(q.GRAPH_EDGES_CLEAR, (repo_id,))
-            conn.execute(q.GRAPH_LINKS_CLEAR, (repo_id,))
-        elif replaced:
-            conn.execute(q.GRAPH_IMPORTS_DELETE, (repo_id, replaced))
-            conn.execute(q.GRAPH_EDGES_DELETE, (repo_id, replaced))
-            conn.execute(q.GRAPH_LINKS_DELETE, (repo_id, replaced))
+            conn.execute(q.GRAPH_IMPORTS_CLEAR, (tree.id,))
+            conn.execute(q.GRAPH_EDGES_CLEAR, (tree.id,))
+            conn.execute(q.GRAPH_LINKS_CLEAR, (tree.id,))
+            if tree.base_id is not None:  # it now holds every row itself
+                conn.execute(q.GRAPH_LAYER_CLEAR, (tree.id,))
+                conn.execute(q.GRAPH_UNLAYER, (tree.id,))
+        elif replaced and not layered:
+            _drop(conn, tree.id, replaced)
+        elif deleted:  # a layered tree hides its base's rows of the files it lost
+            gone = sorted(deleted)
+            _drop(conn, tree.id, gone)
+            conn.execute(q.GRAPH_LAYER_ADD, (tree.id, gone))
         for batch in _batches(ordered, BATCH):
             refs: dict[str, list[Fact]] = {p: [] for p in batch}
             for path, ord_, kind, name, qualifier, alias, line, scope in \
@@ -236,20 +278,72 @@ def _build(conn: psycopg.Connection, repo_id: int, index: ModuleIndex, loader: _
             for path in batch:
                 imports += scopes.scope(path).imports
                 edges += resolver.edges(path, refs[path])
+            lap = summary.lap("resolve", lap)
+            if layered:
+                imports, edges, differ = _differing(conn, tree.id, batch, imports, edges)
+                summary.kept += len(batch) - len(differ)
+                rewritten.update(differ)
             links = file_links(imports, edges)
             lap = summary.lap("resolve", lap)
-            _write(conn, repo_id, imports, edges, links)
+            _write(conn, tree, imports, edges, links)
             lap = summary.lap("write", lap)
             summary.imports += len(imports)
             summary.edges += len(edges)
             if not full:
                 new_links.update(links)
     lap = summary.lap("write", lap)
+    if layered:  # the files left as they were kept their links
+        old_links = {link for link in old_links if link[0] in rewritten}
+        _flatten_if_large(conn, tree, len(index.files))
     if full or old_links != new_links or deleted or new_files:
-        update_ranks(conn, repo_id)
+        update_ranks(conn, tree.id)
     if full:
         conn.execute(q.GRAPH_ANALYZE)
     summary.lap("rank", lap)
+
+
+def _drop(conn: psycopg.Connection, tree_id: int, paths: list[str]) -> None:
+    conn.execute(q.GRAPH_IMPORTS_DELETE, (tree_id, paths))
+    conn.execute(q.GRAPH_EDGES_DELETE, (tree_id, paths))
+    conn.execute(q.GRAPH_LINKS_DELETE, (tree_id, paths))
+
+
+def _differing(conn: psycopg.Connection, tree_id: int, batch: list[str],
+               imports: list[ImportRow], edges: list[EdgeRow]
+               ) -> tuple[list[ImportRow], list[EdgeRow], list[str]]:
+    """A layered build keeps, of what it resolved for ``batch``, only the files whose rows
+    differ from the rows the tree reads now (its own, or its base's); those become its own
+    (replacing any it had) and the rest is left as it is. Returns the rows to write and the
+    files they are of."""
+    def grouped(rows: Iterable[tuple[Any, ...]]) -> dict[str, set[tuple[Any, ...]]]:
+        out: dict[str, set[tuple[Any, ...]]] = {}
+        for row in rows:
+            out.setdefault(row[0], set()).add(tuple(row))
+        return out
+
+    new_imports, new_edges = grouped(imports), grouped(edges)
+    old_imports = grouped(conn.execute(q.GRAPH_IMPORT_ROWS, (tree_id, batch)).fetchall())
+    old_edges = grouped(conn.execute(q.GRAPH_EDGE_ROWS, (tree_id, batch)).fetchall())
+    differ = [p for p in batch if new_imports.get(p, set()) != old_imports.get(p, set())
+              or new_edges.get(p, set()) != old_edges.get(p, set())]
+    if differ:
+        _drop(conn, tree_id, differ)
+        conn.execute(q.GRAPH_LAYER_ADD, (tree_id, differ))
+    keep = set(differ)
+    return [r for r in imports if r[0] in keep], [r for r in edges if r[0] in keep], differ
+
+
+def _flatten_if_large(conn: psycopg.Connection, tree: _Tree, n_files: int) -> None:
+    """A layered tree that holds more than FULL_SHARE of its files' rows itself copies the
+    rest and stops depending on its base (reads stay one index probe per tree)."""
+    row = conn.execute(q.GRAPH_LAYER_SIZE, (tree.id,)).fetchone()
+    if row is None or int(row[0]) <= FULL_SHARE * max(n_files, 1):
+        return
+    with conn.transaction():
+        conn.execute(q.GRAPH_FLATTEN, {"tree": tree.id})
+        conn.execute(q.GRAPH_LAYER_CLEAR, (tree.id,))
+        conn.execute(q.GRAPH_UNLAYER, (tree.id,))
+    log.info("tree %s: graph flattened (%s of %s files were its own)", tree.id, row[0], n_files)
 
 
 def file_links(imports: list[ImportRow],
@@ -269,40 +363,43 @@ def file_links(imports: list[ImportRow],
                    references.get((src, dst), 0)) for src, dst in pairs)
 
 
-def _write(conn: psycopg.Connection, repo_id: int, imports: list[ImportRow],
+def _write(conn: psycopg.Connection, tree: _Tree, imports: list[ImportRow],
            edges: list[EdgeRow], links: list[tuple[str, str, int, int]]) -> None:
+    key = (tree.repo_id, tree.id)
     with conn.cursor() as cur:
         if imports:
             with cur.copy(q.GRAPH_IMPORTS_COPY) as copy:
                 copy.set_types(q.GRAPH_IMPORTS_TYPES)
                 for src, ord_, spec, line, dst in imports:
-                    copy.write_row((repo_id, src, ord_, spec, line, dst))
+                    copy.write_row((*key, src, ord_, spec, line, dst))
         if edges:
             with cur.copy(q.GRAPH_EDGES_COPY) as copy:
                 copy.set_types(q.GRAPH_EDGES_TYPES)
                 for edge in edges:
-                    copy.write_row((repo_id, *edge))
+                    copy.write_row((*key, *edge))
         if links:
             with cur.copy(q.GRAPH_LINKS_COPY) as copy:
                 copy.set_types(q.GRAPH_LINKS_TYPES)
                 for link in links:
-                    copy.write_row((repo_id, *link))
+                    copy.write_row((*key, *link))
 
 
-def update_ranks(conn: psycopg.Connection, repo_id: int) -> None:
+def update_ranks(conn: psycopg.Connection, tree_id: int) -> None:
     """Recompute every file's PageRank and prior (a few hundred ms on a large repo)."""
-    nodes = [path for path, language in conn.execute(q.GRAPH_PATHS, (repo_id,))
+    tree = _tree(conn, tree_id)
+    nodes = [path for path, language in conn.execute(q.GRAPH_PATHS, (tree_id,))
              if language in PATTERNS]
     links = []
     importers: dict[str, int] = {}
-    for src, dst, n_imports, n_refs in conn.execute(q.GRAPH_LINKS, (repo_id,)):
+    for src, dst, n_imports, n_refs in conn.execute(q.GRAPH_LINKS, (tree_id,)):
         links.append((src, dst, centrality.link_weight(int(n_imports) + int(n_refs))))
         if n_imports:
             importers[dst] = importers.get(dst, 0) + 1
     ranks = centrality.pagerank(nodes, links)
     priors = centrality.priors(ranks)
     with conn.transaction():
-        conn.execute(q.GRAPH_RANK_CLEAR, (repo_id,))
+        conn.execute(q.GRAPH_RANK_CLEAR, (tree_id,))
         with conn.cursor().copy(q.GRAPH_RANK_COPY) as copy:
             for path, value in ranks.items():
-                copy.write_row((repo_id, path, value, priors[path], importers.get(path, 0)))
+                copy.write_row((tree.repo_id, tree_id, path, value, priors[path],
+                                importers.get(path, 0)))

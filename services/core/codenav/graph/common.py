@@ -49,7 +49,7 @@ def locate(conn: psycopg.Connection, scope: Scope, symbol: str, path: str | None
 
 def coverage(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
     """What no graph answer about this repository can see (cached briefly per index run)."""
-    key = (scope.id, scope.repo.indexed_at)
+    key = (scope.at.id, scope.at.indexed_at)
     now = time.monotonic()
     cached = _coverage_cache.get(key)
     if cached is not None and now - cached[0] < _COVERAGE_TTL_S:

@@ -30,10 +30,10 @@ INLINE_LIMIT = 200
 """Fewer pending contents than this are filled in the calling process."""
 
 
-def fill_pending(settings: Settings, conn: psycopg.Connection, repo_id: int) -> int:
-    """Extract and store the facts of the repository's contents that lack them; returns how
+def fill_pending(settings: Settings, conn: psycopg.Connection, tree_id: int) -> int:
+    """Extract and store the facts of the tree's contents that lack them; returns how
     many this call filled (0 when none was pending: one index-only query)."""
-    ids = [int(r[0]) for r in conn.execute(q.FACTS_PENDING_IDS, (repo_id,)).fetchall()]
+    ids = [int(r[0]) for r in conn.execute(q.FACTS_PENDING_IDS, (tree_id,)).fetchall()]
     if not ids:
         return 0
     started = time.monotonic()
@@ -45,7 +45,7 @@ def fill_pending(settings: Settings, conn: psycopg.Connection, repo_id: int) -> 
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(processes, initializer=_pool_init, initargs=(settings,)) as pool:
             filled = sum(pool.imap_unordered(_pool_fill, batches))
-    log.info("repo %s: graph facts of %d deferred contents in %.1fs", repo_id, filled,
+    log.info("tree %s: graph facts of %d deferred contents in %.1fs", tree_id, filled,
              time.monotonic() - started)
     return filled
 

@@ -108,18 +108,21 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
         refused = refusal(settings, repo)
         if refused:
             log.warning("repo %s (%s): not indexed: %s", repo_id, repo.root, refused)
-            conn.execute(q.RUN_REFUSED, (repo_id, "full" if paths is None else "paths",
+            conn.execute(q.RUN_REFUSED, (repo_id, "", "full" if paths is None else "paths",
                                          job_id, refused[:500]))
             return RunSummary(run_id=0, refused=refused)
         root = Path(roots.resolve(repo.root))  # walk what was checked, not a link to it
         conn.execute(q.REPO_LOCK, (repo_id,))
         conn.execute(q.WRITERS_SHARED_LOCK)
         conn.execute(q.RUN_ABANDON, (repo_id,))
-        run_id = conn.execute(q.RUN_START, (repo_id, "full" if paths is None else "paths",
+        tree_id = worktree(conn, repo_id)
+        run_id = conn.execute(q.RUN_START, (repo_id, tree_id, "",
+                                            "full" if paths is None else "paths",
                                             job_id)).fetchone()[0]  # type: ignore[index]
         summary = RunSummary(run_id=run_id)
         try:
-            _reconcile(settings, conn, repo_id, root, paths, summary, defer_graph, stop)
+            _reconcile(settings, conn, repo_id, tree_id, root, paths, summary, defer_graph,
+                       stop)
         except Interrupted as exc:
             _record_end(settings, conn, ("stopped", "stopped", f"{exc.message}; it runs again",
                                          summary.files_total, 0, summary.files_parsed,
@@ -151,6 +154,14 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
         return summary
     finally:
         conn.close()
+
+
+def worktree(conn: psycopg.Connection, repo_id: int) -> int:
+    """The id of the repository's working tree (created at its first index)."""
+    conn.execute(q.TREE_WORKTREE_ENSURE, (repo_id,))
+    row = conn.execute(q.TREE_WORKTREE, (repo_id,)).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def refusal(settings: Settings, repo: repos.Repo) -> str:
@@ -239,13 +250,13 @@ class _SubRules(IgnoreRules):
         return self._outer.check(f"{self._prefix}/{rel_path}", is_dir)
 
 
-def _load_known(conn: psycopg.Connection, repo_id: int,
+def _load_known(conn: psycopg.Connection, tree_id: int,
                 paths: list[str] | None) -> dict[str, _Known]:
     if paths is None:
-        rows = conn.execute(q.FILES_STATE, (repo_id,)).fetchall()
+        rows = conn.execute(q.FILES_STATE, (tree_id,)).fetchall()
     else:
         clean = [p.strip("/") for p in paths if p.strip("/")]
-        rows = conn.execute(q.FILES_STATE_PATHS, (repo_id, clean,
+        rows = conn.execute(q.FILES_STATE_PATHS, (tree_id, clean,
                                                   [_like_prefix(p) for p in clean])).fetchall()
     return {r[0]: _Known(r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
@@ -255,9 +266,9 @@ def _like_prefix(path: str) -> str:
     return escaped + "/%"
 
 
-def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root: Path,
-               paths: list[str] | None, summary: RunSummary, defer_graph: bool = False,
-               stop: threading.Event | None = None) -> None:
+def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, tree_id: int,
+               root: Path, paths: list[str] | None, summary: RunSummary,
+               defer_graph: bool = False, stop: threading.Event | None = None) -> None:
     if not root.is_dir():
         raise NotFound(f"repository root {root} is not a directory on this machine",
                        hint="mount the repository at the same path for the worker")
@@ -267,7 +278,7 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root:
                           hint="the job is retried; remove a stale .git/index.lock if git died")
     progress = _progress_writer(conn, summary.run_id)
     rules = IgnoreRules.for_root(root)
-    known = _load_known(conn, repo_id, paths)
+    known = _load_known(conn, tree_id, paths)
     gitignored = 0
     if paths is None:
         result = walk(root, settings.max_file_bytes, rules)
@@ -305,25 +316,26 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, root:
         if initial and (len(pending) >= 500 or (stopping and pending)):
             # A first index publishes progressively (and what it has when it stops); its
             # skips wait for the final transaction, which replaces the repository's list.
-            _apply(conn, repo_id, [r for r in pending if not r.skip], [], [], None, summary,
-                   known, final=False)
+            _apply(conn, (repo_id, tree_id), [r for r in pending if not r.skip], [], [], None,
+                   summary, known, final=False)
             skipped_early += [r for r in pending if r.skip]
             pending = []
         progress("parse", len(entries), done, summary.files_parsed, 0)
         if stopping:
             raise Interrupted(f"stopped after {done} of {len(entries)} files")
     progress("commit", len(entries), done, summary.files_parsed, len(gone), force=True)
-    _apply(conn, repo_id, skipped_early + pending, sorted(gone), skips, paths, summary, known)
+    _apply(conn, (repo_id, tree_id), skipped_early + pending, sorted(gone), skips, paths,
+           summary, known)
     if defer_graph and initial:
-        graph.mark_stale(conn, repo_id)
+        graph.mark_stale(conn, tree_id)
         summary.graph_deferred = True
     else:  # re-resolve the changed files and every file that depends on them
         progress("graph", len(entries), done, summary.files_parsed, len(gone), force=True)
-        facts.fill_pending(settings, conn, repo_id)
-        graph.update(conn, repo_id, summary.changed_paths, summary.deleted_paths)
+        facts.fill_pending(settings, conn, tree_id)
+        graph.update(conn, tree_id, summary.changed_paths, summary.deleted_paths)
     commit = head_commit(root)
     summary.commit = commit
-    conn.execute(q.REPO_MARK_INDEXED, (commit, gitignored, repo_id))
+    conn.execute(q.TREE_MARK_INDEXED, (commit, gitignored, tree_id))
 
 
 def _ingest(settings: Settings, root: Path, todo: list[FileEntry],
@@ -345,10 +357,12 @@ def _ingest(settings: Settings, root: Path, todo: list[FileEntry],
         yield from pool.imap_unordered(pool_process, tasks)
 
 
-def _apply(conn: psycopg.Connection, repo_id: int, results: list[FileResult],
+def _apply(conn: psycopg.Connection, target: tuple[int, int], results: list[FileResult],
            gone: list[str], skips: list[Skip], paths: list[str] | None,
            summary: RunSummary, known: dict[str, _Known], final: bool = True) -> None:
-    """Point files at their contents, drop vanished files, record skips: one transaction."""
+    """Point files at their contents, drop vanished files, record skips: one transaction.
+    ``target``: the repository and its working tree."""
+    repo_id, tree_id = target
     indexed = [r for r in results if not r.skip]
     skipped_now = [r for r in results if r.skip]
     touch_only = [r for r in indexed if (k := known.get(r.path)) is not None and
@@ -363,24 +377,30 @@ def _apply(conn: psycopg.Connection, repo_id: int, results: list[FileResult],
                 for r in upserts:
                     copy.write_row((r.path, r.content_id, r.sha, r.language, r.size,
                                     r.mtime_ns, path_tsvector(r.path)))
-            conn.execute(q.FILES_UPSERT, (repo_id,))
-            if known:  # a changed file's chunks get new embedding texts
-                conn.execute(q.CHUNK_TEXTS_FORGET, (repo_id, [r.path for r in upserts]))
+            conn.execute(q.FILES_UPSERT, (repo_id, tree_id))
         for r in touch_only:
-            conn.execute(q.FILES_TOUCH, (r.mtime_ns, repo_id, r.path))
+            conn.execute(q.FILES_TOUCH, (r.mtime_ns, tree_id, r.path))
         if removed:
-            conn.execute(q.FILES_DELETE, (repo_id, removed))
+            conn.execute(q.FILES_DELETE, (tree_id, removed))
+        if upserts or removed:
+            conn.execute(q.TREE_FILES_CHANGED, (tree_id,))
+            # the texts of a file's old version go, unless another tree holds it too
+            old = [(r.path, k.content_id) for r in upserts
+                   if (k := known.get(r.path)) is not None and k.content_id != r.content_id]
+            old += [(p, known[p].content_id) for p in removed if p in known]
+            if old:
+                conn.execute(q.CHUNK_TEXTS_RELEASE, ([p for p, _ in old], [c for _, c in old]))
         if final and paths is None:
-            conn.execute(q.SKIPPED_CLEAR, (repo_id,))
+            conn.execute(q.SKIPPED_CLEAR, (tree_id,))
         else:
             touched = [r.path for r in results] + list(gone)
             if touched:
-                conn.execute(q.SKIPPED_DELETE, (repo_id, touched))
+                conn.execute(q.SKIPPED_DELETE, (tree_id, touched))
         all_skips = [(s.path, s.reason, s.detail, s.size, 0) for s in skips]
         all_skips += [(r.path, r.skip, r.detail, r.size, r.mtime_ns) for r in skipped_now]
         if all_skips:
             with conn.cursor() as cur:
-                cur.executemany(q.SKIPPED_UPSERT, [(repo_id, *s) for s in all_skips])
+                cur.executemany(q.SKIPPED_UPSERT, [(repo_id, tree_id, *s) for s in all_skips])
     summary.files_deleted += len(removed)
     summary.files_skipped += len(all_skips)
     summary.changed_paths += [r.path for r in upserts]

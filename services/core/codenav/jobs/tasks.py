@@ -27,7 +27,7 @@ from codenav.embed.vectors import embed_backlog
 from codenav.errors import Interrupted, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
-from codenav.index.reconcile import reconcile
+from codenav.index.reconcile import reconcile, worktree
 from codenav.jobs import enqueue
 
 log = logging.getLogger("codenav.worker")
@@ -129,7 +129,7 @@ def reconcile_repo(repo_id: int) -> dict[str, Any]:
 
 @resumable("graph")
 def build_graph(repo_id: int) -> dict[str, Any]:
-    """Build a repository's code graph in full (after its first index), holding the
+    """Build the graph of a repository's working tree in full (after its first index), holding the
     repository lock like an index run: a reconcile of saved files waits for it, then
     updates the graph incrementally. Nothing to do when a run already rebuilt it."""
     s = settings()
@@ -143,8 +143,9 @@ def build_graph(repo_id: int) -> dict[str, Any]:
         with connect(s, application_name="codenav-graph") as db:
             db.execute(q.REPO_LOCK, (repo_id,))
             try:
-                facts.fill_pending(s, db, repo_id)  # what the first index left for this job
-                done = graph.update(db, repo_id, [], [])  # builds in full when marked stale
+                tree_id = worktree(db, repo_id)
+                facts.fill_pending(s, db, tree_id)  # what the first index left for this job
+                done = graph.update(db, tree_id, [], [])  # builds in full when marked stale
             finally:  # an interrupted query can leave the session unusable: closing unlocks
                 with contextlib.suppress(psycopg.Error):
                     db.execute(q.REPO_UNLOCK, (repo_id,))

@@ -135,7 +135,7 @@ class QueryEmbedder:
 
     def _repo_coverage(self, conn: psycopg.Connection, model: vectors.Model,
                        scope: Scope) -> dict[str, Any]:
-        key = (model.id, scope.id)
+        key = (model.id, scope.at.id)
         now = time.monotonic()
         hit = self._coverage.get(key)
         if hit is not None and now - hit[0] < COVERAGE_TTL_S:

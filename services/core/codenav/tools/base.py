@@ -29,17 +29,21 @@ if TYPE_CHECKING:
     from codenav.usage import UsageBuffer
 
 Mode = Literal["hybrid", "lexical", "semantic"]
+COMMON = ("repo", "ref")
+"""The arguments every tool takes (``Args``), listed last."""
 """How search and find_files rank: fused, lexical only, or vectors only."""
 
 
 class Args(StrictModel):
-    """The arguments every tool takes, declared once: which repository the call is about.
-    (Arguments every tool will take later, a ref or an overlay, belong here too, and are
-    resolved into the ``Call``'s scope before a handler runs.)"""
+    """The arguments every tool takes, declared once: which repository the call is about,
+    and at which ref; both are resolved into the ``Call``'s scope before a handler runs."""
 
     repo: str | None = Field(default=None, max_length=201,
                              description="repository name (default: the only one); "
                              "team/name when teams share a name")
+    ref: str | None = Field(default=None, max_length=255,
+                            description="branch, tag or commit (default: the repository's "
+                            "default branch, or its working tree)")
 
 
 class Host(Protocol):
@@ -124,7 +128,7 @@ class Tool:
     def signature(self) -> str:
         """The arguments as the README writes them: ``query, limit=10, ..., repo=None``."""
         fields = self.args.model_fields
-        names = [n for n in fields if n != "repo"] + ["repo"]
+        names = [n for n in fields if n not in COMMON] + list(COMMON)
         parts = []
         for name in names:
             info = fields[name]

@@ -13,24 +13,31 @@ class StatusArgs(Args):
 
 
 def handle(call: Call, args: StatusArgs) -> dict[str, Any]:
-    """What is indexed: files, languages, skipped files with reasons, last run."""
+    """What is indexed: files, languages, skipped files with reasons, refs, last run."""
     from codenav import status, usage
 
     answer = status.report(call.conn, call.caller, args.repo or None, call.host.settings,
-                           call.host.redis, call.host.semantic.client)
+                           call.host.redis, call.host.semantic.client, args.ref or None)
     call.host.usage.flush(call.conn)  # the week's figures include this process's latest
     answer["usage"] = usage.week(call.conn, call.caller)
     return answer
 
 
 def render(data: dict[str, Any]) -> str:
-    """files, languages, skipped files with reasons, last run, queue depth"""
+    """files, languages, skipped files with reasons, refs, last run, queue depth"""
     out = []
     for r in data.get("repos", []):
         langs = ", ".join(f"{k} {v}" for k, v in list(r.get("languages", {}).items())[:8])
         skipped = r.get("skipped", {})
-        out.append(f"{r['name']} ({r['root']}): {r['index_status']}, {r['files']} files, "
-                   f"{r['chunks']} chunks; {langs}")
+        at = r.get("ref") or {}
+        where = f" at {at.get('name') or str(at.get('commit') or '')[:12]}" \
+            if at and not at.get("worktree") else ""
+        out.append(f"{r['name']} ({r['root'] or r.get('source', '')}){where}: "
+                   f"{r['index_status']}, {r['files']} files, {r['chunks']} chunks; {langs}")
+        for ref in r.get("refs", [])[:20]:
+            kept = f", keeps {len(ref['kept'])}" if ref.get("kept") else ""
+            out.append(f"  ref {ref['name']} @ {str(ref['commit'])[:12]}: {ref['files']} files"
+                       f"{kept}")
         if skipped.get("total"):
             reasons = ", ".join(f"{k} {v}" for k, v in skipped.get("by_reason", {}).items())
             out.append(f"  skipped {skipped['total']}: {reasons}")

@@ -49,7 +49,17 @@ def usage_line(row: dict[str, Any]) -> str:
             f"{row.get('empty', 0)} empty, {row.get('avg_ms', 0)} ms avg")
 
 
+def at_ref(data: dict[str, Any]) -> str:
+    """Which ref a commit answer is for (nothing for the working tree, the usual case)."""
+    ref = data.get("ref")
+    if not isinstance(ref, dict) or ref.get("worktree"):
+        return ""
+    commit = str(ref.get("commit") or "")[:12]
+    return f"[ref {ref.get('name') or commit}" + (f" @ {commit}]" if ref.get("name") else "]")
+
+
 def frame(text: str, data: dict[str, Any]) -> str:
     """A tool's own text, then what every answer may add."""
-    parts = [p for p in (text.rstrip(), unseen(data), empty(data), saving(data)) if p]
+    parts = [p for p in (at_ref(data), text.rstrip(), unseen(data), empty(data),
+                         saving(data)) if p]
     return "\n".join(parts) or "(no content)"
