@@ -53,7 +53,7 @@ def test_deleting_a_repository_collects_what_nothing_else_references(
                "JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path "
                "WHERE f.repo_id = %s")
     shared_hashes = {r[0] for r in conn.execute(
-        f"{of_repo} INTERSECT {of_repo}", (one.id, two.id))}  # noqa: S608
+        f"{of_repo} INTERSECT {of_repo}", (one.id, two.id))}
     assert shared_hashes  # lib/shared.py: same path and content, so the same texts
     only_one = conn.execute(
         "SELECT array_agg(DISTINCT f.content_id) FROM files f WHERE f.repo_id = %s AND "

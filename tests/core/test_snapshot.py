@@ -400,8 +400,11 @@ def _git(root: Path, *args: str) -> None:
                         "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
 
 
-def test_export_takes_the_indexed_commit_or_branch_as_ref_and_refuses_any_other(
+def test_export_with_a_ref_writes_that_refs_tree_and_refuses_one_not_indexed(
         second: Settings, tmp_path: Path) -> None:
+    from codenav import refs
+    from codenav.errors import NotFound
+
     settings = second
     conn = psycopg.connect(second.database_url, autocommit=True)
     root = tmp_path / "gitrepo"
@@ -412,17 +415,22 @@ def test_export_takes_the_indexed_commit_or_branch_as_ref_and_refuses_any_other(
     _git(root, "commit", "-q", "-m", "one")
     repo = repos.register(conn, str(root), "gitrepo")
     reconcile.reconcile(settings, repo.id)
-    commit = conn.execute("SELECT indexed_commit FROM repos WHERE id = %s",
-                          (repo.id,)).fetchone()[0]  # type: ignore[index]
+    refs.sync(settings, repo.id, {"trunk": ""})
+    commit = conn.execute("SELECT commit FROM repo_refs WHERE name = 'trunk'").fetchone()[0]  # type: ignore[index]
     assert commit and len(commit) == 40
     for ref in (commit, commit[:8], "trunk"):
         _export(conn, tmp_path / "ok.snap", ["gitrepo"], ref)
         (spec,) = snapshot.read_manifest(tmp_path / "ok.snap").repos
-        assert (spec.indexed_commit, spec.branch) == (commit, "trunk")
+        assert [(t["kind"], t["commit"], t["refs"]) for t in spec.trees] == \
+            [("commit", commit, ["trunk"])]
+    _export(conn, tmp_path / "all.snap", ["gitrepo"])
+    (spec,) = snapshot.read_manifest(tmp_path / "all.snap").repos
+    assert sorted(t["kind"] for t in spec.trees) == ["commit", "worktree"]
+    assert spec.indexed_commit == commit  # the working tree's HEAD
     for ref in ("main", "0" * 40, commit[:4]):
-        with pytest.raises(InvalidRequest) as refused:
+        with pytest.raises((InvalidRequest, NotFound)) as refused:
             _export(conn, tmp_path / "no.snap", ["gitrepo"], ref)
-        assert commit[:12] in refused.value.message and "trunk" in refused.value.message
+        assert "trunk" in refused.value.hint
     assert not (tmp_path / "no.snap").exists()
     conn.close()
 

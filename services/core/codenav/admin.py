@@ -179,6 +179,50 @@ def delete(conn: psycopg.Connection, caller: Caller, scope: Scope) -> dict[str, 
     return {"deleted": scope.name, "team": scope.repo.team, "collected": collected}
 
 
+# --- refs --------------------------------------------------------------------------------
+def parse_asked(refs_asked: list[str]) -> dict[str, str]:
+    """``NAME`` (the ref's own commit) or ``NAME=REV`` (any revision git resolves, kept
+    under NAME) -> {name: rev}."""
+    from codenav.refs import check_name
+
+    out: dict[str, str] = {}
+    for item in refs_asked:
+        name, _eq, rev = item.partition("=")
+        rev = rev.strip()
+        if rev.startswith("-") or "\0" in rev or len(rev) > 255:
+            raise InvalidRequest(f"invalid revision {rev!r}")
+        out[check_name(name)] = rev
+    return out
+
+
+def set_follow(conn: psycopg.Connection, caller: Caller, scope: Scope,
+               follow: list[str] | None, keep: int | None) -> None:
+    """Which refs the repository follows from its git (patterns), and how many earlier
+    commits of each it keeps queryable."""
+    from codenav.refs import check_pattern
+
+    authorize(caller, "ref.index")
+    patterns = [check_pattern(p) for p in follow] if follow is not None \
+        else list(scope.repo.follow)
+    kept = keep if keep is not None else scope.repo.keep
+    if kept < 0 or kept > 1000:
+        raise InvalidRequest("keep must be between 0 and 1000")
+    conn.execute(q.REPO_SET_FOLLOW, scope.params(follow=patterns, keep=kept))
+    record(conn, caller, "ref.follow", scope.name, repos.team_id(conn, scope.repo.team),
+           {"follow": patterns, "keep": kept})
+
+
+def drop_ref(conn: psycopg.Connection, caller: Caller, scope: Scope, name: str
+             ) -> dict[str, Any]:
+    from codenav import refs
+
+    authorize(caller, "ref.delete")
+    answer = refs.delete(conn, scope, name)
+    record(conn, caller, "ref.delete", f"{scope.name}@{answer['dropped']}",
+           repos.team_id(conn, scope.repo.team), answer["collected"])
+    return answer
+
+
 # --- snapshots ---------------------------------------------------------------------------
 def snapshot_export(conn: psycopg.Connection, caller: Caller, out_path: Path,
                     names: list[str] | None = None, ref: str | None = None) -> dict[str, Any]:

@@ -19,6 +19,8 @@ REQUIRED: dict[str, str] = {
     "stats": "read",
     "metrics": "admin",
     "repo.register": "write",
+    "ref.index": "write",
+    "ref.delete": "write",
     "repo.delete": "admin",
     "token.create": "admin",
     "token.list": "admin",

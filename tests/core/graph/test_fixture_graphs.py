@@ -76,9 +76,9 @@ def test_a_first_index_that_defers_graph_facts_ends_with_the_expected_graph(
     pending = conn.execute("SELECT count(*) FROM contents WHERE facts_pending").fetchone()
     refs = conn.execute("SELECT count(*) FROM refs").fetchone()
     assert pending is not None and pending[0] > 0 and refs == (0,)
-    assert facts.fill_pending(settings, conn, repo.id) == pending[0]
-    assert facts.fill_pending(settings, conn, repo.id) == 0  # claimed once
-    build.update(conn, repo.id, [], [])
+    assert facts.fill_pending(settings, conn, repo.default_tree) == pending[0]
+    assert facts.fill_pending(settings, conn, repo.default_tree) == 0  # claimed once
+    build.update(conn, repo.default_tree, [], [])
     expected = load(FIXTURES / family / "expected.json")
     actual = snapshot(conn, repo.id)
     assert differences(expected, actual) == {}, json.dumps(differences(expected, actual),

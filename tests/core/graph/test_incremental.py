@@ -28,7 +28,7 @@ def _calls(conn: psycopg.Connection, repo: repos.Repo, src: str) -> set[tuple[in
 
 def _same_as_full_rebuild(conn: psycopg.Connection, repo: repos.Repo) -> None:
     incremental = snapshot(conn, repo.id)
-    build.update(conn, repo.id, [], [], full=True)
+    build.update(conn, repo.default_tree, [], [], full=True)
     assert snapshot(conn, repo.id) == incremental
 
 

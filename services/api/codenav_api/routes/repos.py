@@ -12,9 +12,9 @@ from codenav.access import Caller
 from codenav.db import queries as q
 from codenav.errors import NotFound
 from codenav.jobs import enqueue
-from codenav.status import run_info
+from codenav.status import ref_list, run_info
 from codenav_api.deps import allowed, services
-from codenav_api.models import RepoCreate, Text
+from codenav_api.models import RefsAsk, RepoCreate, Text
 from codenav_api.service import Services
 
 router = APIRouter(prefix="/v1", tags=["repos"])
@@ -48,13 +48,55 @@ def list_repos(svc: Services = Depends(services),
 def create_repo(body: RepoCreate, svc: Services = Depends(services),
                 caller: Caller = Depends(allowed("repo.register"))) -> dict[str, Any]:
     with svc.connection() as conn:
+        asked = admin.parse_asked(body.refs)
         repo = admin.register(conn, svc.settings, caller, body.root, body.name, body.index)
+        if body.follow is not None or body.keep is not None:
+            admin.set_follow(conn, caller, access.resolve(conn, caller, repo.name),
+                             body.follow, body.keep)
     out: dict[str, Any] = {"repo": _repo_dict(repo)}
     if body.index:
         out["job_id"] = enqueue.request_full(svc.redis, svc.settings, repo.id)
+        if asked or body.follow:
+            out["refs_job_id"] = enqueue.request_refs(svc.redis, svc.settings, repo.id, asked)
     else:
         out["note"] = "registered without indexing: nothing indexes it until a reindex asks"
     return out
+
+
+@router.get("/repos/{name}/refs", summary="The refs of a repository: commit, files, kept "
+            "commits")
+def list_refs(name: Annotated[Text, Path(max_length=201)], svc: Services = Depends(services),
+              caller: Caller = Depends(allowed("repo.list"))) -> dict[str, Any]:
+    with svc.connection() as conn:
+        scope = access.resolve(conn, caller, name)
+        return {"repo": scope.name, "default_ref": scope.repo.default_ref,
+                "follow": list(scope.repo.follow), "keep": scope.repo.keep,
+                "refs": ref_list(conn, scope)}
+
+
+@router.post("/repos/{name}/refs", summary="Index refs from the repository's git, and set "
+             "the refs it follows (write)")
+def ask_refs(name: Annotated[Text, Path(max_length=201)], body: RefsAsk,
+             svc: Services = Depends(services),
+             caller: Caller = Depends(allowed("ref.index"))) -> dict[str, Any]:
+    with svc.connection() as conn:
+        scope = access.resolve(conn, caller, name)
+        asked = admin.parse_asked(body.refs)
+        if body.follow is not None or body.keep is not None:
+            admin.set_follow(conn, caller, scope, body.follow, body.keep)
+        conn.execute(q.REPO_ENABLE_INDEX, scope.params())
+    job_id = enqueue.request_refs(svc.redis, svc.settings, scope.id, asked)
+    return {"repo": scope.name, "refs": sorted(asked), "job_id": job_id}
+
+
+@router.delete("/repos/{name}/refs/{ref:path}", summary="Drop a ref and collect what only it "
+               "used (write)")
+def drop_ref(name: Annotated[Text, Path(max_length=201)],
+             ref: Annotated[Text, Path(max_length=255)], svc: Services = Depends(services),
+             caller: Caller = Depends(allowed("ref.delete"))) -> dict[str, Any]:
+    with svc.connection() as conn:
+        scope = access.resolve(conn, caller, name)
+        return admin.drop_ref(conn, caller, scope, ref)
 
 
 @router.delete("/repos/{name}", summary="Delete a repository and its index (admin)")

@@ -113,12 +113,13 @@ TREE_READY = """
 UPDATE trees SET ready = true, indexed_at = now(), gitignored = %s WHERE id = %s"""
 TREE_SET_BASE = "UPDATE trees SET base_id = %s WHERE id = %s"
 # The tree a new commit tree is best derived from: the tree of the ref it moves, else the
-# repository's default, else its newest ready commit tree (full trees only: a layered one
-# lends its own base).
+# tree of the repository's main branch (the one most refs branch off), else its newest
+# ready commit tree.
 TREE_NEIGHBOUR = """
-SELECT coalesce(t.base_id, t.id) FROM trees t
+SELECT t.id FROM trees t
 WHERE t.repo_id = %(repo)s AND t.ready AND t.kind = 'commit' AND t.id <> %(tree)s
 ORDER BY t.id IN (SELECT tree_id FROM repo_refs WHERE repo_id = %(repo)s AND name = %(ref)s) DESC,
+         t.id IN (SELECT tree_id FROM repo_refs WHERE repo_id = %(repo)s AND name = %(main)s) DESC,
          t.id DESC
 LIMIT 1"""
 TREE_FILE_COUNT = "SELECT count(*) FROM files WHERE tree_id = %s"
@@ -137,13 +138,35 @@ SELECT g.repo_id, %(to)s, g.path, g.rank, g.prior, g.imported_by FROM graph_file
 JOIN files f ON f.tree_id = %(to)s AND f.path = g.path
 WHERE g.tree_id = %(from)s
 ON CONFLICT DO NOTHING"""
+TREE_CLEAR_FILES = "DELETE FROM files WHERE tree_id = %s"
+TREE_CLEAR_SKIPPED = "DELETE FROM skipped WHERE tree_id = %s"
+TREE_CLEAR_STATE = "DELETE FROM graph_state WHERE tree_id = %s"
+# A tree layered on the base of a layered tree starts with a copy of that tree's layer.
+TREE_COPY_LAYER = """
+WITH l AS (
+    INSERT INTO graph_layer (tree_id, path) SELECT %(to)s, path FROM graph_layer
+    WHERE tree_id = %(from)s),
+i AS (
+    INSERT INTO graph_imports (repo_id, tree_id, src_path, ord, spec, line, dst_path)
+    SELECT repo_id, %(to)s, src_path, ord, spec, line, dst_path FROM graph_imports
+    WHERE tree_id = %(from)s),
+e AS (
+    INSERT INTO graph_edges (repo_id, tree_id, src_path, ord, line, src_scope, kind, dst_path,
+                             dst_qual, verified, how)
+    SELECT repo_id, %(to)s, src_path, ord, line, src_scope, kind, dst_path, dst_qual, verified,
+           how FROM graph_edges WHERE tree_id = %(from)s)
+INSERT INTO graph_links (repo_id, tree_id, src_path, dst_path, imports, refs)
+SELECT repo_id, %(to)s, src_path, dst_path, imports, refs FROM graph_links
+WHERE tree_id = %(from)s"""
 # Paths whose content differs between two trees (or exist in one only).
 TREE_DIFF = """
 SELECT coalesce(a.path, b.path), a.content_id IS NOT NULL, b.content_id IS NOT NULL
 FROM (SELECT path, content_id FROM files WHERE tree_id = %(old)s) a
 FULL JOIN (SELECT path, content_id FROM files WHERE tree_id = %(new)s) b ON a.path = b.path
 WHERE a.content_id IS DISTINCT FROM b.content_id"""
-# Named refs: resolving one within what the caller sees, listing, moving, dropping.
+# Named refs: resolving one within what the caller sees, listing, moving, dropping. A
+# commit is reached by its id while a ref names it or keeps it in its history (a tree kept
+# only as the base another is layered on is not).
 REF_TREE = """
 SELECT t.id, t.kind, t.commit, t.indexed_at, rr.name
 FROM repo_refs rr JOIN trees t ON t.id = rr.tree_id
@@ -154,6 +177,8 @@ SELECT t.id, t.kind, t.commit, t.indexed_at,
 FROM trees t
 WHERE t.repo_id = %(repo)s AND t.repo_id = ANY(%(visible)s::int[]) AND t.kind = 'commit'
   AND t.ready AND t.commit LIKE %(prefix)s
+  AND (EXISTS (SELECT 1 FROM repo_refs rr WHERE rr.tree_id = t.id)
+       OR EXISTS (SELECT 1 FROM ref_history h WHERE h.tree_id = t.id))
 ORDER BY t.id DESC LIMIT 2"""
 REF_LIST = """
 SELECT rr.name, rr.commit, rr.moved_at, rr.moved_by, t.base_id IS NOT NULL,

@@ -163,6 +163,8 @@ def _update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted:
     started = time.monotonic()
     stale = not current and not is_current(conn, tree_id)
     if not (full or stale or changed or deleted):
+        if current:  # a tree layered on a current graph, with nothing of its own
+            conn.execute(q.GRAPH_STATE_PUT, (GRAPH_VERSION, False, 0, 0.0, tree_id))
         return None
     tree = _tree(conn, tree_id)
     index, content_ids = load_index(conn, tree_id)

@@ -106,7 +106,13 @@ class IgnoreRules:
         return rules
 
     def _load_dir(self, rel_dir: str, extra: list[str] | None = None) -> None:
-        lines = list(extra or [])
+        lines = list(extra or []) + self._ignore_lines(rel_dir)
+        if lines:
+            self._specs[rel_dir] = pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def _ignore_lines(self, rel_dir: str) -> list[str]:
+        """The lines of the ignore files of ``rel_dir`` (read from disk)."""
+        lines: list[str] = []
         base = self.root / rel_dir if rel_dir else self.root
         for name in IGNORE_FILES:
             path = base / name
@@ -115,8 +121,7 @@ class IgnoreRules:
                     lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 continue
-        if lines:
-            self._specs[rel_dir] = pathspec.GitIgnoreSpec.from_lines(lines)
+        return lines
 
     def enter_dir(self, rel_dir: str) -> None:
         """Load the ignore files of ``rel_dir`` (call before checking its entries)."""
@@ -166,3 +171,21 @@ class IgnoreRules:
             if self.gitignored("/".join(parts[:i]), True):
                 return "gitignored"
         return self.check(rel_path, is_dir)
+
+
+class TreeIgnoreRules(IgnoreRules):
+    """The same rules for a commit's tree (no disk): ignore files are read from the tree's
+    own ``.gitignore`` and ``.codenavignore`` blobs (``texts``: path -> content)."""
+
+    def __init__(self, texts: dict[str, str]) -> None:
+        super().__init__(root=Path("/nonexistent"))
+        self._texts = texts
+        self._load_dir("")
+
+    def _ignore_lines(self, rel_dir: str) -> list[str]:
+        lines: list[str] = []
+        for name in IGNORE_FILES:
+            text = self._texts.get(f"{rel_dir}/{name}" if rel_dir else name)
+            if text is not None:
+                lines += text.splitlines()
+        return lines

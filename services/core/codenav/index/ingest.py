@@ -24,6 +24,7 @@ from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.graph.extract import extract as graph_facts
 from codenav.index.blob import decode, git_blob_sha, looks_binary, looks_minified
+from codenav.index.gitread import BlobReader
 from codenav.index.redact import describe, redact
 from codenav.index.walk import FileEntry
 from codenav.lang import language_for
@@ -70,7 +71,13 @@ def read_entry(root: Path, entry: FileEntry, max_bytes: int) -> _Read | FileResu
     except OSError as exc:
         return FileResult(entry.path, entry.size, entry.mtime_ns, skip="unreadable",
                           detail=exc.strerror or str(exc))
-    size, mtime = st.st_size, st.st_mtime_ns
+    return checked(FileEntry(entry.path, st.st_size, st.st_mtime_ns), data, max_bytes)
+
+
+def checked(entry: FileEntry, data: bytes, max_bytes: int) -> _Read | FileResult:
+    """A file's bytes (at most ``max_bytes + 1`` of them) ready to store, or why not: too
+    large, binary or minified."""
+    size, mtime = entry.size, entry.mtime_ns
     if len(data) > max_bytes:
         return FileResult(entry.path, size, mtime, skip="too_large",
                           detail=f"{size} bytes > {max_bytes}")
@@ -79,8 +86,17 @@ def read_entry(root: Path, entry: FileEntry, max_bytes: int) -> _Read | FileResu
     if looks_minified(entry.path, data):
         return FileResult(entry.path, size, mtime, skip="minified",
                           detail="average line longer than 300 characters")
-    return _Read(FileEntry(entry.path, size, mtime), data, git_blob_sha(data),
+    return _Read(FileEntry(entry.path, size, mtime), data, entry.sha or git_blob_sha(data),
                  language_for(entry.path, data[:128]))
+
+
+def read_blob(reader: BlobReader, entry: FileEntry, max_bytes: int) -> _Read | FileResult:
+    """A file of a commit, read from git by its blob id (``entry.sha``)."""
+    data = reader.read(entry.sha, limit=max_bytes)
+    if data is None:
+        return FileResult(entry.path, entry.size, 0, skip="unreadable",
+                          detail=f"blob {entry.sha[:12]} is missing from the repository")
+    return checked(entry, data, max_bytes)
 
 
 class Ingester:
@@ -95,15 +111,34 @@ class Ingester:
         self.conn: psycopg.Connection = connect(settings, autocommit=True,
                                                 application_name="codenav-ingest")
         self.conn.execute(q.STAGE_CREATE)
+        self._blobs: BlobReader | None = None
 
     def close(self) -> None:
+        if self._blobs is not None:
+            self._blobs.close()
         self.conn.close()
 
     def process(self, root: Path, entries: list[FileEntry]) -> list[FileResult]:
+        """Read ``entries`` under ``root`` from disk, and store what is new."""
+        return self.store([read_entry(root, e, self.settings.max_file_bytes) for e in entries])
+
+    def process_blobs(self, gdir: Path, entries: list[FileEntry]) -> list[FileResult]:
+        """Read ``entries`` of a commit from the git directory ``gdir`` by their blob ids
+        (one ``git cat-file --batch`` per process, kept between batches), and store what
+        is new."""
+        if self._blobs is None or self._blobs.gdir != gdir:
+            if self._blobs is not None:
+                self._blobs.close()
+            self._blobs = BlobReader(gdir)
+        return self.store([read_blob(self._blobs, e, self.settings.max_file_bytes)
+                           for e in entries])
+
+    def store(self, items: list[_Read | FileResult]) -> list[FileResult]:
+        """Store the contents of ``items`` the index lacks (parsed once, whichever process
+        meets them first); skipped items pass through."""
         results: list[FileResult] = []
         reads: list[_Read] = []
-        for entry in entries:
-            item = read_entry(root, entry, self.settings.max_file_bytes)
+        for item in items:
             if isinstance(item, FileResult):
                 results.append(item)
             else:
@@ -228,3 +263,9 @@ def pool_process(args: tuple[str, list[FileEntry]]) -> list[FileResult]:
     assert _INGESTER is not None, "pool_init did not run"
     root, entries = args
     return _INGESTER.process(Path(root), entries)
+
+
+def pool_process_blobs(args: tuple[str, list[FileEntry]]) -> list[FileResult]:
+    assert _INGESTER is not None, "pool_init did not run"
+    gdir, entries = args
+    return _INGESTER.process_blobs(Path(gdir), entries)

@@ -29,6 +29,7 @@ from codenav.errors import Interrupted, NotFound, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
 from codenav.index.gitinfo import head_commit, wait_for_checkout
+from codenav.index.gitread import is_bare
 from codenav.index.ignore import IgnoreRules
 from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process
 from codenav.index.walk import FileEntry, Skip, walk
@@ -60,6 +61,9 @@ class RunSummary:
     refused: str = ""
     """Why nothing was done: indexing is off for the repository, its root is not allowed
     here, or it was deleted."""
+    refs_due: bool = False
+    """The repository has refs to bring up to date: it follows some, or it is a bare git
+    directory (no working tree: only its refs are indexed)."""
 
 
 @dataclass
@@ -112,6 +116,8 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
                                          job_id, refused[:500]))
             return RunSummary(run_id=0, refused=refused)
         root = Path(roots.resolve(repo.root))  # walk what was checked, not a link to it
+        if repo.source == "git" or is_bare(root):  # a mirror: refs only, no working tree
+            return RunSummary(run_id=0, refs_due=True)
         conn.execute(q.REPO_LOCK, (repo_id,))
         conn.execute(q.WRITERS_SHARED_LOCK)
         conn.execute(q.RUN_ABANDON, (repo_id,))
@@ -119,7 +125,7 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
         run_id = conn.execute(q.RUN_START, (repo_id, tree_id, "",
                                             "full" if paths is None else "paths",
                                             job_id)).fetchone()[0]  # type: ignore[index]
-        summary = RunSummary(run_id=run_id)
+        summary = RunSummary(run_id=run_id, refs_due=bool(repo.follow))
         try:
             _reconcile(settings, conn, repo_id, tree_id, root, paths, summary, defer_graph,
                        stop)

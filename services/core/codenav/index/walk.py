@@ -20,6 +20,8 @@ class FileEntry:
     path: str
     size: int
     mtime_ns: int
+    sha: str = ""
+    """The git blob id, when the file comes from a commit (read from git, not disk)."""
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ JOB_FULL = "codenav.jobs.tasks.reconcile_repo"
 JOB_PATHS = "codenav.jobs.tasks.reconcile_pending"
 JOB_EMBED = "codenav.jobs.tasks.embed_repo"
 JOB_GRAPH = "codenav.jobs.tasks.build_graph"
+JOB_REFS = "codenav.jobs.tasks.sync_refs"
 
 RETRY = Retry(max=3, interval=[5, 30, 120])
 log = logging.getLogger("codenav.queue")
@@ -140,6 +141,34 @@ def request_paths(conn: redis.Redis, settings: Settings, repo_id: int,
     return _enqueue_once(conn, settings, "paths", repo_id, JOB_PATHS)
 
 
+def request_refs(conn: redis.Redis, settings: Settings, repo_id: int,
+                 asked: dict[str, str] | None = None) -> str | None:
+    """Ask for the repository's followed refs to be brought up to date, and for the refs
+    ``asked`` (name -> revision, "" for the ref's own commit) to be indexed."""
+    if asked:
+        try:
+            conn.hset(keys.REFS.format(repo_id=repo_id), mapping=asked)  # type: ignore[arg-type]
+        except redis.RedisError as exc:
+            raise Unavailable(f"cannot reach the queue: {exc}") from None
+    return _enqueue_once(conn, settings, "refs", repo_id, JOB_REFS)
+
+
+def asked_refs(conn: redis.Redis, repo_id: int) -> dict[str, str]:
+    """The refs asked for and not indexed yet."""
+    raw = conn.hgetall(keys.REFS.format(repo_id=repo_id))
+    return {decode(k): decode(v) for k, v in raw.items()}
+
+
+def done_refs(conn: redis.Redis, repo_id: int, asked: dict[str, str]) -> None:
+    """Forget refs indexed, unless asked again for another revision meanwhile."""
+    key = keys.REFS.format(repo_id=repo_id)
+    current = conn.hmget(key, list(asked)) if asked else []
+    done = [n for (n, rev), now in zip(asked.items(), current, strict=True)
+            if now is not None and decode(now) == rev]
+    if done:
+        conn.hdel(key, *done)
+
+
 def request_graph(conn: redis.Redis, settings: Settings, repo_id: int) -> str | None:
     """Ask for a full build of the repository's code graph."""
     return _enqueue_once(conn, settings, "graph", repo_id, JOB_GRAPH)
@@ -232,7 +261,7 @@ def pending_since(conn: redis.Redis, repo_id: int) -> float | None:
 def waiting(conn: redis.Redis, repo_id: int) -> dict[str, str]:
     """Job ids waiting in the queue for this repo, by kind (``full``, ``paths``)."""
     out = {}
-    for kind in ("full", "paths", "graph", "embed"):
+    for kind in ("full", "paths", "graph", "refs", "embed"):
         value = conn.get(keys.QUEUED.format(kind=kind, repo_id=repo_id))
         if value is not None:
             out[kind] = decode(value)
@@ -246,10 +275,10 @@ def forget_repo(conn: redis.Redis, repo_id: int) -> None:
     """Drop a deleted repository's queue state: pending paths, waiting and running flags,
     the watcher's lease and report. (A job already queued finds no repository and ends.)"""
     gone = [keys.PENDING.format(repo_id=repo_id), keys.PENDING_SINCE.format(repo_id=repo_id),
-            keys.LEADER.format(repo_id=repo_id),
+            keys.LEADER.format(repo_id=repo_id), keys.REFS.format(repo_id=repo_id),
             keys.WATCHER.format(repo_id=repo_id)]
     gone += [keys.QUEUED.format(kind=k, repo_id=repo_id) for k in ("full", "paths", "graph",
-                                                                  "embed")]
+                                                                  "refs", "embed")]
     gone += [keys.RUNNING.format(kind=k, repo_id=repo_id) for k in ("graph",)]
     with contextlib.suppress(redis.RedisError):
         conn.delete(*gone)
@@ -279,7 +308,8 @@ def queue_for(conn: redis.Redis, settings: Settings, name: str) -> Queue:
 
 def request_again(conn: redis.Redis, settings: Settings, kind: str, repo_id: int) -> str | None:
     """A job that stopped before its end (a shutdown) asks to be run again."""
-    funcs = {"full": JOB_FULL, "paths": JOB_PATHS, "graph": JOB_GRAPH, "embed": JOB_EMBED}
+    funcs = {"full": JOB_FULL, "paths": JOB_PATHS, "graph": JOB_GRAPH, "embed": JOB_EMBED,
+             "refs": JOB_REFS}
     return _enqueue_once(conn, settings, kind, repo_id, funcs[kind])
 
 

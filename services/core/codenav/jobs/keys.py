@@ -8,6 +8,9 @@ PENDING = "codenav:pending:{repo_id}"
 """Hash: path -> what happened on disk, for paths not reconciled yet."""
 PENDING_SINCE = "codenav:pending-since:{repo_id}"
 """When the oldest change still pending was seen (unix time): the repository's index lag."""
+REFS = "codenav:refs:{repo_id}"
+"""Hash: ref name -> the revision asked for it ("" for the ref's own commit), for refs
+asked for and not indexed yet (``codenav index --ref``)."""
 QUEUED = "codenav:queued:{kind}:{repo_id}"
 """The job of this kind waiting for the repository (at most one)."""
 RUNNING = "codenav:running:{kind}:{repo_id}"
@@ -18,5 +21,5 @@ WATCHER = "codenav:watcher:{repo_id}"
 """What that watcher reports."""
 ALIVE = "codenav:watcher-alive:{me}"
 """A sidecar's own heartbeat."""
-JOB_ID = re.compile(r"^(full|paths|graph|embed)-(\d+)-[0-9a-f]+$")
+JOB_ID = re.compile(r"^(full|paths|graph|embed|refs)-(\d+)-[0-9a-f]+$")
 """Job ids: kind, repository, random part."""

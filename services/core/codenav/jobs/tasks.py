@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from codenav import repos
+from codenav import refs, repos
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
@@ -120,11 +120,15 @@ def reconcile_repo(repo_id: int) -> dict[str, Any]:
     enqueue.done_paths(conn, repo_id, covered)
     if summary.refused:  # not retried: nothing changes until the repository does
         return {"refused": summary.refused}
+    refs_job = enqueue.request_refs(conn, s, repo_id) if summary.refs_due else None
+    if not summary.run_id:  # a git directory: only its refs are indexed
+        return {"refs_job": refs_job}
     graph_job = enqueue.request_graph(conn, s, repo_id) if summary.graph_deferred else None
     enqueue.request_embed(conn, s, repo_id)
     return {"run_id": summary.run_id, "files": summary.files_total,
             "parsed": summary.files_parsed, "deleted": summary.files_deleted,
-            "seconds": round(summary.seconds, 3), "graph_job": graph_job}
+            "seconds": round(summary.seconds, 3), "graph_job": graph_job,
+            "refs_job": refs_job}
 
 
 @resumable("graph")
@@ -153,6 +157,21 @@ def build_graph(repo_id: int) -> dict[str, Any]:
         enqueue.mark_finished(rconn, "graph", repo_id)
     return {"files": done.files if done else 0,
             "seconds": round(done.seconds, 3) if done else 0.0}
+
+
+@resumable("refs")
+def sync_refs(repo_id: int) -> dict[str, Any]:
+    """Index the refs asked for and the followed refs that moved, from the repository's
+    git (no checkout), and move them; collect the trees nothing needs any more."""
+    s = settings()
+    conn = enqueue.connect_redis(s)
+    enqueue.claim_started(conn, "refs", repo_id)
+    asked = enqueue.asked_refs(conn, repo_id)
+    summary = refs.sync(s, repo_id, asked, job_id=_job_id(), stop=STOP)
+    enqueue.done_refs(conn, repo_id, asked)
+    if summary.moved:
+        enqueue.request_embed(conn, s, repo_id)
+    return summary.to_json()
 
 
 @resumable("paths")
