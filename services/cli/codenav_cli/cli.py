@@ -207,21 +207,98 @@ def cmd_index(args: argparse.Namespace, settings: Settings) -> int:
     root = Path(args.path).expanduser().resolve()
     if not root.is_dir():
         raise ConfigError(f"{args.path} is not a directory")
-    data = _api(settings, "POST", "/v1/repos", {"root": str(root), "name": args.name})
+    body: dict[str, Any] = {"root": str(root), "name": args.name, "refs": args.ref or []}
+    if args.follow is not None:
+        body["follow"] = args.follow
+    if args.keep is not None:
+        body["keep"] = args.keep
+    data = _api(settings, "POST", "/v1/repos", body)
     repo = data["repo"]
     job_id = data.get("job_id")
     if args.no_wait or not job_id:
-        print(f"queued indexing of {repo['name']} ({root}) as job {job_id}")
+        print(f"queued indexing of {repo['name']} ({root}) as job {job_id}" +
+              (f", refs as job {data['refs_job_id']}" if data.get("refs_job_id") else ""))
         return 0
     info = wait_for_job(settings, job_id, repo["name"], quiet=args.quiet)
     run = _check_done(info, "indexing")
-    wait_for_graph(settings, info, repo["name"], args.quiet)
-    print(f"indexed {repo['name']}: {run.get('files_total', 0)} files "
-          f"({run.get('files_parsed', 0)} parsed) in {run.get('seconds', '?')}s")
+    refs_job = data.get("refs_job_id") or (info.get("result") or {}).get("refs_job")
+    if run:
+        wait_for_graph(settings, info, repo["name"], args.quiet)
+        print(f"indexed {repo['name']}: {run.get('files_total', 0)} files "
+              f"({run.get('files_parsed', 0)} parsed) in {run.get('seconds', '?')}s")
+    if refs_job:
+        _print_refs(_check_refs(wait_for_job(settings, refs_job, repo["name"],
+                                             quiet=args.quiet), repo["name"]))
     if args.embeddings:
         progress = EmbeddingProgress(settings, repo["name"])
         while not progress.poll():
             time.sleep(0.5)
+    return 0
+
+
+def _check_refs(info: dict[str, Any], name: str) -> dict[str, Any]:
+    _check_done(info, f"indexing the refs of {name}")
+    result: dict[str, Any] = info.get("result") or {}
+    if result.get("refused"):
+        raise CodenavError(f"the refs of {name} were not indexed: {result['refused']}")
+    return result
+
+
+def _print_refs(result: dict[str, Any]) -> None:
+    for moved in result.get("moved", []):
+        was = f" (was {str(moved['previous'])[:12]})" if moved.get("previous") else ""
+        how = "already indexed" if moved.get("reused") else \
+            f"{moved.get('files', 0)} files, {moved.get('changed', 0)} changed, " \
+            f"{moved.get('parsed', 0)} parsed in {moved.get('seconds', '?')}s"
+        print(f"ref {moved['ref']} -> {str(moved['commit'])[:12]}{was}: {how}")
+    for name in result.get("dropped", []):
+        print(f"ref {name} dropped (gone from git)")
+    if not result.get("moved") and not result.get("dropped"):
+        print("refs up to date")
+
+
+def cmd_ref(args: argparse.Namespace, settings: Settings) -> int:
+    from urllib.parse import quote
+
+    name = args.repo or settings.repo
+    if not name:
+        repos_seen = _api(settings, "GET", "/v1/repos")["repos"]
+        if len(repos_seen) != 1:
+            raise ConfigError("say which repository: --repo NAME",
+                              hint="repositories: " + ", ".join(r["name"] for r in repos_seen))
+        name = repos_seen[0]["name"]
+    base = f"/v1/repos/{quote(name, safe='')}/refs"
+    if args.ref_cmd == "list":
+        data = _api(settings, "GET", base)
+        lines = [f"{r['name']}\t{str(r['commit'])[:12]}\t{r['files']} files\t"
+                 f"{_when(r.get('moved_at'))}" + (f"\tkeeps {len(r['kept'])}"
+                                                  if r.get("kept") else "")
+                 for r in data["refs"]]
+        if data.get("follow"):
+            lines.append(f"follows {', '.join(data['follow'])} (keeps {data['keep']})")
+        _emit(data, args.json, "\n".join(lines) or "no ref is indexed")
+    elif args.ref_cmd == "add":
+        body: dict[str, Any] = {"refs": args.names}
+        if args.follow is not None:
+            body["follow"] = args.follow
+        if args.keep is not None:
+            body["keep"] = args.keep
+        data = _api(settings, "POST", base, body)
+        if args.no_wait or not data.get("job_id"):
+            _emit(data, args.json, f"queued as job {data.get('job_id')}")
+            return 0
+        result = _check_refs(wait_for_job(settings, data["job_id"], name, quiet=args.json),
+                             name)
+        if args.json:
+            _emit(result, True, "")
+        else:
+            _print_refs(result)
+    else:
+        data = _api(settings, "DELETE", f"{base}/{quote(args.name, safe='/')}")
+        collected = data.get("collected", {})
+        _emit(data, args.json, f"dropped ref {data['dropped']}: collected "
+              f"{collected.get('trees', 0)} trees, {collected.get('contents', 0)} contents, "
+              f"{collected.get('vectors', 0)} vectors")
     return 0
 
 
@@ -702,7 +779,33 @@ def build_parser() -> argparse.ArgumentParser:
     idx.add_argument("--quiet", action="store_true", help="no progress bar")
     idx.add_argument("--embeddings", action="store_true",
                      help="also wait until every chunk is embedded (semantic search)")
+    idx.add_argument("--ref", action="append", metavar="NAME[=REV]",
+                     help="also index this branch, tag or commit from the repository's git "
+                     "(no checkout; repeatable)")
+    idx.add_argument("--follow", action="append", metavar="PATTERN",
+                     help="follow these refs as they move (main, 'release/*'; repeatable)")
+    idx.add_argument("--keep", type=int, metavar="N",
+                     help="keep the last N earlier commits of each followed ref queryable")
     idx.set_defaults(func=cmd_index)
+
+    rf = sub.add_parser("ref", help="refs of a repository: list, add (index from git), rm")
+    rfsub = rf.add_subparsers(dest="ref_cmd", metavar="ACTION", required=True)
+    rfl = rfsub.add_parser("list", help="the indexed refs, their commits and kept commits")
+    rfl.add_argument("--repo", help="repository name (default: the only one)")
+    rfl.add_argument("--json", action="store_true")
+    rfa = rfsub.add_parser("add", help="index refs from the repository's git (write)")
+    rfa.add_argument("names", nargs="*", metavar="NAME[=REV]")
+    rfa.add_argument("--repo", help="repository name (default: the only one)")
+    rfa.add_argument("--follow", action="append", metavar="PATTERN",
+                     help="the refs to follow from now on (replaces the list)")
+    rfa.add_argument("--keep", type=int, metavar="N")
+    rfa.add_argument("--no-wait", action="store_true")
+    rfa.add_argument("--json", action="store_true")
+    rfr = rfsub.add_parser("rm", help="drop a ref; what only it used is collected (write)")
+    rfr.add_argument("name")
+    rfr.add_argument("--repo", help="repository name (default: the only one)")
+    rfr.add_argument("--json", action="store_true")
+    rf.set_defaults(func=cmd_ref)
 
     for tool in TOOLS.values():
         add_tool_parser(sub, tool)

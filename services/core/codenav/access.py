@@ -77,13 +77,14 @@ class Repo:
     follow: tuple[str, ...] = ()
     keep: int = 0
     default_tree: int | None = None
+    team_id: int = 0
 
 
 def repo_row(row: Any) -> Repo:
     (id_, name, root, created, indexed_at, commit, team, enabled, source, default_ref,
-     follow, keep, tree) = row
+     follow, keep, tree, team_id) = row
     return Repo(id_, name, root, created, indexed_at, commit, team, enabled, source,
-                default_ref, tuple(follow or ()), int(keep or 0), tree)
+                default_ref, tuple(follow or ()), int(keep or 0), tree, int(team_id))
 
 
 @dataclass(frozen=True)

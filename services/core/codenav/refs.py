@@ -182,7 +182,7 @@ def _index_and_move(settings: Settings, conn: psycopg.Connection, repo: repos.Re
             conn.execute(q.RUN_PROGRESS, (phase, total, done, parsed, 0, run_id))
 
     try:
-        summary = commits.index_commit(settings, conn, repo.id, gdir, commit, name, stop,
+        summary = commits.index_commit(settings, conn, repo, gdir, commit, name, stop,
                                        progress, main)
         move(conn, repo.id, name, summary.tree_id, commit, repo.keep, "git")
     except BaseException as exc:

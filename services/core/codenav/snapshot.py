@@ -40,16 +40,13 @@ Format changelog (``FORMAT_VERSION``):
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import io
 import json
 import logging
 import os
 import tarfile
 import tempfile
 import time
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,6 +54,15 @@ from typing import Any
 
 import psycopg
 
+from codenav.archive import (
+    ArchiveError,
+    check_trailer,
+    open_archive,
+    read_member,
+    stage_section,
+    write_section,
+    write_tar,
+)
 from codenav.auth import ensure_team
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
@@ -69,12 +75,11 @@ FORMAT_VERSION = 2
 MANIFEST = "codenav-snapshot.json"
 TRAILER = "codenav-snapshot.sha256"
 SECTIONS = q.SNAPSHOT_SECTIONS
-READ_BYTES = 1 << 20
 MANIFEST_MAX = 16 << 20
 """A manifest larger than this is not one of ours (it lists repositories and sections)."""
 
 
-class SnapshotError(InvalidRequest):
+class SnapshotError(ArchiveError):
     """A file that is not a usable snapshot (foreign, truncated, corrupted, incompatible)."""
 
 
@@ -235,21 +240,13 @@ def export(conn: psycopg.Connection, repos: list[Any], out_path: Path,
             models = [{"id": int(m[0]), "name": m[1], "dim": int(m[2])}
                       for m in conn.execute(q.SNAPSHOT_MODELS, params).fetchall()]
             for section in SECTIONS:
-                sections.append(_export_section(conn, section, params, work))
+                sections.append(write_section(conn, section, q.SNAPSHOT_EXPORT[section], params,
+                                              work))
         manifest = Manifest(SCHEMA_VERSION, CHUNKER_VERSION, GRAPH_VERSION, specs, models,
                             sections, datetime.now(UTC).isoformat(timespec="seconds"))
         raw = manifest.to_bytes()
         partial = work / "snapshot.tar"
-        with tarfile.open(partial, "w", format=tarfile.PAX_FORMAT) as tar:
-            _add_bytes(tar, MANIFEST, raw)
-            for entry in sections:
-                tar.add(work / entry["member"], arcname=entry["member"], recursive=False)
-            _add_bytes(tar, TRAILER, hashlib.sha256(raw).hexdigest().encode("ascii") + b"\n")
-            end = tar.offset + 2 * tarfile.BLOCKSIZE
-        # The archive ends with its end-of-archive blocks: no record padding after them, so
-        # a truncated file always lacks part of a member.
-        os.truncate(partial, end)
-        os.chmod(partial, 0o644)
+        write_tar(partial, work, MANIFEST, raw, sections, TRAILER)
         os.replace(partial, out_path)
     finally:
         for leftover in work.iterdir():
@@ -264,67 +261,12 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    info.mtime = int(time.time())
-    info.mode = 0o644
-    tar.addfile(info, io.BytesIO(data))
-
-
-def _export_section(conn: psycopg.Connection, section: str, params: dict[str, Any],
-                    work: Path) -> dict[str, Any]:
-    member = f"{section}.copy.gz"
-    digest = hashlib.sha256()
-    size = 0
-    packer = zlib.compressobj(1, zlib.DEFLATED, 31)  # gzip, fastest: the data is COPY output
-    with (work / member).open("wb") as out, conn.cursor() as cur:
-        def put(data: bytes) -> None:
-            nonlocal size
-            if data:
-                digest.update(data)
-                size += len(data)
-                out.write(data)
-
-        with cur.copy(q.SNAPSHOT_EXPORT[section], params) as copy:
-            for block in copy:
-                put(packer.compress(bytes(block)))
-        put(packer.flush())
-        rows = cur.rowcount
-    return {"name": section, "member": member, "rows": rows, "bytes": size,
-            "sha256": digest.hexdigest()}
-
-
 # --- reading an archive ------------------------------------------------------------------
 def read_manifest(path: Path) -> Manifest:
     """The manifest of a snapshot, checked for format and versions (no rows read)."""
-    with _open(path) as tar:
+    with open_archive(path, "a codenav snapshot") as tar:
         manifest, _first = _manifest(tar, str(path))
     return manifest
-
-
-@contextlib.contextmanager
-def _open(path: Path) -> Iterator[tarfile.TarFile]:
-    where = str(path)
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise InvalidRequest(f"cannot read {where}: {exc.strerror or exc}") from None
-    with handle:
-        head = handle.read(512)
-        handle.seek(0)
-        if head[:4] == b"PK\x03\x04":
-            raise SnapshotError(f"{where} is a zip archive, not a codenav snapshot")
-        if head[:2] == b"\x1f\x8b":
-            raise SnapshotError(f"{where} is gzip-compressed, not a codenav snapshot",
-                                hint="a snapshot is an uncompressed tar; gunzip it first")
-        try:
-            tar = tarfile.open(fileobj=handle, mode="r:")
-        except tarfile.TarError:
-            raise SnapshotError(f"{where} is not a codenav snapshot (not a tar archive, or "
-                                "truncated before its first member)") from None
-        with tar:
-            yield tar
 
 
 def _manifest(tar: tarfile.TarFile, where: str) -> tuple[Manifest, bytes]:
@@ -338,26 +280,13 @@ def _manifest(tar: tarfile.TarFile, where: str) -> tuple[Manifest, bytes]:
     if not first.isfile() or first.size > MANIFEST_MAX:
         raise SnapshotError(f"{where} is not a codenav snapshot (its manifest is not a file "
                             "of a sane size)")
-    raw = _read_member(tar, first, where)
+    raw = read_member(tar, first, where)
     manifest = Manifest.parse(raw, where)
     listed = [s.get("name") for s in manifest.sections]
     if listed != list(SECTIONS):
         raise SnapshotError(f"{where} has sections {listed}; format version "
                             f"{FORMAT_VERSION} has {list(SECTIONS)}")
     return manifest, raw
-
-
-def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo, where: str) -> bytes:
-    handle = tar.extractfile(member)
-    if handle is None:
-        raise SnapshotError(f"{where}: member {member.name} is not a file")
-    try:
-        data = handle.read()
-    except (tarfile.TarError, OSError, EOFError):
-        raise SnapshotError(f"{where} is truncated (inside {member.name})") from None
-    if len(data) != member.size:
-        raise SnapshotError(f"{where} is truncated (inside {member.name})")
-    return data
 
 
 def check_versions(manifest: Manifest, where: str) -> None:
@@ -413,7 +342,7 @@ def import_file(conn: psycopg.Connection, path: Path, *, team: Callable[[RepoSpe
     started = time.monotonic()
     where = path.name
     roots = roots or {}
-    with _open(path) as tar:
+    with open_archive(path, "a codenav snapshot") as tar:
         manifest, raw = _manifest(tar, where)
         check_versions(manifest, where)
         notes: list[str] = []
@@ -456,15 +385,9 @@ def _import(conn: psycopg.Connection, tar: tarfile.TarFile, manifest: Manifest, 
     with conn.transaction():
         conn.execute(q.SNAPSHOT_SYNC_OFF)
         for entry in manifest.sections:
-            staged[entry["name"]] = _stage(conn, tar, entry, where,
+            staged[entry["name"]] = stage_section(conn, tar, entry, where,
                                            skip=not vectors and entry["name"] == "embeddings")
-        trailer = tar.next()
-        if trailer is None or trailer.name != TRAILER:
-            raise SnapshotError(f"{where} is truncated (its checksum trailer is missing)")
-        expected = _read_member(tar, trailer, where).decode("ascii", "replace").strip()
-        if expected != hashlib.sha256(raw).hexdigest():
-            raise SnapshotError(f"{where} is corrupted: its manifest does not match its "
-                                "checksum", hint="export the snapshot again")
+        check_trailer(tar, TRAILER, raw, where)
         if verify_notes is not None:
             left = _drop_unverified(conn)
             if left:
@@ -580,60 +503,6 @@ def _ensure_model(conn: psycopg.Connection, m: dict[str, Any]) -> int:
         conn.execute(q.EMBED_MODEL_GET, (m["name"],)).fetchone()
     assert row is not None
     return int(row[0])
-
-
-def _stage(conn: psycopg.Connection, tar: tarfile.TarFile, entry: dict[str, Any], where: str,
-           skip: bool = False) -> int:
-    """COPY one section into its staging table, checking size and sha256 as it streams."""
-    section = str(entry["name"])
-    try:
-        member = tar.next()
-    except tarfile.TarError:
-        raise SnapshotError(f"{where} is truncated or corrupted (before {section})") from None
-    if member is None or member.name != entry.get("member"):
-        raise SnapshotError(f"{where} is truncated: section {section} is missing")
-    conn.execute(q.snapshot_stage_create(section))
-    handle = tar.extractfile(member)
-    if handle is None or member.size != int(entry.get("bytes", -1)):
-        raise SnapshotError(f"{where} is corrupted: section {section} does not have the size "
-                            "its manifest says")
-    digest = hashlib.sha256()
-    unpack = zlib.decompressobj(31)
-    read = 0
-    with conn.cursor() as cur, cur.copy(q.snapshot_stage_copy(section)) as copy:
-        while True:
-            try:
-                block = handle.read(READ_BYTES)
-            except (tarfile.TarError, OSError, EOFError):
-                raise SnapshotError(f"{where} is truncated (inside {section})") from None
-            if not block:
-                break
-            read += len(block)
-            digest.update(block)
-            if skip:
-                continue
-            try:
-                data = unpack.decompress(block)
-            except zlib.error:
-                raise SnapshotError(f"{where} is corrupted (section {section} does not "
-                                    "decompress)", hint="export the snapshot again") from None
-            if data:
-                copy.write(data)
-        if read != member.size:
-            raise SnapshotError(f"{where} is truncated (inside {section})")
-        if digest.hexdigest() != entry.get("sha256"):
-            raise SnapshotError(f"{where} is corrupted: section {section} does not match its "
-                                "checksum", hint="export the snapshot again")
-        if not skip and not unpack.eof:
-            raise SnapshotError(f"{where} is corrupted (section {section} ends early)")
-    rows = 0
-    if not skip:
-        counted = conn.execute(q.snapshot_stage_count(section)).fetchone()
-        rows = int(counted[0]) if counted else 0
-    if not skip and rows != int(entry.get("rows", -1)):
-        raise SnapshotError(f"{where} is corrupted: section {section} holds {rows} rows, "
-                            f"its manifest says {entry.get('rows')}")
-    return max(rows, 0)
 
 
 def _merge_repo(conn: psycopg.Connection, spec: RepoSpec, team: str, roots: dict[str, str],

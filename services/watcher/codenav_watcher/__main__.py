@@ -7,6 +7,11 @@ down), watch it, turn events into coalesced path
 reconciles, and ask for a full reconcile every CODENAV_RECONCILE_INTERVAL_S seconds.
 Its mode (events or polling) is reported in Redis for ``status``.
 
+Refs are followed too: every tick, the refs a repository follows (``main``, ``release/*``)
+are read from its git directory, and a ref that moved asks for a refs job (a diff-based
+run: only the blobs that changed are parsed). A bare repository (a mirror) has no working
+tree to watch: only its refs are followed.
+
 The database or the queue going away is waited out: watching goes on, and once the queue
 answers again every watched repository gets a full reconcile (events seen meanwhile could
 not be queued, and a restarted Redis may have lost its last second).
@@ -32,6 +37,8 @@ from codenav import logs, repos, roots
 from codenav.config import Settings
 from codenav.db.connect import connect
 from codenav.errors import CodenavError
+from codenav.index import gitread
+from codenav.index.gitread import is_bare
 from codenav.jobs import coordination, enqueue
 from codenav_watcher.watch import Changes, RepoWatch
 
@@ -46,6 +53,10 @@ class Sidecar:
         self.redis = enqueue.connect_redis(settings)
         self.me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.watches: dict[int, tuple[RepoWatch, asyncio.Task[None]]] = {}
+        self.mirrors: set[int] = set()
+        """Bare repositories this sidecar leads: refs only, no file watch."""
+        self.heads: dict[int, dict[str, str]] = {}
+        """The commits of each followed ref, as last read from git."""
         self.last_full: dict[int, float] = {}
         self.stopping = asyncio.Event()
         self.outage: str | None = None
@@ -89,7 +100,19 @@ class Sidecar:
             if repo_id not in here or \
                     not coordination.claim_leadership(self.redis, repo_id, self.me):
                 self._stop_watch(repo_id)
+        for repo_id in list(self.mirrors):
+            if repo_id not in here or \
+                    not coordination.claim_leadership(self.redis, repo_id, self.me):
+                self.mirrors.discard(repo_id)
         for repo_id, repo in here.items():
+            if repo_id in self.mirrors:
+                continue
+            if repo.source == "git" or is_bare(Path(repo.root)):
+                if coordination.claim_leadership(self.redis, repo_id, self.me):
+                    self.on_changes(repo_id, {})  # its refs are brought up to date
+                    self.mirrors.add(repo_id)
+                    log.info("following the refs of %s (%s)", repo.name, repo.root)
+                continue
             if repo_id not in self.watches:
                 if not coordination.claim_leadership(self.redis, repo_id, self.me):
                     continue  # another sidecar (or a CI run's) watches this repository
@@ -110,6 +133,32 @@ class Sidecar:
                 "at": time.time()})
             if now - self.last_full.get(repo_id, now) >= self.settings.reconcile_interval_s:
                 self.on_changes(repo_id, {})
+        for repo_id in self.mirrors:
+            coordination.report_watcher(self.redis, repo_id, {
+                "mode": "refs", "watcher": self.me, "watched_dirs": 0, "at": time.time()})
+            if now - self.last_full.get(repo_id, now) >= self.settings.reconcile_interval_s:
+                self.on_changes(repo_id, {})
+        for repo_id in sorted(set(self.watches) | self.mirrors):
+            repo = here[repo_id]
+            if (repo.follow or repo_id in self.mirrors) and \
+                    await asyncio.to_thread(self._refs_moved, repo):
+                enqueue.request_refs(self.redis, self.settings, repo_id)
+
+    def _refs_moved(self, repo: repos.Repo) -> bool:
+        """Whether a followed ref moved in git since the last tick (the first look only
+        remembers: the reconcile asked for at start brings refs up to date)."""
+        gdir = gitread.git_dir(Path(repo.root))
+        if gdir is None:
+            return False
+        try:
+            patterns = list(repo.follow) or [b for b in [gitread.head_branch(gdir)] if b]
+            now = gitread.matching(gitread.branches_and_tags(gdir), patterns)
+        except CodenavError as exc:
+            log.warning("cannot read the refs of %s: %s", repo.root, exc.message)
+            return False
+        before = self.heads.get(repo.id)
+        self.heads[repo.id] = now
+        return before is not None and now != before
 
     def _failed(self, reason: str) -> None:
         if self.outage is None:
@@ -121,7 +170,7 @@ class Sidecar:
         log.info("back after an outage (%s): reconciling every watched repository",
                  self.outage)
         self.outage = None
-        for repo_id in list(self.watches):
+        for repo_id in sorted(set(self.watches) | self.mirrors):
             self.on_changes(repo_id, {})
 
     async def run(self) -> None:
@@ -142,6 +191,9 @@ class Sidecar:
                 pass
         for repo_id in list(self.watches):
             self._stop_watch(repo_id)
+            with contextlib.suppress(redis.RedisError):
+                coordination.release_leadership(self.redis, repo_id, self.me)
+        for repo_id in self.mirrors:
             with contextlib.suppress(redis.RedisError):
                 coordination.release_leadership(self.redis, repo_id, self.me)
 

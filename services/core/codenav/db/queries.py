@@ -29,10 +29,10 @@ SESSION_SETUP = "SET pg_trgm.similarity_threshold = 0.4"
 
 # --- repos -------------------------------------------------------------------------------
 # A repository row: id, name, root, created_at, indexed_at and indexed_commit (of its
-# default tree), team, indexed, source, default ref, followed patterns, keep, and the id of
-# its default tree (NULL: nothing indexed yet). Joined after ``repos r`` (or a CTE ``r``).
+# default tree), team, indexed, source, default ref, followed patterns, keep, the id of
+# its default tree (NULL: nothing indexed yet), and its team's id. Joined after ``repos r`` (or a CTE ``r``).
 _REPO_COLUMNS = ("r.id, r.name, r.root, r.created_at, d.indexed_at, d.commit, t.name, "
-                 "r.index_enabled, r.source, r.default_ref, r.follow, r.keep, d.id")
+                 "r.index_enabled, r.source, r.default_ref, r.follow, r.keep, d.id, r.team_id")
 _REPO_JOINS = """JOIN teams t ON t.id = r.team_id
 LEFT JOIN LATERAL (
     SELECT x.id, x.indexed_at, x.commit FROM trees x
@@ -266,7 +266,12 @@ INSERT INTO index_runs (repo_id, ref, scope, state, phase, job_id, error, finish
 VALUES (%s, %s, %s, 'failed', 'refused', %s, %s, now())"""
 
 # --- ingest (parser processes) -------------------------------------------------------------
-CONTENT_LOOKUP = "SELECT id, sha, language FROM contents WHERE chunker = %s AND sha = ANY(%s)"
+# Contents by address, among the shared ones (parsed by this server) and those the team
+# uploaded itself (codenav publish): the shared one first when both exist.
+CONTENT_LOOKUP = """
+SELECT DISTINCT ON (sha, language) id, sha, language FROM contents
+WHERE chunker = %s AND sha = ANY(%s) AND (origin_team IS NULL OR origin_team = %s)
+ORDER BY sha, language, origin_team NULLS FIRST"""
 # A parser process claims the contents it is about to parse: session advisory locks keyed by
 # each content's address (``sha:language:chunker``), taken without waiting. Another process
 # meeting the same content waits for the claim to go (CONTENT_WAIT, then CONTENT_RELEASE:
@@ -289,7 +294,7 @@ INSERT INTO contents (sha, language, chunker, size, line_count, body, imports, p
                       facts_pending, redactions)
 SELECT sha, language, %s, size, line_count, body, imports, parse_error, %s, redactions
 FROM stage_contents
-ON CONFLICT (sha, language, chunker) DO NOTHING
+ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
 RETURNING id, sha, language"""
 # --- graph facts left for later by a first index (codenav.graph.facts) --------------------
 FACTS_PENDING_IDS = """
@@ -1315,7 +1320,7 @@ WITH ins AS (
     SELECT sha, language, chunker, size, line_count, body, imports, parse_error, facts_pending,
            redactions
     FROM snap_contents
-    ON CONFLICT (sha, language, chunker) DO NOTHING
+    ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
     RETURNING id, sha, language, chunker)
 INSERT INTO snap_new (src_id, id)
 SELECT s.src_id, ins.id FROM ins
@@ -1323,7 +1328,8 @@ JOIN snap_contents s ON s.sha = ins.sha AND s.language = ins.language AND s.chun
 SNAPSHOT_MAP_CONTENTS = """
 INSERT INTO snap_content_map (src_id, id)
 SELECT s.src_id, c.id FROM snap_contents s
-JOIN contents c ON c.sha = s.sha AND c.language = s.language AND c.chunker = s.chunker"""
+JOIN contents c ON c.sha = s.sha AND c.language = s.language AND c.chunker = s.chunker
+  AND c.origin_team IS NULL"""
 # Rows per content go in only for contents this import created: a content the store had
 # already holds the same rows (same address, same chunker).
 SNAPSHOT_MERGE_CHUNKS = """

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import psycopg
 
+from codenav.access import Repo
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.errors import Interrupted
@@ -142,8 +143,8 @@ def neighbour(conn: psycopg.Connection, repo_id: int, ref: str | None, tree_id: 
     return int(row[0]) if row else None
 
 
-def resolve_contents(conn: psycopg.Connection, files: list[FileEntry],
-                     known: dict[str, Known]) -> tuple[list[FileResult], list[FileEntry]]:
+def resolve_contents(conn: psycopg.Connection, files: list[FileEntry], known: dict[str, Known],
+                     team_id: int) -> tuple[list[FileResult], list[FileEntry]]:
     """Files whose content the store already has (the same blob at the same path in the
     tree derived from, or a blob stored under the language its path gives), and the rest,
     which must be read and parsed."""
@@ -159,7 +160,8 @@ def resolve_contents(conn: psycopg.Connection, files: list[FileEntry],
         return found, rest
     stored: dict[tuple[str, str], int] = {
         (sha, lang): int(cid) for cid, sha, lang in
-        conn.execute(q.CONTENT_LOOKUP, (CHUNKER_VERSION, sorted({e.sha for e in rest})))}
+        conn.execute(q.CONTENT_LOOKUP, (CHUNKER_VERSION, sorted({e.sha for e in rest}),
+                                        team_id))}
     todo = []
     for e in rest:
         lang = language_for(e.path)
@@ -172,32 +174,35 @@ def resolve_contents(conn: psycopg.Connection, files: list[FileEntry],
 
 
 def ingest_blobs(settings: Settings, gdir: Path, todo: list[FileEntry],
-                 ingester: Ingester | None = None) -> Iterator[list[FileResult]]:
+                 team_id: int = 0) -> Iterator[list[FileResult]]:
     """Read and store blobs in batches (in parser processes when there are many)."""
     if not todo:
         return
     batches = [todo[i:i + BATCH_FILES] for i in range(0, len(todo), BATCH_FILES)]
     processes = min(settings.workers(), len(batches))
     if len(todo) < INLINE_LIMIT or processes <= 1:
-        own = ingester or Ingester(settings)
+        own = Ingester(settings, team_id=team_id)
         try:
             for batch in batches:
                 yield own.process_blobs(gdir, batch)
         finally:
-            if ingester is None:
-                own.close()
+            own.close()
         return
     ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(processes, initializer=pool_init, initargs=(settings, False)) as pool:
+    with ctx.Pool(processes, initializer=pool_init, initargs=(settings, False, team_id)) as pool:
         yield from pool.imap_unordered(pool_process_blobs, [(str(gdir), b) for b in batches])
 
 
-def index_commit(settings: Settings, conn: psycopg.Connection, repo_id: int, gdir: Path,
+def index_commit(settings: Settings, conn: psycopg.Connection, repo: Repo, gdir: Path,
                  commit: str, ref: str | None = None, stop: threading.Event | None = None,
-                 progress: Progress | None = None, main: str | None = None) -> CommitSummary:
+                 progress: Progress | None = None, main: str | None = None,
+                 with_graph: bool = True) -> CommitSummary:
     """Index ``commit`` of the git directory ``gdir`` as a commit tree of ``repo_id`` (the
     caller holds the repository lock); reuses a ready tree of that commit. ``main``: the
-    repository's main branch, whose tree a new ref derives from first."""
+    repository's main branch, whose tree a new ref derives from first. ``with_graph``
+    false: the tree is ready without a graph (a CI job's local index: the server resolves
+    the graph of what it is sent)."""
+    repo_id = repo.id
     started = time.monotonic()
     row = conn.execute(q.TREE_BY_COMMIT, (repo_id, commit)).fetchone()
     if row is not None and row[1]:
@@ -209,11 +214,11 @@ def index_commit(settings: Settings, conn: psycopg.Connection, repo_id: int, gdi
         lap = summary.lap("plan", lap)
         base = neighbour(conn, repo_id, ref, int(row[0]) if row else 0, main)
         known = tree_files(conn, base)
-        results, todo = resolve_contents(conn, tree.files, known)
+        results, todo = resolve_contents(conn, tree.files, known, repo.team_id)
         total = len(tree.files)
         if progress:
             progress("parse", total, len(results), 0)
-        for batch in ingest_blobs(settings, gdir, todo):
+        for batch in ingest_blobs(settings, gdir, todo, repo.team_id):
             results += batch
             summary.parsed += sum(1 for r in batch if r.parsed)
             if progress:
@@ -225,7 +230,8 @@ def index_commit(settings: Settings, conn: psycopg.Connection, repo_id: int, gdi
     files = [r for r in results if not r.skip]
     if progress:
         progress("commit", total, total, summary.parsed)
-    build_tree(settings, conn, repo_id, commit, files, skips, tree.gitignored, base, summary)
+    build_tree(settings, conn, repo_id, commit, files, skips, tree.gitignored, base, summary,
+               with_graph)
     summary.seconds = time.monotonic() - started
     log.info("repo %s: commit %s indexed as tree %s: %d files, %d changed, %d parsed in "
              "%.2fs %s", repo_id, commit[:12], summary.tree_id, summary.files, summary.changed,
@@ -235,7 +241,7 @@ def index_commit(settings: Settings, conn: psycopg.Connection, repo_id: int, gdi
 
 def build_tree(settings: Settings, conn: psycopg.Connection, repo_id: int, commit: str,
                files: list[FileResult], skips: list[Skip], gitignored: int, base: int | None,
-               summary: CommitSummary) -> None:
+               summary: CommitSummary, with_graph: bool = True) -> None:
     """Write the commit tree of ``files`` (each with its content stored) and ``skips``,
     derived from the tree ``base`` when there is one, build its graph, and mark it ready."""
     lap = time.monotonic()
@@ -271,6 +277,9 @@ def build_tree(settings: Settings, conn: psycopg.Connection, repo_id: int, commi
                 cur.executemany(q.SKIPPED_UPSERT, [(repo_id, tree_id, s.path, s.reason,
                                                     s.detail, s.size, 0) for s in skips])
     lap = summary.lap("files", lap)
+    if not with_graph:
+        conn.execute(q.TREE_READY, (gitignored, tree_id))
+        return
     facts.fill_pending(settings, conn, tree_id)
     if base is not None and graph.is_current(conn, base):
         layer_on(conn, tree_id, base)

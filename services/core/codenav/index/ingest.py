@@ -102,10 +102,13 @@ def read_blob(reader: BlobReader, entry: FileEntry, max_bytes: int) -> _Read | F
 class Ingester:
     """Stores parsed contents; one per parser process."""
 
-    def __init__(self, settings: Settings, defer_facts: bool = False) -> None:
+    def __init__(self, settings: Settings, defer_facts: bool = False, team_id: int = 0) -> None:
         self.settings = settings
         self.defer_facts = defer_facts
         """Leave graph facts to the graph job (a first index: searchable sooner)."""
+        self.team_id = team_id
+        """The team of the repository indexed: besides the shared contents, the ones it
+        uploaded itself are found by address (``contents.origin_team``)."""
         self.limits = ChunkLimits(settings.chunk_max_lines, settings.chunk_overlap_lines,
                                   settings.text_window_lines)
         self.conn: psycopg.Connection = connect(settings, autocommit=True,
@@ -193,7 +196,8 @@ class Ingester:
             self.conn.execute(q.CONTENT_RELEASE, ([lock],))
 
     def _known(self, shas: set[str]) -> dict[tuple[str, str], int]:
-        rows = self.conn.execute(q.CONTENT_LOOKUP, (CHUNKER_VERSION, list(shas))).fetchall()
+        rows = self.conn.execute(q.CONTENT_LOOKUP, (CHUNKER_VERSION, list(shas),
+                                                    self.team_id)).fetchall()
         return {(sha, lang): cid for cid, sha, lang in rows}
 
     def _store(self, reads: list[_Read]) -> dict[tuple[str, str], int]:
@@ -253,10 +257,10 @@ class Ingester:
 _INGESTER: Ingester | None = None
 
 
-def pool_init(settings: Settings, defer_facts: bool = False) -> None:
+def pool_init(settings: Settings, defer_facts: bool = False, team_id: int = 0) -> None:
     global _INGESTER
     die_with_parent()  # a killed job takes its parser processes with it
-    _INGESTER = Ingester(settings, defer_facts)
+    _INGESTER = Ingester(settings, defer_facts, team_id)
 
 
 def pool_process(args: tuple[str, list[FileEntry]]) -> list[FileResult]:

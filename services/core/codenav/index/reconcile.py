@@ -127,8 +127,8 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
                                             job_id)).fetchone()[0]  # type: ignore[index]
         summary = RunSummary(run_id=run_id, refs_due=bool(repo.follow))
         try:
-            _reconcile(settings, conn, repo_id, tree_id, root, paths, summary, defer_graph,
-                       stop)
+            _reconcile(settings, conn, (repo_id, tree_id, repo.team_id), root, paths, summary,
+                       defer_graph, stop)
         except Interrupted as exc:
             _record_end(settings, conn, ("stopped", "stopped", f"{exc.message}; it runs again",
                                          summary.files_total, 0, summary.files_parsed,
@@ -272,9 +272,11 @@ def _like_prefix(path: str) -> str:
     return escaped + "/%"
 
 
-def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, tree_id: int,
+def _reconcile(settings: Settings, conn: psycopg.Connection, target: tuple[int, int, int],
                root: Path, paths: list[str] | None, summary: RunSummary,
                defer_graph: bool = False, stop: threading.Event | None = None) -> None:
+    """``target``: the repository, its working tree and its team."""
+    repo_id, tree_id, team_id = target
     if not root.is_dir():
         raise NotFound(f"repository root {root} is not a directory on this machine",
                        hint="mount the repository at the same path for the worker")
@@ -314,7 +316,7 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, tree_
     # A first index whose graph is deferred leaves the graph facts to the graph job too
     # (reference extraction is a third of a cold index's CPU).
     defer_facts = defer_graph and initial
-    for batch_results in _ingest(settings, root, todo, defer_facts):
+    for batch_results in _ingest(settings, root, todo, defer_facts, team_id):
         pending += batch_results
         done += len(batch_results)
         summary.files_parsed += sum(1 for r in batch_results if r.parsed)
@@ -345,12 +347,12 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, repo_id: int, tree_
 
 
 def _ingest(settings: Settings, root: Path, todo: list[FileEntry],
-            defer_facts: bool = False) -> Iterator[list[FileResult]]:
+            defer_facts: bool = False, team_id: int = 0) -> Iterator[list[FileResult]]:
     if not todo:
         return
     processes = min(settings.workers(), max(1, len(todo) // BATCH_FILES))
     if len(todo) < INLINE_LIMIT or processes <= 1:
-        ingester = Ingester(settings, defer_facts)
+        ingester = Ingester(settings, defer_facts, team_id)
         try:
             for batch in _batches(todo, BATCH_FILES):
                 yield ingester.process(root, batch)
@@ -359,7 +361,8 @@ def _ingest(settings: Settings, root: Path, todo: list[FileEntry],
         return
     ctx = multiprocessing.get_context("fork")
     tasks = [(str(root), batch) for batch in _batches(todo, BATCH_FILES)]
-    with ctx.Pool(processes, initializer=pool_init, initargs=(settings, defer_facts)) as pool:
+    with ctx.Pool(processes, initializer=pool_init,
+                  initargs=(settings, defer_facts, team_id)) as pool:
         yield from pool.imap_unordered(pool_process, tasks)
 
 

@@ -175,6 +175,15 @@ ALTER INDEX chunk_texts_shared_pkey RENAME TO chunk_texts_pkey;
 ALTER TABLE chunk_texts RENAME CONSTRAINT chunk_texts_shared_chunk_id_fkey TO chunk_texts_chunk_id_fkey;
 CREATE INDEX chunk_texts_hash_idx ON chunk_texts (text_hash);
 
+-- A content CI uploaded already parsed (codenav publish) is the uploading team's own until
+-- this server parses that blob itself: origin_team names the team (NULL: parsed here). A
+-- content is found by address only among the shared ones and the team's own, so another
+-- team's upload can never stand in for a file's real parse.
+ALTER TABLE contents ADD COLUMN origin_team integer REFERENCES teams (id) ON DELETE CASCADE;
+ALTER TABLE contents DROP CONSTRAINT contents_sha_language_chunker_key;
+CREATE UNIQUE INDEX contents_address_key
+    ON contents (sha, language, chunker, (coalesce(origin_team, 0)));
+
 ALTER TABLE index_runs ADD COLUMN tree_id integer REFERENCES trees (id) ON DELETE CASCADE;
 UPDATE index_runs r SET tree_id = t.id FROM trees t WHERE t.repo_id = r.repo_id;
 ALTER TABLE index_runs ADD COLUMN ref text NOT NULL DEFAULT '';
