@@ -197,6 +197,21 @@ def test_another_teams_repository_is_answered_like_one_that_does_not_exist(
         r2 = http.get(f"/v1/jobs/{fake}", headers=teams.headers("beta-admin"))
         assert r1.status_code == r2.status_code == 404
         assert r1.json() == json.loads(r2.text.replace(fake, job))
+        # another team's refs are refs of a repository that does not exist
+        for method, tail, body in (("GET", "/refs", None), ("POST", "/refs", {"refs": ["main"]}),
+                                   ("DELETE", "/refs/main", None)):
+            theirs = http.request(method, f"/v1/repos/alpha-ledger{tail}", json=body,
+                                  headers=teams.headers("beta-write"))
+            nothing = http.request(method, f"/v1/repos/no-such-ledger{tail}", json=body,
+                                   headers=teams.headers("beta-write"))
+            assert theirs.status_code == nothing.status_code == 404, (method, theirs.text)
+            assert theirs.json() == json.loads(nothing.text.replace("no-such-ledger",
+                                                                    "alpha-ledger"))
+        # publishing under another team's repository name is about this team's own name
+        state = http.post("/v1/publish/state", json={"repo": "alpha-ledger", "ref": "main",
+                                                    "commit": "0" * 40},
+                          headers=teams.headers("beta-write"))
+        assert state.status_code == 200 and state.json()["exists"] is False
         # and another team's token id is a token that does not exist
         other = http.delete(f"/v1/tokens/{teams.token_ids['alpha-read']}",
                             headers=teams.headers("beta-admin"))
@@ -226,7 +241,13 @@ def test_a_read_token_cannot_register_reindex_delete_or_administer(teams: Teams)
                 ("DELETE", "/v1/repos/beta-shop", None),
                 ("POST", "/v1/tokens", {"name": "x", "role": "read"}),
                 ("GET", "/v1/tokens", None), ("DELETE", "/v1/tokens/1", None),
-                ("GET", "/v1/teams", None), ("GET", "/v1/audit", None)):
+                ("GET", "/v1/teams", None), ("GET", "/v1/audit", None),
+                ("POST", "/v1/repos/beta-shop/refs", {"refs": ["main"]}),
+                ("DELETE", "/v1/repos/beta-shop/refs/main", None),
+                ("POST", "/v1/publish/state", {"repo": "beta-shop", "ref": "main",
+                                               "commit": "0" * 40}),
+                ("POST", "/v1/publish/missing", {"repo": "beta-shop", "contents": []}),
+                ("POST", "/v1/publish/commit", {"repo": "beta-shop"})):
             r = http.request(method, path, json=body, headers=teams.headers("beta-read"))
             assert r.status_code == 403, (method, path, r.text)
             assert r.json()["error"] == "forbidden"
@@ -426,18 +447,21 @@ def test_every_route_and_tool_names_its_action_in_the_one_role_table() -> None:
 
     from codenav.roles import REQUIRED
     from codenav.tools import TOOL_NAMES
-    from codenav_api.routes import admin, repos, tools, usage
+    from codenav_api.routes import admin, publish, repos, tools, usage
 
     actions = {}
-    for module in (tools, repos, admin):
+    for module in (tools, repos, admin, publish):
         for route in module.router.routes:
             assert isinstance(route, APIRoute)
             named = [getattr(d.call, "action", None) for d in route.dependant.dependencies]
             named = [a for a in named if a]
             assert len(named) == 1, f"{route.methods} {route.path} declares {named}"
             actions[f"{sorted(route.methods)[0]} {route.path}"] = named[0]
-    # repos: 3, jobs: 1, tokens: 3, teams, audit, snapshot: export and import
-    assert len(actions) == len(TOOL_NAMES) + 11
+    # repos: 3, refs: 3, jobs: 1, tokens: 3, teams, audit, snapshot: export and import,
+    # publish: state, missing, contents, commit
+    assert len(actions) == len(TOOL_NAMES) + 18
+    assert {a for r, a in actions.items() if "/publish/" in r} == {"publish"}
+    assert REQUIRED["publish"] == REQUIRED["ref.index"] == REQUIRED["ref.delete"] == "write"
     assert actions["GET /v1/snapshot"] == "snapshot.export"
     assert actions["POST /v1/snapshot"] == "snapshot.import"
     assert REQUIRED["snapshot.export"] == REQUIRED["snapshot.import"] == "admin"

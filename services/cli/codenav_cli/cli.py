@@ -302,6 +302,38 @@ def cmd_ref(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
+    from codenav_cli import publish
+
+    url = args.url or settings.url
+    token = args.token or settings.token
+    if not url:
+        raise ConfigError("no server to publish to", hint="pass --url or set CODENAV_URL")
+    if not token:
+        raise ConfigError("publishing needs a write token",
+                          hint="pass --token or set CODENAV_TOKEN (codenav token create "
+                          "--role write)")
+    path = Path(args.path).expanduser().resolve()
+    cache = Path(args.cache).expanduser() if args.cache else \
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "codenav" / "publish"
+    result = publish.run(url, token, args.repo, args.ref, path, cache, args.commit,
+                         args.default, args.part_bytes, not args.no_wait)
+    if args.json:
+        _emit(result, True, "")
+        return 0
+    if result.get("up_to_date"):
+        print(f"{args.ref} is at {result['commit'][:12]} already")
+    else:
+        moved = (result.get("result") or {}).get("moved") or []
+        how = f"; {moved[0]['changed']} files changed since the tree it derives from" \
+            if moved and not moved[0].get("reused") else ""
+        state = "queued as job " + str(result.get("job_id")) if args.no_wait else \
+            f"moved to {result['commit'][:12]}"
+        print(f"{args.repo} {args.ref}: {state}{how}")
+    print(result["line"])
+    return 0
+
+
 def _tool_body(args: argparse.Namespace, tool: Tool, settings: Settings) -> dict[str, Any]:
     """The arguments given on the command line that differ from the model's defaults (the
     server's model fills in the rest)."""
@@ -788,6 +820,26 @@ def build_parser() -> argparse.ArgumentParser:
                      help="keep the last N earlier commits of each followed ref queryable")
     idx.set_defaults(func=cmd_index)
 
+    pub = sub.add_parser("publish", help="CI: index this checkout's commit locally and send the "
+                         "server only what it lacks, then move REF there (write token)")
+    pub.add_argument("path", nargs="?", default=".", help="the checkout (default: .)")
+    pub.add_argument("--url", help="the server (default: CODENAV_URL)")
+    pub.add_argument("--token", help="a write token (default: CODENAV_TOKEN)")
+    pub.add_argument("--repo", required=True, help="the repository's name on the server "
+                     "(created at its first publish)")
+    pub.add_argument("--ref", required=True, help="the ref to move (main, a branch, a tag)")
+    pub.add_argument("--commit", default="HEAD", help="what to publish (default: HEAD)")
+    pub.add_argument("--default", action="store_true",
+                     help="make REF what queries without ref answer for")
+    pub.add_argument("--cache", help="the local store's directory, kept between CI jobs "
+                     "(default: ~/.cache/codenav/publish)")
+    pub.add_argument("--part-bytes", type=int, default=32 << 20,
+                     help="contents per upload request, by size (default 32 MiB)")
+    pub.add_argument("--no-wait", action="store_true",
+                     help="return once the server has the commit, before the ref moves")
+    pub.add_argument("--json", action="store_true")
+    pub.set_defaults(func=cmd_publish)
+
     rf = sub.add_parser("ref", help="refs of a repository: list, add (index from git), rm")
     rfsub = rf.add_subparsers(dest="ref_cmd", metavar="ACTION", required=True)
     rfl = rfsub.add_parser("list", help="the indexed refs, their commits and kept commits")
@@ -900,7 +952,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = Settings.load()
         if args.command not in ("up", "token", "team", "repo", "audit", "migrate", "mcp",
-                                "setup", "stats", "snapshot"):
+                                "setup", "stats", "snapshot", "publish"):
             endpoint(settings)  # fail early with a clear message when nothing is configured
         return int(args.func(args, settings))
     except CodenavError as exc:

@@ -168,6 +168,26 @@ class EmbeddedPostgres:
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, **_as_user(user))
 
+    def stop_leftover(self, timeout: float = 30.0) -> bool:
+        """Stop a server of this data directory that a killed owner left running (fast
+        shutdown, then by force); True if there was one."""
+        pidfile = self.pgdata / "postmaster.pid"
+        try:
+            pid = int(pidfile.read_text().splitlines()[0])
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            return False
+        if str(self.pgdata).encode() not in cmdline:
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        return True
+
     def ready(self) -> bool:
         """Accepting connections: what ``pg_ctl -w`` reads (the status line of
         postmaster.pid), so no probe connects while it starts (each would log a FATAL)."""

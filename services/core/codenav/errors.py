@@ -7,7 +7,9 @@
     │   ├── Unauthorized         401: missing, unknown, revoked or expired token
     │   ├── Forbidden            403: the token's role, team or grants do not allow it; an
     │   │                             origin or a repository root that is not allowed
-    │   └── NotFound             404: unknown repo, path or symbol
+    │   ├── NotFound             404: unknown repo, path or symbol
+    │   └── Conflict             409: the request needs what the server does not hold yet
+    │                                 (a publish whose contents were not all sent)
     ├── SchemaMismatch           the database was built by another schema version
     ├── Unavailable              a dependency (database, queue, API, embedder) is unreachable
     │   └── Busy                 it answered too late for the time budget of the request
@@ -64,6 +66,11 @@ class Forbidden(UserError):
 class NotFound(UserError):
     status = 404
     code = "not_found"
+
+
+class Conflict(UserError):
+    status = 409
+    code = "conflict"
 
 
 class SchemaMismatch(CodenavError):

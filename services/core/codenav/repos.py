@@ -13,8 +13,8 @@ from codenav.access import DEFAULT_TEAM, Repo, Scope, repo_row
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest, NotFound
 
-__all__ = ["Repo", "collect", "default_name", "delete", "get", "list_repos", "register",
-           "team_id"]
+__all__ = ["Repo", "check_name", "collect", "default_name", "delete", "get", "list_repos",
+           "register", "team_id"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -34,6 +34,14 @@ def default_name(root: Path) -> str:
     return name[:100]
 
 
+def check_name(name: str) -> str:
+    """A repository name: letters, digits, '.', '_' and '-' (max 100), or ``InvalidRequest``."""
+    if not _NAME.match(name):
+        raise InvalidRequest(f"invalid repository name {name!r}",
+                             hint="letters, digits, '.', '_' and '-' only (max 100)")
+    return name
+
+
 def team_id(conn: psycopg.Connection, team: str = DEFAULT_TEAM) -> int:
     row = conn.execute(q.TEAM_GET, (team,)).fetchone()
     if row is None:
@@ -49,10 +57,7 @@ def register(conn: psycopg.Connection, root: str, name: str | None = None,
     if not root or not root.startswith("/"):
         raise InvalidRequest("root must be an absolute path", hint="pass the repository path")
     path = Path(root)
-    name = name or default_name(path)
-    if not _NAME.match(name):
-        raise InvalidRequest(f"invalid repository name {name!r}",
-                             hint="letters, digits, '.', '_' and '-' only (max 100)")
+    name = check_name(name or default_name(path))
     owner = team if team is not None else team_id(conn)
     existing = conn.execute(q.REPO_BY_ROOT, (str(path), owner)).fetchone()
     if existing is not None and existing[1] != name:

@@ -21,6 +21,7 @@ REQUIRED: dict[str, str] = {
     "repo.register": "write",
     "ref.index": "write",
     "ref.delete": "write",
+    "publish": "write",
     "repo.delete": "admin",
     "token.create": "admin",
     "token.list": "admin",

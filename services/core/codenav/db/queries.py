@@ -357,8 +357,11 @@ STATS_CHUNK_COUNT = "SELECT count(*) FROM chunks"
 GC_TRY_LOCK = "SELECT pg_try_advisory_xact_lock(7248002)"
 WRITERS_SHARED_LOCK = "SELECT pg_advisory_lock_shared(7248002)"
 WRITERS_SHARED_UNLOCK = "SELECT pg_advisory_unlock_shared(7248002)"
+# A content CI uploaded is kept an hour for the file list that will point at it (a publish
+# sends its contents first, its commit last).
 GC_DELETE = """
-DELETE FROM contents c WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.content_id = c.id)"""
+DELETE FROM contents c WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.content_id = c.id)
+  AND (c.origin_team IS NULL OR c.created_at < now() - interval '1 hour')"""
 
 # --- tokens ------------------------------------------------------------------------------
 # --- tokens, teams, audit (codenav.auth, codenav.admin, codenav.audit) ---------------------
@@ -1223,6 +1226,8 @@ COPY (SELECT DISTINCT ct.chunk_id, ct.path, ct.text_hash FROM files f
       JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
       WHERE f.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
 }
+SNAPSHOT_EXPORT_TEMPLATE = dict(SNAPSHOT_EXPORT)
+"""The export statements with ``@IN@`` where the content ids they cover go."""
 SNAPSHOT_EXPORT = {k: v.replace("@IN@", _IN_TREES) for k, v in SNAPSHOT_EXPORT.items()}
 SNAPSHOT_SECTIONS = tuple(SNAPSHOT_EXPORT)
 """Sections in the order they are written and read."""
@@ -1460,6 +1465,62 @@ SELECT (SELECT count(*) FROM repos), (SELECT count(*) FROM trees), (SELECT count
        (SELECT count(*) FROM graph_state), (SELECT count(*) FROM embed_models),
        (SELECT count(*) FROM embeddings), (SELECT count(*) FROM chunk_texts)"""
 
+# --- CI publishing (codenav.publish) -----------------------------------------------------
+# A CI job's local store writes a bundle of the contents the server lacks, with the same
+# sections (and columns) a snapshot has for them; the server stages them like a snapshot's
+# and merges them as the uploading team's own (origin_team): found by address only for it.
+PUBLISH_EXPORT: dict[str, str] = {
+    section: SNAPSHOT_EXPORT_TEMPLATE[section].replace("@IN@", "(SELECT unnest(%(contents)s::bigint[]))")
+    for section in ("contents", "chunks", "symbols", "refs", "file_terms")}
+PUBLISH_SECTIONS = tuple(PUBLISH_EXPORT)
+# Which of some addresses (sha and language, as arrays) the team finds: shared contents, or
+# its own uploads.
+PUBLISH_PRESENT = """
+SELECT DISTINCT g.sha, g.language FROM unnest(%(shas)s::text[], %(languages)s::text[]) AS g(sha, language)
+JOIN contents c ON c.sha = g.sha AND c.language = g.language AND c.chunker = %(chunker)s
+  AND (c.origin_team IS NULL OR c.origin_team = %(team)s)"""
+# Every staged content must be of this server's chunker, a git blob id and a plausible size.
+PUBLISH_STAGED_BAD = """
+SELECT count(*) FROM snap_contents
+WHERE chunker <> %(chunker)s OR sha !~ '^[0-9a-f]{40}$' OR size < 0 OR size > %(max_bytes)s
+   OR length(body) > %(max_bytes)s OR jsonb_typeof(redactions) <> 'array'"""
+PUBLISH_STAGED_ORPHANS = """
+SELECT (SELECT count(*) FROM snap_chunks s WHERE NOT EXISTS (
+            SELECT 1 FROM snap_contents c WHERE c.src_id = s.content_src))
+     + (SELECT count(*) FROM snap_symbols s WHERE NOT EXISTS (
+            SELECT 1 FROM snap_contents c WHERE c.src_id = s.content_src))"""
+PUBLISH_MAPS_CREATE = """
+CREATE TEMP TABLE snap_new (src_id bigint PRIMARY KEY, id bigint NOT NULL) ON COMMIT DROP"""
+PUBLISH_MERGE_CONTENTS = """
+WITH ins AS (
+    INSERT INTO contents (sha, language, chunker, size, line_count, body, imports, parse_error,
+                          facts_pending, redactions, origin_team)
+    SELECT sha, language, chunker, size, line_count, body, imports, parse_error, facts_pending,
+           redactions, %(team)s
+    FROM snap_contents
+    ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
+    RETURNING id, sha, language, chunker)
+INSERT INTO snap_new (src_id, id)
+SELECT s.src_id, ins.id FROM ins
+JOIN snap_contents s ON s.sha = ins.sha AND s.language = ins.language AND s.chunker = ins.chunker"""
+PUBLISH_MERGE: tuple[tuple[str, str], ...] = (
+    ("contents", PUBLISH_MERGE_CONTENTS), ("chunks", SNAPSHOT_MERGE_CHUNKS),
+    ("symbols", SNAPSHOT_MERGE_SYMBOLS), ("refs", SNAPSHOT_MERGE_REFS),
+    ("file_terms", SNAPSHOT_MERGE_FILE_TERMS))
+# The content ids a published tree's files point at (shared first, else the team's own).
+PUBLISH_CONTENT_IDS = """
+SELECT DISTINCT ON (c.sha, c.language) c.sha, c.language, c.id
+FROM unnest(%(shas)s::text[], %(languages)s::text[]) AS g(sha, language)
+JOIN contents c ON c.sha = g.sha AND c.language = g.language AND c.chunker = %(chunker)s
+  AND (c.origin_team IS NULL OR c.origin_team = %(team)s)
+ORDER BY c.sha, c.language, c.origin_team NULLS FIRST"""
+# The local store of a CI job: the files of the tree it indexed, with their contents.
+PUBLISH_TREE_FILES = """
+SELECT f.path, f.sha, f.language, f.size, f.content_id, length(c.body)
+FROM files f JOIN contents c ON c.id = f.content_id WHERE f.tree_id = %s ORDER BY f.path"""
+PUBLISH_TREE_SKIPS = "SELECT path, reason, detail, size FROM skipped WHERE tree_id = %s ORDER BY path"
+PUBLISH_TREE_GITIGNORED = "SELECT gitignored FROM trees WHERE id = %s"
+
 # --- statements that return no repository's rows to a caller -----------------------------
 GLOBAL = frozenset({
     # session settings
@@ -1487,6 +1548,9 @@ GLOBAL = frozenset({
     "SNAPSHOT_MERGE_REF_HISTORY", "SNAPSHOT_MERGE_GRAPH_LAYER",
     # the tree a layered tree's graph reads through (its id came from a scoped statement)
     "SNAPSHOT_TREE_WITH_BASE",
+    # CI publishing: addresses the team finds, staging checks and the merge of an upload
+    "PUBLISH_PRESENT", "PUBLISH_STAGED_BAD", "PUBLISH_STAGED_ORPHANS", "PUBLISH_MAPS_CREATE",
+    "PUBLISH_MERGE_CONTENTS", "PUBLISH_CONTENT_IDS",
     "SNAPSHOT_MERGE_CONTENTS", "SNAPSHOT_MAP_CONTENTS", "SNAPSHOT_MERGE_CHUNKS",
     "SNAPSHOT_MAP_CHUNKS", "SNAPSHOT_MERGE_SYMBOLS", "SNAPSHOT_MERGE_REFS",
     "SNAPSHOT_MERGE_FILE_TERMS", "SNAPSHOT_MERGE_FILES", "SNAPSHOT_MERGE_SKIPPED",

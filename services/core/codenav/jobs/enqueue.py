@@ -46,6 +46,7 @@ JOB_PATHS = "codenav.jobs.tasks.reconcile_pending"
 JOB_EMBED = "codenav.jobs.tasks.embed_repo"
 JOB_GRAPH = "codenav.jobs.tasks.build_graph"
 JOB_REFS = "codenav.jobs.tasks.sync_refs"
+JOB_PUBLISH = "codenav.jobs.tasks.publish_refs"
 
 RETRY = Retry(max=3, interval=[5, 30, 120])
 log = logging.getLogger("codenav.queue")
@@ -169,6 +170,37 @@ def done_refs(conn: redis.Redis, repo_id: int, asked: dict[str, str]) -> None:
         conn.hdel(key, *done)
 
 
+PUBLISH_TTL_S = 86400
+
+
+def request_publish(conn: redis.Redis, settings: Settings, repo_id: int, ref: str,
+                    payload: bytes) -> str | None:
+    """Queue the tree of a commit CI published for ``ref`` (its file list in ``payload``);
+    a later publish of the same ref replaces one not built yet."""
+    key = keys.PUBLISHES.format(repo_id=repo_id)
+    try:
+        pipe = conn.pipeline(transaction=False)
+        pipe.hset(key, ref, payload)
+        pipe.expire(key, PUBLISH_TTL_S)
+        pipe.execute()
+    except redis.RedisError as exc:
+        raise Unavailable(f"cannot reach the queue: {exc}") from None
+    return _enqueue_once(conn, settings, "publish", repo_id, JOB_PUBLISH)
+
+
+def pending_publishes(conn: redis.Redis, repo_id: int) -> dict[str, bytes]:
+    raw = conn.hgetall(keys.PUBLISHES.format(repo_id=repo_id))
+    return {decode(k): v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogateescape")
+            for k, v in raw.items()}
+
+
+def done_publish(conn: redis.Redis, repo_id: int, ref: str, payload: bytes) -> None:
+    """Forget a publish built, unless the ref was published again meanwhile."""
+    key = keys.PUBLISHES.format(repo_id=repo_id)
+    if conn.hget(key, ref) == payload:
+        conn.hdel(key, ref)
+
+
 def request_graph(conn: redis.Redis, settings: Settings, repo_id: int) -> str | None:
     """Ask for a full build of the repository's code graph."""
     return _enqueue_once(conn, settings, "graph", repo_id, JOB_GRAPH)
@@ -261,7 +293,7 @@ def pending_since(conn: redis.Redis, repo_id: int) -> float | None:
 def waiting(conn: redis.Redis, repo_id: int) -> dict[str, str]:
     """Job ids waiting in the queue for this repo, by kind (``full``, ``paths``)."""
     out = {}
-    for kind in ("full", "paths", "graph", "refs", "embed"):
+    for kind in ("full", "paths", "graph", "refs", "publish", "embed"):
         value = conn.get(keys.QUEUED.format(kind=kind, repo_id=repo_id))
         if value is not None:
             out[kind] = decode(value)
@@ -276,9 +308,10 @@ def forget_repo(conn: redis.Redis, repo_id: int) -> None:
     the watcher's lease and report. (A job already queued finds no repository and ends.)"""
     gone = [keys.PENDING.format(repo_id=repo_id), keys.PENDING_SINCE.format(repo_id=repo_id),
             keys.LEADER.format(repo_id=repo_id), keys.REFS.format(repo_id=repo_id),
+            keys.PUBLISHES.format(repo_id=repo_id),
             keys.WATCHER.format(repo_id=repo_id)]
     gone += [keys.QUEUED.format(kind=k, repo_id=repo_id) for k in ("full", "paths", "graph",
-                                                                  "refs", "embed")]
+                                                                  "refs", "publish", "embed")]
     gone += [keys.RUNNING.format(kind=k, repo_id=repo_id) for k in ("graph",)]
     with contextlib.suppress(redis.RedisError):
         conn.delete(*gone)
@@ -309,7 +342,7 @@ def queue_for(conn: redis.Redis, settings: Settings, name: str) -> Queue:
 def request_again(conn: redis.Redis, settings: Settings, kind: str, repo_id: int) -> str | None:
     """A job that stopped before its end (a shutdown) asks to be run again."""
     funcs = {"full": JOB_FULL, "paths": JOB_PATHS, "graph": JOB_GRAPH, "embed": JOB_EMBED,
-             "refs": JOB_REFS}
+             "refs": JOB_REFS, "publish": JOB_PUBLISH}
     return _enqueue_once(conn, settings, kind, repo_id, funcs[kind])
 
 

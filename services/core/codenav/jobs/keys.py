@@ -11,6 +11,9 @@ PENDING_SINCE = "codenav:pending-since:{repo_id}"
 REFS = "codenav:refs:{repo_id}"
 """Hash: ref name -> the revision asked for it ("" for the ref's own commit), for refs
 asked for and not indexed yet (``codenav index --ref``)."""
+PUBLISHES = "codenav:publish:{repo_id}"
+"""Hash: ref name -> the commit CI published for it (gzip JSON: its file list), until the
+publish job has built its tree and moved the ref."""
 QUEUED = "codenav:queued:{kind}:{repo_id}"
 """The job of this kind waiting for the repository (at most one)."""
 RUNNING = "codenav:running:{kind}:{repo_id}"
@@ -21,5 +24,5 @@ WATCHER = "codenav:watcher:{repo_id}"
 """What that watcher reports."""
 ALIVE = "codenav:watcher-alive:{me}"
 """A sidecar's own heartbeat."""
-JOB_ID = re.compile(r"^(full|paths|graph|embed|refs)-(\d+)-[0-9a-f]+$")
+JOB_ID = re.compile(r"^(full|paths|graph|embed|refs|publish)-(\d+)-[0-9a-f]+$")
 """Job ids: kind, repository, random part."""

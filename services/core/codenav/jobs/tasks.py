@@ -174,6 +174,17 @@ def sync_refs(repo_id: int) -> dict[str, Any]:
     return summary.to_json()
 
 
+@resumable("publish")
+def publish_refs(repo_id: int) -> dict[str, Any]:
+    """Build the trees of the commits CI published for the repository and move their refs
+    (``codenav.publish``)."""
+    from codenav import publish
+
+    s = settings()
+    enqueue.claim_started(enqueue.connect_redis(s), "publish", repo_id)
+    return publish.build(s, repo_id, STOP)
+
+
 @resumable("paths")
 def reconcile_pending(repo_id: int) -> dict[str, Any]:
     """Reconcile the paths requested for a repository since the last such job."""

@@ -1,0 +1,113 @@
+"""CI publishing (``codenav publish``): where a ref is, what the server lacks, the bundles of
+it, and the commit that moves the ref (``codenav.publish``). Every route needs a ``write``
+token. Bodies may be gzip-compressed (``Content-Encoding: gzip``); sizes are bounded before
+and after decompression."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zlib
+from pathlib import Path as FsPath
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from codenav import publish
+from codenav.access import Caller
+from codenav.db.connect import connect
+from codenav.errors import InvalidRequest
+from codenav.validate import check_value
+from codenav_api.deps import allowed, services
+from codenav_api.service import Services
+
+router = APIRouter(prefix="/v1/publish", tags=["publish"])
+
+JSON_MAX_BYTES = 256 << 20
+"""A JSON body (a commit's file list, a list of contents), uncompressed."""
+BUNDLE_MAX_BYTES = 1 << 30
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    """The request body, gunzipped when it says so, at most ``limit`` bytes either way."""
+    data = bytearray()
+    async for block in request.stream():
+        data += block
+        if len(data) > limit:
+            raise InvalidRequest("the request body is larger than this server accepts")
+    if request.headers.get("content-encoding", "").lower() != "gzip":
+        return bytes(data)
+    unpack = zlib.decompressobj(31)
+    try:
+        out = unpack.decompress(bytes(data), limit + 1)
+    except zlib.error:
+        raise InvalidRequest("the request body is not gzip") from None
+    if len(out) > limit or unpack.unconsumed_tail:
+        raise InvalidRequest("the request body is larger than this server accepts")
+    return out
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    raw = await _body(request, JSON_MAX_BYTES)
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise InvalidRequest("the request body is not JSON") from None
+    if not isinstance(data, dict):
+        raise InvalidRequest("the request body is a JSON object")
+    check_value(data, "")
+    return data
+
+
+@router.post("/state", summary="Where a ref is, and whether a commit is held already (write)")
+async def state(request: Request, svc: Services = Depends(services),
+                caller: Caller = Depends(allowed("publish"))) -> dict[str, Any]:
+    body = await _json(request)
+    with svc.connection() as conn:
+        return publish.state(conn, caller, str(body.get("repo") or ""),
+                             str(body.get("ref") or ""), str(body.get("commit") or ""))
+
+
+@router.post("/missing", summary="Which contents ([sha, language]) the server lacks for this "
+             "team (write)")
+async def missing(request: Request, svc: Services = Depends(services),
+                  caller: Caller = Depends(allowed("publish"))) -> dict[str, Any]:
+    body = await _json(request)
+    contents = body.get("contents")
+    if not isinstance(contents, list):
+        raise InvalidRequest("contents is a list of [sha, language]")
+    with svc.connection() as conn:
+        return publish.missing(conn, caller, str(body.get("repo") or ""), contents)
+
+
+@router.post("/contents", summary="A bundle of contents (the request body), merged as this "
+             "team's own (write)")
+async def contents(request: Request, repo: Annotated[str, Query(max_length=201)],
+                   svc: Services = Depends(services),
+                   caller: Caller = Depends(allowed("publish"))) -> dict[str, Any]:
+    check_value({"repo": repo}, "")
+    work = FsPath(tempfile.mkdtemp(prefix="codenav-publish-"))
+    path = work / "bundle.tar"
+    try:
+        path.write_bytes(await _body(request, BUNDLE_MAX_BYTES))
+        return await run_in_threadpool(_receive, svc, caller, repo, path)
+    finally:
+        path.unlink(missing_ok=True)
+        os.rmdir(work)
+
+
+def _receive(svc: Services, caller: Caller, repo: str, path: FsPath) -> dict[str, Any]:
+    # a connection of its own: a transaction with its own temporary tables
+    with connect(svc.settings, application_name="codenav-publish") as conn:
+        return publish.receive(conn, svc.settings, caller, repo, path)
+
+
+@router.post("/commit", summary="A commit's file list: once its contents are all here, a job "
+             "builds its tree and moves the ref (write)")
+async def commit(request: Request, svc: Services = Depends(services),
+                 caller: Caller = Depends(allowed("publish"))) -> dict[str, Any]:
+    raw = await _body(request, JSON_MAX_BYTES)
+    with svc.connection() as conn:
+        return publish.commit(conn, svc.redis, svc.settings, caller, raw)
