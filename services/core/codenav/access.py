@@ -16,6 +16,7 @@ working tree or a commit tree reached by a ``ref``, passed to statements as ``%(
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -78,6 +79,13 @@ class Repo:
     keep: int = 0
     default_tree: int | None = None
     team_id: int = 0
+
+
+def record(conn: psycopg.Connection, caller: Caller, action: str, target: str,
+           team_id: int | None, detail: dict[str, Any] | None = None) -> None:
+    """One line of the audit trail: who did what to which target."""
+    conn.execute(q.AUDIT_INSERT, (team_id, caller.actor, caller.token_id, action, target,
+                                  json.dumps(detail or {})))
 
 
 def repo_row(row: Any) -> Repo:

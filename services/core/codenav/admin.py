@@ -9,7 +9,6 @@ restricted admin (one granted explicit repositories) grants at most what it has.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from codenav import repos, roots
-from codenav.access import DEFAULT_TEAM, Caller, Scope
+from codenav.access import DEFAULT_TEAM, Caller, Scope, record
 from codenav.auth import create_token, ensure_team, revoke_token
 from codenav.config import Settings
 from codenav.db import queries as q
@@ -45,13 +44,6 @@ def parse_expiry(text: str | None, now: datetime | None = None) -> datetime | No
     delta = {"h": timedelta(hours=count), "d": timedelta(days=count),
              "w": timedelta(weeks=count)}[unit]
     return (now or datetime.now(UTC)) + delta
-
-
-def record(conn: psycopg.Connection, caller: Caller, action: str, target: str,
-           team_id: int | None, detail: dict[str, Any] | None = None) -> None:
-    """One line of the audit trail."""
-    conn.execute(q.AUDIT_INSERT, (team_id, caller.actor, caller.token_id, action, target,
-                                  json.dumps(detail or {})))
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -77,9 +77,10 @@ def _flag_stale(node: Any, stale: dict[str, str], listed: set[str]) -> None:
 
 def repo_freshness(pending: dict[str, str], waiting: dict[str, str],
                    run: dict[str, Any] | None, watcher: dict[str, Any] | None,
-                   queue_error: str | None = None) -> dict[str, Any]:
+                   queue_error: str | None = None, published: bool = False) -> dict[str, Any]:
     """``fresh`` is true only when nothing is pending, queued or running for the repo's
-    index (files, chunks, graph) and a watcher is alive to notice the next change.
+    index (files, chunks, graph) and a watcher is alive to notice the next change (a
+    repository CI ``published`` has nothing on disk to watch: CI sends its changes).
     Embedding is not part of it: a backlog of vectors can take an hour on a CPU while the
     index is current, and it is reported apart (``embedding`` here, coverage in
     ``embeddings``)."""
@@ -101,11 +102,12 @@ def repo_freshness(pending: dict[str, str], waiting: dict[str, str],
         reasons.append(f"index run in progress ({run.get('files_done', 0)}/"
                        f"{run.get('files_total', 0)} files)")
     if run is None:
-        reasons.append("never indexed")
+        if not published:
+            reasons.append("never indexed")
     elif run.get("state") == "failed":
         reasons.append(f"last run failed: {run.get('error', '')}")
     alive = watcher is not None and time.time() - float(watcher.get("at", 0)) < WATCHER_STALE_S
-    if not alive:
+    if not alive and not published:
         reasons.append("no watcher is running: changes on disk are not noticed")
     out: dict[str, Any] = {
         "fresh": not reasons,

@@ -1,7 +1,8 @@
 """CI publishing: a CI job indexes its checkout in a store of its own and sends the shared
 server only what it lacks, then moves a ref there once everything is in.
 
-The exchange (``codenav_cli.publish`` is the client; every step needs a ``write`` token):
+The exchange (the ``codenav publish`` command is the client; every step needs a ``write`` token,
+checked by the routes that call these functions: the ``publish`` action of the role table):
 
 1. ``state``: where the ref is on the server, and whether it holds that commit already. A
    ref already at the commit: nothing to send. A commit held already: the ref just moves.
@@ -29,25 +30,23 @@ import logging
 import re
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psycopg
-import redis
 
 from codenav import refs, repos
-from codenav.access import Caller, Scope, visible_repos
+from codenav.access import Caller, Scope, record, visible_repos
 from codenav.archive import ArchiveError, check_trailer, open_archive, read_member, stage_section
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
-from codenav.errors import Conflict, Forbidden, InvalidRequest, NotFound
+from codenav.errors import Conflict, Forbidden, Interrupted, InvalidRequest, NotFound
 from codenav.index import commits
 from codenav.index.ingest import FileResult
 from codenav.index.walk import Skip
-from codenav.jobs import enqueue
 from codenav.lang import known_languages
-from codenav.roles import authorize
 from codenav.validate import check_value
 from codenav.versions import CHUNKER_VERSION, GRAPH_VERSION, SCHEMA_VERSION
 
@@ -97,16 +96,14 @@ def versions() -> dict[str, int]:
 def state(conn: psycopg.Connection, caller: Caller, name: str, ref: str,
           commit: str) -> dict[str, Any]:
     """Where ``ref`` of repository ``name`` is, and whether ``commit`` is held already."""
-    authorize(caller, "publish")
     ref, commit = refs.check_name(ref), check_commit(commit)
     scope = _find(conn, caller, name)
     out: dict[str, Any] = {"repo": name, "exists": scope is not None, "ref": ref,
                            "ref_commit": None, "commit_indexed": False, **versions()}
     if scope is not None:
-        row = conn.execute(q.REF_GET, (scope.id, ref)).fetchone()
-        out["ref_commit"] = row[1] if row else None
-        tree = conn.execute(q.TREE_BY_COMMIT, (scope.id, commit)).fetchone()
-        out["commit_indexed"] = bool(tree and tree[1])
+        row = conn.execute(q.REF_TREE, scope.params(name=ref)).fetchone()
+        out["ref_commit"] = row[2] if row else None
+        out["commit_indexed"] = _tree_ready(conn, scope, commit)
     return out
 
 
@@ -114,7 +111,6 @@ def missing(conn: psycopg.Connection, caller: Caller, name: str,
             contents: list[list[str]]) -> dict[str, Any]:
     """Which of ``contents`` ([sha, language] pairs) this server lacks for the caller's
     team: their positions in the list."""
-    authorize(caller, "publish")
     team = _team(caller, _find(conn, caller, name))
     shas, languages = _addresses(contents)
     present = {(s, lang) for s, lang in conn.execute(q.PUBLISH_PRESENT, {
@@ -166,7 +162,6 @@ def receive(conn: psycopg.Connection, settings: Settings, caller: Caller, name: 
             path: Path) -> dict[str, Any]:
     """Merge the bundle at ``path`` into the store as the caller's team's own contents, in
     one transaction (a damaged or foreign bundle changes nothing)."""
-    authorize(caller, "publish")
     team = _team(caller, _find(conn, caller, name))
     where = "the bundle"
     merged: dict[str, int] = {}
@@ -247,12 +242,20 @@ def _path(value: Any) -> str:
     return path
 
 
-def commit(conn: psycopg.Connection, rconn: redis.Redis, settings: Settings, caller: Caller,
-           raw: bytes) -> dict[str, Any]:
-    """Accept the commit's file list (gzip JSON) once every content it needs is here, and
-    queue the publish job that builds the tree and moves the ref; a commit held already
-    moves the ref in that job without any list."""
-    authorize(caller, "publish")
+@dataclass(frozen=True)
+class Accepted:
+    """A commit accepted: the publish job builds its tree and moves the ref."""
+
+    scope: Scope
+    ref: str
+    commit: str
+    payload: bytes
+    """What the job reads (gzip JSON: the file list, who published it)."""
+
+
+def commit(conn: psycopg.Connection, caller: Caller, raw: bytes) -> Accepted:
+    """Accept the commit's file list (gzip JSON) once every content it needs is here (the
+    caller queues the publish job with ``payload``); a commit held already needs no list."""
     try:
         body = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
     except (OSError, ValueError, EOFError):
@@ -264,7 +267,7 @@ def commit(conn: psycopg.Connection, rconn: redis.Redis, settings: Settings, cal
     sha = check_commit(str(body.get("commit") or ""))
     scope = _find(conn, caller, name)
     team = _team(caller, scope)
-    if scope is None or not _tree_ready(conn, scope.id, sha):
+    if scope is None or not _tree_ready(conn, scope, sha):
         files, _skips, _ignored = _files(body)
         shas = [f[1] for f in files]
         languages = [f[2] for f in files]
@@ -278,20 +281,17 @@ def commit(conn: psycopg.Connection, rconn: redis.Redis, settings: Settings, cal
         scope = _create(conn, caller, name, ref)
     payload = gzip.compress(json.dumps({**body, "repo": scope.name, "ref": ref,
                                         "by": caller.actor}).encode(), 1)
-    job_id = enqueue.request_publish(rconn, settings, scope.id, ref, payload)
-    return {"repo": scope.name, "ref": ref, "commit": sha, "job_id": job_id}
+    return Accepted(scope, ref, sha, payload)
 
 
-def _tree_ready(conn: psycopg.Connection, repo_id: int, sha: str) -> bool:
-    row = conn.execute(q.TREE_BY_COMMIT, (repo_id, sha)).fetchone()
-    return bool(row and row[1])
+def _tree_ready(conn: psycopg.Connection, scope: Scope, sha: str) -> bool:
+    row = conn.execute(q.TREE_COMMIT_READY, scope.params(commit=sha)).fetchone()
+    return bool(row and row[0])
 
 
 def _create(conn: psycopg.Connection, caller: Caller, name: str, ref: str) -> Scope:
     """A repository CI publishes to, created at its first publish (nothing on this
     server's disk: its default ref is the first one published)."""
-    from codenav.admin import record
-
     if caller.restricted:
         raise Forbidden(f"this token may not create the repository {name!r}",
                         hint="publish to a granted repository, or with a token of the team "
@@ -306,14 +306,13 @@ def _create(conn: psycopg.Connection, caller: Caller, name: str, ref: str) -> Sc
     return Scope(caller, repo, tuple(r.id for r in visible_repos(conn, caller)))
 
 
-def build(settings: Settings, repo_id: int, stop: threading.Event | None = None
-          ) -> dict[str, Any]:
-    """The publish job: for each ref published since the last run, build its commit tree
-    from the file list (contents are all here), layered on a known tree, and move the ref;
-    then collect what no ref needs any more."""
-    rconn = enqueue.connect_redis(settings)
-    pending = enqueue.pending_publishes(rconn, repo_id)
-    out: dict[str, Any] = {"moved": [], "failed": []}
+def build(settings: Settings, repo_id: int, pending: dict[str, bytes],
+          stop: threading.Event | None = None) -> dict[str, Any]:
+    """The publish job: for each ref published since the last run (``pending``: ref ->
+    payload), build its commit tree from the file list (contents are all here), layered on
+    a known tree, and move the ref; then collect what no ref needs any more. ``done``
+    lists the refs handled (their payloads can go)."""
+    out: dict[str, Any] = {"moved": [], "failed": [], "done": []}
     with connect(settings, application_name="codenav-publish") as conn:
         repo = repos.get(conn, repo_id)
         if repo is None:
@@ -322,20 +321,18 @@ def build(settings: Settings, repo_id: int, stop: threading.Event | None = None
         conn.execute(q.WRITERS_SHARED_LOCK)
         try:
             for ref, payload in sorted(pending.items()):
-                if stop is not None and stop.is_set():
-                    break
+                if stop is not None and stop.is_set():  # the rest runs again (resumable)
+                    raise Interrupted("the worker is stopping")
                 try:
                     out["moved"].append(_build_one(settings, conn, repo, ref, payload))
                 except Conflict as exc:  # collected since it was sent: the client resends
                     out["failed"].append({"ref": ref, "error": exc.message})
-                enqueue.done_publish(rconn, repo_id, ref, payload)
+                out["done"].append(ref)
         finally:
             with contextlib.suppress(psycopg.Error):
                 conn.execute(q.WRITERS_SHARED_UNLOCK)
                 conn.execute(q.REPO_UNLOCK, (repo_id,))
         out["collected"] = refs.collect_trees(conn, repo_id)
-    if out["moved"]:
-        enqueue.request_embed(rconn, settings, repo_id)
     return out
 
 

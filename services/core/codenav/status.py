@@ -210,7 +210,8 @@ def report(conn: psycopg.Connection, caller: Caller, repo_name: str | None, sett
             except redis.RedisError as exc:
                 error = type(exc).__name__
         entry["freshness"] = freshness.repo_freshness(pending, waiting,
-                                                      entry.get("last_run"), watcher, error)
+                                                      entry.get("last_run"), watcher, error,
+                                                      entry.get("source") == "remote")
         entry["embeddings"] = embedding_status(conn, visible[repo_id], client, embedder)
         if pending and entry["index_status"] == "ready":
             entry["index_status"] = "stale"

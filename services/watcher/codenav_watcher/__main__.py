@@ -88,8 +88,8 @@ class Sidecar:
         current = await asyncio.to_thread(self._repos)
         # Only what the workers would index: a repository registered with index: false, or
         # whose root is not an allowed root here, is neither watched nor reconciled.
-        here = {r.id: r for r in current if r.index_enabled and Path(r.root).is_dir()
-                and roots.refusal(self.settings, r.root) is None}
+        here = {r.id: r for r in current if r.index_enabled and r.source != "remote"
+                and Path(r.root).is_dir() and roots.refusal(self.settings, r.root) is None}
         for repo_id, (_watch, task) in list(self.watches.items()):
             if task.done():  # a watch that died is restarted below, after a reconcile
                 error = None if task.cancelled() else task.exception()

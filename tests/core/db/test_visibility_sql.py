@@ -32,6 +32,16 @@ SYSTEM_FUNCTIONS = {
     ("codenav.repos", "delete"), ("codenav.repos", "collect"),
     # the visible set is computed here (REPOS_VISIBLE; REPO_LIST for the operator only)
     ("codenav.access", "visible_repos"),
+    # refs: the worker's sync of one repository from its git, moving refs, collecting trees
+    ("codenav.refs", "sync"), ("codenav.refs", "_adopt_git_source"),
+    ("codenav.refs", "_index_and_move"), ("codenav.refs", "progress"), ("codenav.refs", "move"),
+    ("codenav.refs", "collect_trees"),
+    # publishing: the worker's publish job, the CI job's own store writing a bundle, a new
+    # repository created in the caller's team (as registration), and an upload merged into
+    # the caller's team (it writes rows and answers counts)
+    ("codenav.publish", "build"), ("codenav.publish", "_build_one"),
+    ("codenav.publish", "write_bundle"), ("codenav.publish", "_create"),
+    ("codenav.publish", "receive"),
 }
 MODULES = [m.name for pkg in (codenav, codenav_api)
            for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]

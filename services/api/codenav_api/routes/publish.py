@@ -19,6 +19,7 @@ from codenav import publish
 from codenav.access import Caller
 from codenav.db.connect import connect
 from codenav.errors import InvalidRequest
+from codenav.jobs import enqueue
 from codenav.validate import check_value
 from codenav_api.deps import allowed, services
 from codenav_api.service import Services
@@ -110,4 +111,8 @@ async def commit(request: Request, svc: Services = Depends(services),
                  caller: Caller = Depends(allowed("publish"))) -> dict[str, Any]:
     raw = await _body(request, JSON_MAX_BYTES)
     with svc.connection() as conn:
-        return publish.commit(conn, svc.redis, svc.settings, caller, raw)
+        accepted = publish.commit(conn, caller, raw)
+    job_id = enqueue.request_publish(svc.redis, svc.settings, accepted.scope.id, accepted.ref,
+                                     accepted.payload)
+    return {"repo": accepted.scope.name, "ref": accepted.ref, "commit": accepted.commit,
+            "job_id": job_id}

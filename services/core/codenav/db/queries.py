@@ -109,6 +109,10 @@ INSERT INTO trees (repo_id, kind, commit, ready) VALUES (%s, 'commit', %s, false
 ON CONFLICT (repo_id, commit) WHERE kind = 'commit' DO NOTHING"""
 TREE_BY_COMMIT = """
 SELECT id, ready, base_id FROM trees WHERE repo_id = %s AND kind = 'commit' AND commit = %s"""
+# Whether a repository the caller sees holds a commit's tree, complete.
+TREE_COMMIT_READY = """
+SELECT ready FROM trees WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
+  AND kind = 'commit' AND commit = %(commit)s"""
 TREE_READY = """
 UPDATE trees SET ready = true, indexed_at = now(), gitignored = %s WHERE id = %s"""
 TREE_SET_BASE = "UPDATE trees SET base_id = %s WHERE id = %s"
@@ -1534,6 +1538,9 @@ GLOBAL = frozenset({
     "TOKEN_INSERT", "TOKEN_GRANT", "TOKEN_CHECK", "TOKEN_STATE", "TOKEN_LIST", "TOKEN_GET",
     "TOKEN_REVOKE", "TEAM_GET", "TEAM_INSERT", "TEAM_LIST", "AUDIT_INSERT", "AUDIT_LIST",
     "REPO_BY_TEAM_NAMES",
+    # session locks (no row): an index run or an upload's merge holds them against the
+    # garbage collector
+    "WRITERS_SHARED_LOCK", "WRITERS_SHARED_UNLOCK",
     # usage figures written (no row is returned)
     "USAGE_FLUSH",
     # the visible set itself: a token's team or grants

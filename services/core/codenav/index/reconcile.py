@@ -174,6 +174,8 @@ def refusal(settings: Settings, repo: repos.Repo) -> str:
     """Why a job must not walk this repository here ("" if it may): indexing is off for
     it (registered with ``index: false``), or its root, resolved on this machine, is not
     an allowed root (a symlink may have been swapped in since it was registered)."""
+    if repo.source == "remote":
+        return "published by CI (codenav publish): nothing of it is on this server's disk"
     if not repo.index_enabled:
         return "indexing is off for this repository (registered with index: false); " \
             "reindex asks for it"

@@ -181,8 +181,15 @@ def publish_refs(repo_id: int) -> dict[str, Any]:
     from codenav import publish
 
     s = settings()
-    enqueue.claim_started(enqueue.connect_redis(s), "publish", repo_id)
-    return publish.build(s, repo_id, STOP)
+    conn = enqueue.connect_redis(s)
+    enqueue.claim_started(conn, "publish", repo_id)
+    pending = enqueue.pending_publishes(conn, repo_id)
+    out = publish.build(s, repo_id, pending, STOP)
+    for ref in out.pop("done", []):
+        enqueue.done_publish(conn, repo_id, ref, pending[ref])
+    if out.get("moved"):
+        enqueue.request_embed(conn, s, repo_id)
+    return out
 
 
 @resumable("paths")
