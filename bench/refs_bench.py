@@ -135,8 +135,9 @@ def ten_file_commit(root: Path, base: str, work: Path) -> tuple[Path, str]:
     subprocess.run(["git", "-c", "safe.directory=*", "clone", "-q", "--shared", "--no-checkout",
                     str(root), str(clone)], check=True, env={**os.environ, **GIT_ENV})
     git(clone, "checkout", "-q", base)
-    picked = [p for p in git(clone, "ls-files").splitlines()
-              if p.endswith((".java", ".py", ".scala", ".go", ".ts"))][::97][:10]
+    sources = [p for p in git(clone, "ls-files").splitlines()
+               if p.endswith((".java", ".py", ".scala", ".go", ".ts"))]
+    picked = sources[::max(1, len(sources) // 10)][:10]
     for rel in picked:
         with (clone / rel).open("a") as handle:
             handle.write("\n// edited by refs_bench\n" if not rel.endswith(".py") else

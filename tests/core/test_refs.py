@@ -138,6 +138,13 @@ def test_a_commit_after_a_known_one_parses_only_its_changed_blobs_and_shares_the
     layer = {r[0] for r in conn.execute("SELECT path FROM graph_layer WHERE tree_id = %s",
                                         (second.tree_id,))}
     assert layer <= {"app/util.py", "app/core.py"}
+    # it holds the row of its changed file only, and reads the others from the first
+    assert conn.execute("SELECT path FROM files WHERE tree_id = %s",
+                        (second.tree_id,)).fetchall() == [("app/util.py",)]
+    assert _count(conn, "SELECT count(*) FROM tree_files(%s)", second.tree_id) == \
+        _count(conn, "SELECT count(*) FROM files WHERE tree_id = %s", first.tree_id)
+    assert _count(conn, "SELECT count(*) FROM graph_files WHERE tree_id = %s",
+                  second.tree_id) < 5
     # the same content is one row whichever tree holds it
     assert _count(conn, "SELECT count(DISTINCT content_id) FROM files WHERE path = "
                         "'app/core.py'") == 1
@@ -161,15 +168,29 @@ def test_a_layered_graph_equals_a_full_build_of_the_same_commit(
         settings: Settings, conn: psycopg.Connection, history: History) -> None:
     repo = repos.register(conn, str(history.root), "store")
     refs.sync(settings, repo.id, {"main": history.main[0]})
-    for rev in (history.feature, history.release, history.main[-1]):
+    extra = [commit(history.root, {f"app/step_{i}.py": f"def step_{i}():\n    return {i * 2}\n",
+                                   "app/mod_00.py": f"from app.util import helper\n\n\n"
+                                   f"def mod_00_job(x):\n    return helper('v{i}', x)\n"},
+                    f"extra {i}") for i in range(2)]
+    depths = set()
+    for rev in (history.feature, history.release, *history.main[1:], *extra):
         moved = refs.sync(settings, repo.id, {"main": rev}).moved[0]
         layered = _effective_graph(conn, moved.tree_id)
-        assert conn.execute("SELECT base_id IS NOT NULL FROM trees WHERE id = %s",
-                            (moved.tree_id,)).fetchone() == (True,)
-        build.update(conn, moved.tree_id, [], [], full=True)
-        assert conn.execute("SELECT base_id FROM trees WHERE id = %s",
-                            (moved.tree_id,)).fetchone() == (None,)
-        assert _effective_graph(conn, moved.tree_id) == layered
+        files = set(conn.execute("SELECT path, content_id FROM tree_files(%s)",
+                                 (moved.tree_id,)).fetchall())
+        row = conn.execute("SELECT base_id IS NOT NULL, mid_id IS NOT NULL FROM trees "
+                           "WHERE id = %s", (moved.tree_id,)).fetchone()
+        assert row is not None and row[0]
+        depths.add(row[1])
+        with conn.transaction():  # a full build of the same tree, then back as it was
+            build.update(conn, moved.tree_id, [], [], full=True)
+            assert conn.execute("SELECT base_id FROM trees WHERE id = %s",
+                                (moved.tree_id,)).fetchone() == (None,)
+            assert _effective_graph(conn, moved.tree_id) == layered
+            assert set(conn.execute("SELECT path, content_id FROM tree_files(%s)",
+                                    (moved.tree_id,)).fetchall()) == files
+            raise psycopg.Rollback()
+    assert depths == {False, True}  # on its base alone, and with a mid between
 
 
 def test_a_followed_branch_moves_keeps_n_commits_and_collects_the_rest(
@@ -205,17 +226,21 @@ def test_a_followed_branch_moves_keeps_n_commits_and_collects_the_rest(
     assert missing.status_code == 404
     kept = next(r for r in _call(client, "status")["repos"][0]["refs"] if r["name"] == "main")
     assert kept["commit"] == fourth and kept["kept"] == [third]
-    # and one more: third's tree, layered and no longer kept, is collected (first's stays
-    # while the trees of main are layered on it, unreachable by its id)
+    # and one more: third leaves the history too, and is no longer reached; a tree no ref
+    # keeps stays only while a kept tree is layered on it (first: the base; third: a mid)
     fifth = commit(history.root, {"app/util.py": UTIL + "def fifth_fn():\n    return 5\n"},
                    "five")
-    summary = refs.sync(settings, repo.id)
-    assert summary.collected["trees"] == 1
+    refs.sync(settings, repo.id)
+    gone = client.post("/v1/search", json={"repo": "store", "query": "x", "ref": third[:12]})
+    assert gone.status_code == 404
     commits = {r[0] for r in conn.execute("SELECT commit FROM trees WHERE kind = 'commit'")}
-    assert {fifth, fourth} <= commits and third not in commits and second not in commits
-    assert first in commits and conn.execute(
-        "SELECT count(*) FROM trees WHERE base_id = (SELECT id FROM trees WHERE commit = %s)",
-        (first,)).fetchone() == (3,)  # main's two trees and release/1.0's
+    assert {fifth, fourth} <= commits and second not in commits
+    _no_orphans(conn)
+    unreferenced = {r[0] for r in conn.execute(
+        "SELECT t.commit FROM trees t WHERE t.kind = 'commit' AND NOT EXISTS "
+        "(SELECT 1 FROM repo_refs r WHERE r.tree_id = t.id) AND NOT EXISTS "
+        "(SELECT 1 FROM ref_history h WHERE h.tree_id = t.id)")}
+    assert unreferenced <= {first, third}
     # a followed branch deleted from git is dropped
     git(history.root, "branch", "-q", "-D", "release/1.0")
     assert refs.sync(settings, repo.id).dropped == ["release/1.0"]
@@ -227,7 +252,7 @@ def _no_orphans(conn: psycopg.Connection) -> None:
     assert _count(conn, """SELECT count(*) FROM trees t WHERE t.kind = 'commit'
         AND NOT EXISTS (SELECT 1 FROM repo_refs r WHERE r.tree_id = t.id)
         AND NOT EXISTS (SELECT 1 FROM ref_history h WHERE h.tree_id = t.id)
-        AND NOT EXISTS (SELECT 1 FROM trees l WHERE l.base_id = t.id)""") == 0
+        AND NOT EXISTS (SELECT 1 FROM trees l WHERE t.id IN (l.base_id, l.mid_id))""") == 0
     for table in ("files", "skipped", "graph_imports", "graph_edges", "graph_links",
                   "graph_layer", "graph_files", "graph_state"):
         assert _count(conn, f"SELECT count(*) FROM {table} x WHERE NOT EXISTS "  # noqa: S608

@@ -53,7 +53,9 @@ def disk_state(root: Path, settings: Settings) -> dict[str, str]:
 
 
 def index_state(conn: psycopg.Connection, repo_id: int) -> dict[str, str]:
-    return dict(conn.execute("SELECT path, sha FROM files WHERE repo_id = %s",
+    """The repository's working tree as indexed."""
+    return dict(conn.execute("SELECT f.path, f.sha FROM files f JOIN trees t ON t.id = f.tree_id "
+                             "WHERE f.repo_id = %s AND t.kind = 'worktree'",
                              (repo_id,)).fetchall())
 
 

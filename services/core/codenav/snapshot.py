@@ -191,18 +191,16 @@ class ExportResult:
 
 def export_trees(conn: psycopg.Connection, scope: Any, ref: str | None) -> list[int]:
     """The trees a snapshot of ``scope``'s repository holds: every ready tree, or with
-    ``ref`` (a ref name or commit the repository has indexed) that one tree and the tree its
-    graph is layered on. ``ref`` resolves like a query's (``access.resolve_tree``)."""
+    ``ref`` (a ref name or commit the repository has indexed) that one tree and the trees it
+    is layered on. ``ref`` resolves like a query's (``access.resolve_tree``)."""
     from codenav.access import resolve_tree
 
     if not ref:
         return [int(r[0]) for r in conn.execute(q.SNAPSHOT_TREE_IDS, scope.params()).fetchall()]
     at = resolve_tree(conn, scope, ref).at
-    out = [at.id]
     row = conn.execute(q.SNAPSHOT_TREE_WITH_BASE, (at.id,)).fetchone()
-    if row is not None and row[1] is not None:
-        out.append(int(row[1]))
-    return out
+    below = [int(t) for t in (row[1:] if row else ()) if t is not None]
+    return [at.id, *below]
 
 
 def export(conn: psycopg.Connection, repos: list[Any], out_path: Path,

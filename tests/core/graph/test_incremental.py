@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from codenav import repos
 from codenav.config import Settings
@@ -124,3 +125,28 @@ def test_a_run_that_changes_nothing_leaves_the_graph_alone(
     after = conn.execute("SELECT built_at FROM graph_state WHERE repo_id = %s",
                          (repo.id,)).fetchone()
     assert before == after
+
+
+@pytest.mark.parametrize(("family", "comment"), [("python", "# note"), ("java", "// note"),
+                                                 ("ts", "// note"), ("go", "// note")])
+def test_an_edit_that_keeps_a_files_interface_re_resolves_that_file_alone(
+        family: str, comment: str, settings: Settings, conn: psycopg.Connection,
+        tmp_path: Path) -> None:
+    """Lines move and bodies change, but what other files resolve into it is the same: the
+    file is re-resolved alone, and the graph still equals a full rebuild."""
+    repo = index_fixture(settings, conn, family, tmp_path)
+    row = conn.execute("SELECT dst_path, count(*) FROM graph_links WHERE repo_id = %s "
+                       "GROUP BY dst_path ORDER BY 2 DESC, 1 LIMIT 1", (repo.id,)).fetchone()
+    assert row is not None and row[1] >= 2, "the fixture has a file others depend on"
+    target = Path(repo.root) / row[0]
+    text = target.read_text()
+    lines = text.splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line.strip() and
+                 not line.lstrip().startswith(("package", "import", "from", "#!", "//", "#")))
+    target.write_text("".join(lines[:first]) + f"{comment}: moved down\n\n" + "".join(lines[first:])
+                      + f"\n{comment}: the end\n")
+    reconcile.reconcile(settings, repo.id, [row[0]])
+    resolved = conn.execute("SELECT files_resolved FROM graph_state WHERE repo_id = %s",
+                            (repo.id,)).fetchone()
+    assert resolved == (1,)
+    _same_as_full_rebuild(conn, repo)

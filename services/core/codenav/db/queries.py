@@ -115,7 +115,7 @@ SELECT ready FROM trees WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::
   AND kind = 'commit' AND commit = %(commit)s"""
 TREE_READY = """
 UPDATE trees SET ready = true, indexed_at = now(), gitignored = %s WHERE id = %s"""
-TREE_SET_BASE = "UPDATE trees SET base_id = %s WHERE id = %s"
+TREE_SET_BASE = "UPDATE trees SET base_id = %s, mid_id = %s WHERE id = %s"
 # The tree a new commit tree is best derived from: the tree of the ref it moves, else the
 # tree of the repository's main branch (the one most refs branch off), else its newest
 # ready commit tree.
@@ -128,20 +128,84 @@ ORDER BY t.id IN (SELECT tree_id FROM repo_refs WHERE repo_id = %(repo)s AND nam
 LIMIT 1"""
 TREE_FILE_COUNT = "SELECT count(*) FROM files WHERE tree_id = %s"
 # The files of a tree (path, content, sha, language, size): a derived tree starts from them.
-TREE_FILES = "SELECT path, content_id, sha, language, size FROM files WHERE tree_id = %s"
-# Copy the file list of one tree into another (a commit derived from a known one keeps
-# every unchanged row; the changed paths are written after).
-TREE_COPY_FILES = """
+TREE_FILES = "SELECT path, content_id, sha, language, size FROM tree_files(%s)"
+# A tree layered on the base of a layered tree starts with a copy of what that tree holds
+# itself (its file rows and file layer, its ranks); a layered tree lists the paths it holds.
+TREE_COPY_OWN_FILES = """
+WITH l AS (
+    INSERT INTO file_layer (tree_id, path) SELECT %(to)s, path FROM file_layer
+    WHERE tree_id = %(from)s),
+r AS (
+    INSERT INTO graph_files (repo_id, tree_id, path, rank, prior, imported_by)
+    SELECT repo_id, %(to)s, path, rank, prior, imported_by FROM graph_files
+    WHERE tree_id = %(from)s)
 INSERT INTO files (repo_id, tree_id, path, content_id, sha, language, size, mtime_ns, path_tsv,
                    indexed_at)
-SELECT repo_id, %(to)s, path, content_id, sha, language, size, mtime_ns, path_tsv, now()
-FROM files WHERE tree_id = %(from)s AND NOT (path = ANY(%(except)s))"""
-TREE_COPY_RANKS = """
+SELECT repo_id, %(to)s, path, content_id, sha, language, size, mtime_ns, path_tsv, indexed_at
+FROM files WHERE tree_id = %(from)s"""
+# The ranks of some paths, from the tree a new one derives from (its own until its graph
+# ranks them again).
+TREE_KEEP_RANKS = """
 INSERT INTO graph_files (repo_id, tree_id, path, rank, prior, imported_by)
-SELECT g.repo_id, %(to)s, g.path, g.rank, g.prior, g.imported_by FROM graph_files g
-JOIN files f ON f.tree_id = %(to)s AND f.path = g.path
-WHERE g.tree_id = %(from)s
-ON CONFLICT DO NOTHING"""
+SELECT g.repo_id, %(to)s, g.path, g.rank, g.prior, g.imported_by FROM tree_ranks(%(from)s) g
+WHERE g.path = ANY(%(paths)s)
+ON CONFLICT (tree_id, path) DO UPDATE SET rank = EXCLUDED.rank, prior = EXCLUDED.prior,
+    imported_by = EXCLUDED.imported_by"""
+# A tree layered on a base with a mid between, that becomes a mid itself: it takes the
+# mid's own rows for every path it does not hold (its own changes since the base, all of them).
+TREE_COPY_MID = """
+WITH fl AS (
+    INSERT INTO file_layer (tree_id, path) SELECT %(to)s, path FROM file_layer
+    WHERE tree_id = %(mid)s ON CONFLICT DO NOTHING),
+f AS (
+    INSERT INTO files (repo_id, tree_id, path, content_id, sha, language, size, mtime_ns,
+                       path_tsv, indexed_at)
+    SELECT m.repo_id, %(to)s, m.path, m.content_id, m.sha, m.language, m.size, m.mtime_ns,
+           m.path_tsv, m.indexed_at
+    FROM files m WHERE m.tree_id = %(mid)s AND NOT EXISTS (
+        SELECT 1 FROM file_layer x WHERE x.tree_id = %(to)s AND x.path = m.path)),
+r AS (
+    INSERT INTO graph_files (repo_id, tree_id, path, rank, prior, imported_by)
+    SELECT m.repo_id, %(to)s, m.path, m.rank, m.prior, m.imported_by
+    FROM graph_files m WHERE m.tree_id = %(mid)s
+    ON CONFLICT (tree_id, path) DO NOTHING),
+gl AS (
+    INSERT INTO graph_layer (tree_id, path) SELECT %(to)s, path FROM graph_layer
+    WHERE tree_id = %(mid)s ON CONFLICT DO NOTHING),
+i AS (
+    INSERT INTO graph_imports (repo_id, tree_id, src_path, ord, spec, line, dst_path)
+    SELECT m.repo_id, %(to)s, m.src_path, m.ord, m.spec, m.line, m.dst_path
+    FROM graph_imports m WHERE m.tree_id = %(mid)s AND NOT EXISTS (
+        SELECT 1 FROM graph_layer x WHERE x.tree_id = %(to)s AND x.path = m.src_path)),
+e AS (
+    INSERT INTO graph_edges (repo_id, tree_id, src_path, ord, line, src_scope, kind, dst_path,
+                             dst_qual, verified, how)
+    SELECT m.repo_id, %(to)s, m.src_path, m.ord, m.line, m.src_scope, m.kind, m.dst_path,
+           m.dst_qual, m.verified, m.how
+    FROM graph_edges m WHERE m.tree_id = %(mid)s AND NOT EXISTS (
+        SELECT 1 FROM graph_layer x WHERE x.tree_id = %(to)s AND x.path = m.src_path))
+INSERT INTO graph_links (repo_id, tree_id, src_path, dst_path, imports, refs)
+SELECT m.repo_id, %(to)s, m.src_path, m.dst_path, m.imports, m.refs
+FROM graph_links m WHERE m.tree_id = %(mid)s AND NOT EXISTS (
+    SELECT 1 FROM graph_layer x WHERE x.tree_id = %(to)s AND x.path = m.src_path)"""
+GRAPH_OWN_SIZE = "SELECT count(*) FROM graph_edges WHERE tree_id = %s"
+FILE_LAYER_ADD = """
+INSERT INTO file_layer (tree_id, path) SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING"""
+FILE_LAYER_SIZE = "SELECT count(*) FROM file_layer WHERE tree_id = %s"
+FILE_LAYER_PATHS = "SELECT path FROM file_layer WHERE tree_id = %s"
+# ...and its files and ranks.
+TREE_FLATTEN_FILES = """
+WITH f AS (
+    INSERT INTO files (repo_id, tree_id, path, content_id, sha, language, size, mtime_ns,
+                       path_tsv, indexed_at)
+    SELECT b.repo_id, %(tree)s, b.path, b.content_id, b.sha, b.language, b.size, b.mtime_ns,
+           b.path_tsv, b.indexed_at
+    FROM tree_files(%(tree)s) b WHERE b.tree_id <> %(tree)s)
+INSERT INTO graph_files (repo_id, tree_id, path, rank, prior, imported_by)
+SELECT b.repo_id, %(tree)s, b.path, b.rank, b.prior, b.imported_by
+FROM tree_ranks(%(tree)s) b WHERE b.tree_id <> %(tree)s"""
+FILE_LAYER_CLEAR = "DELETE FROM file_layer WHERE tree_id = %s"
+TREE_SKIP_REASONS = "SELECT path, reason FROM skipped WHERE tree_id = %s"
 TREE_CLEAR_FILES = "DELETE FROM files WHERE tree_id = %s"
 TREE_CLEAR_SKIPPED = "DELETE FROM skipped WHERE tree_id = %s"
 TREE_CLEAR_STATE = "DELETE FROM graph_state WHERE tree_id = %s"
@@ -162,12 +226,6 @@ e AS (
 INSERT INTO graph_links (repo_id, tree_id, src_path, dst_path, imports, refs)
 SELECT repo_id, %(to)s, src_path, dst_path, imports, refs FROM graph_links
 WHERE tree_id = %(from)s"""
-# Paths whose content differs between two trees (or exist in one only).
-TREE_DIFF = """
-SELECT coalesce(a.path, b.path), a.content_id IS NOT NULL, b.content_id IS NOT NULL
-FROM (SELECT path, content_id FROM files WHERE tree_id = %(old)s) a
-FULL JOIN (SELECT path, content_id FROM files WHERE tree_id = %(new)s) b ON a.path = b.path
-WHERE a.content_id IS DISTINCT FROM b.content_id"""
 # Named refs: resolving one within what the caller sees, listing, moving, dropping. A
 # commit is reached by its id while a ref names it or keeps it in its history (a tree kept
 # only as the base another is layered on is not).
@@ -186,7 +244,7 @@ WHERE t.repo_id = %(repo)s AND t.repo_id = ANY(%(visible)s::int[]) AND t.kind = 
 ORDER BY t.id DESC LIMIT 2"""
 REF_LIST = """
 SELECT rr.name, rr.commit, rr.moved_at, rr.moved_by, t.base_id IS NOT NULL,
-       (SELECT count(*) FROM files f WHERE f.tree_id = t.id),
+       (SELECT count(*) FROM tree_files(t.id)),
        (SELECT coalesce(array_agg(h.commit ORDER BY h.moved_at DESC), '{}') FROM ref_history h
         WHERE h.repo_id = rr.repo_id AND h.name = rr.name)
 FROM repo_refs rr JOIN trees t ON t.id = rr.tree_id
@@ -225,7 +283,7 @@ SELECT t.id FROM trees t
 WHERE t.repo_id = %s AND t.kind = 'commit'
   AND NOT EXISTS (SELECT 1 FROM repo_refs rr WHERE rr.tree_id = t.id)
   AND NOT EXISTS (SELECT 1 FROM ref_history h WHERE h.tree_id = t.id)
-  AND NOT EXISTS (SELECT 1 FROM trees l WHERE l.base_id = t.id)
+  AND NOT EXISTS (SELECT 1 FROM trees l WHERE l.base_id = t.id OR l.mid_id = t.id)
   AND (t.ready OR t.created_at < now() - interval '1 hour')
   AND NOT (t.id = ANY(%s))"""
 TREE_PAIRS = "SELECT path, content_id FROM files WHERE tree_id = ANY(%s)"
@@ -302,8 +360,8 @@ ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
 RETURNING id, sha, language"""
 # --- graph facts left for later by a first index (codenav.graph.facts) --------------------
 FACTS_PENDING_IDS = """
-SELECT DISTINCT c.id FROM contents c JOIN files f ON f.content_id = c.id
-WHERE f.tree_id = %s AND c.facts_pending ORDER BY c.id"""
+SELECT DISTINCT c.id FROM contents c JOIN tree_files(%s) f ON f.content_id = c.id
+WHERE c.facts_pending ORDER BY c.id"""
 FACTS_BODIES = "SELECT id, language, body FROM contents WHERE id = ANY(%s) AND facts_pending"
 # Claims the contents (row locks until commit): a concurrent filler of the same contents
 # waits, then claims none of them, so refs are written once.
@@ -434,7 +492,7 @@ SELECT c.id, f.path,
        (SELECT sum(g.w * ts_rank('{0.1, 0.3, 0.6, 1.0}', c.tsv, g.q)) FROM g)
            / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
 FROM cand c
-JOIN files f ON f.content_id = c.content_id AND f.tree_id = %(tree)s
+JOIN tree_files(%(tree)s) f ON f.content_id = c.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE (%(language)s::text IS NULL OR f.language = %(language)s)
   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
@@ -447,7 +505,7 @@ LIMIT %(k)s"""
 SEARCH_DECLARATIONS = """
 SELECT c.id, f.path, c.symbol, c.parent, c.kind
 FROM chunks c
-JOIN files f ON f.content_id = c.content_id AND f.tree_id = %(tree)s
+JOIN tree_files(%(tree)s) f ON f.content_id = c.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(c.symbol) = ANY(%(names)s) AND c.part <= 1
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
@@ -462,7 +520,7 @@ LIMIT %(k)s"""
 SEARCH_TRIGRAM = """
 SELECT c.id, f.path, similarity(lower(c.symbol), %(name)s) AS sim
 FROM chunks c
-JOIN files f ON f.content_id = c.content_id AND f.tree_id = %(tree)s
+JOIN tree_files(%(tree)s) f ON f.content_id = c.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(c.symbol) %% %(name)s AND c.part <= 1
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
@@ -478,13 +536,13 @@ SELECT c.id, c.kind, c.symbol, c.parent, c.signature, c.doc, c.start_line, c.end
        c.part, c.exported, co.language, co.size, co.line_count
 FROM chunks c JOIN contents co ON co.id = c.content_id
 WHERE c.id = ANY(%(ids)s) AND EXISTS (
-    SELECT 1 FROM files f WHERE f.content_id = c.content_id AND f.tree_id = %(tree)s
+    SELECT 1 FROM tree_files(%(tree)s) f WHERE f.content_id = c.content_id
       AND f.repo_id = ANY(%(visible)s::int[]))"""
 
 FILE_META = """
 SELECT f.path, f.size, f.mtime_ns, f.sha, f.language, co.line_count, f.indexed_at
-FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
+FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 
 # Per-chunk and per-path group matches for find_files: which query groups each candidate
 # chunk (and its file's path and imports) contains.
@@ -498,7 +556,7 @@ SELECT f.path, c.symbol, c.kind,
        (SELECT sum(g.w * ts_rank('{0.1, 0.3, 0.6, 1.0}', c.tsv, g.q)) FROM g)
            / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
 FROM chunks c
-JOIN files f ON f.content_id = c.content_id AND f.tree_id = %(tree)s
+JOIN tree_files(%(tree)s) f ON f.content_id = c.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE c.tsv @@ %(any)s::tsquery
 ORDER BY score DESC
@@ -509,48 +567,48 @@ LIMIT %(k)s"""
 FILE_BY_PATH = """
 SELECT f.path, f.content_id, f.size, f.mtime_ns, f.language, co.line_count, co.imports,
        f.indexed_at, co.parse_error, co.redactions
-FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s"""
+FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s"""
 # A file's body and symbols by content, only while a file of the repository points at it.
 FILE_BODY = """
 SELECT co.body FROM contents co WHERE co.id = %(content)s AND EXISTS (
-    SELECT 1 FROM files f WHERE f.content_id = co.id AND f.tree_id = %(tree)s
+    SELECT 1 FROM tree_files(%(tree)s) f WHERE f.content_id = co.id
       AND f.repo_id = ANY(%(visible)s::int[]))"""
 FILE_SYMBOLS = """
 SELECT s.name, s.qualname, s.kind, s.parent, s.depth, s.start_line, s.end_line, s.signature,
        s.doc, s.exported, s.bases
 FROM symbols s WHERE s.content_id = %(content)s AND EXISTS (
-    SELECT 1 FROM files f WHERE f.content_id = s.content_id AND f.tree_id = %(tree)s
+    SELECT 1 FROM tree_files(%(tree)s) f WHERE f.content_id = s.content_id
       AND f.repo_id = ANY(%(visible)s::int[]))
 ORDER BY s.start_line, s.depth, s.ord"""
 SYMBOL_LOCATE = """
 SELECT f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, f.content_id
-FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.tree_id = %(tree)s
+FROM symbols s JOIN tree_files(%(tree)s) f ON f.content_id = s.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE (lower(s.name) = %(name)s OR lower(s.qualname) = %(qual)s)
   AND (%(path)s::text IS NULL OR f.path = %(path)s)
 ORDER BY lower(s.qualname) = %(qual)s DESC, s.depth, length(f.path), f.path
 LIMIT 20"""
 PATH_EXISTS = """
-SELECT 1 FROM files WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]) AND path ~ %(regex)s
+SELECT 1 FROM tree_files(%(tree)s) WHERE repo_id = ANY(%(visible)s::int[]) AND path ~ %(regex)s
 LIMIT 1"""
 SKIPPED_FOR = """
 SELECT reason, detail FROM skipped
 WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]) AND path = %(path)s"""
 SIMILAR_PATHS = """
-SELECT path FROM files WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[])
+SELECT path FROM tree_files(%(tree)s) WHERE repo_id = ANY(%(visible)s::int[])
 ORDER BY similarity(path, %(path)s) DESC LIMIT 3"""
 
 # --- status ------------------------------------------------------------------------------
 REPO_COUNTS = """
 SELECT count(*), coalesce(sum(f.size), 0), count(DISTINCT f.content_id)
-FROM files f WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])"""
+FROM tree_files(%(tree)s) f WHERE f.repo_id = ANY(%(visible)s::int[])"""
 REPO_LANGUAGES = """
-SELECT language, count(*) FROM files WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[])
+SELECT language, count(*) FROM tree_files(%(tree)s) WHERE repo_id = ANY(%(visible)s::int[])
 GROUP BY language ORDER BY 2 DESC"""
 REPO_CHUNKS = """
 SELECT count(*) FROM chunks c WHERE c.content_id IN (
-    SELECT content_id FROM files WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]))"""
+    SELECT content_id FROM tree_files(%(tree)s) WHERE repo_id = ANY(%(visible)s::int[]))"""
 SKIPPED_SUMMARY = """
 SELECT reason, count(*) FROM skipped WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[])
 GROUP BY reason ORDER BY 2 DESC"""
@@ -561,8 +619,8 @@ REPO_GITIGNORED = "SELECT gitignored FROM trees WHERE id = %(tree)s AND repo_id 
 # Files whose secrets were redacted, with each redaction (line and kind).
 REPO_REDACTIONS = """
 SELECT f.path, co.redactions, count(*) OVER (), sum(jsonb_array_length(co.redactions)) OVER ()
-FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND co.redactions <> '[]'::jsonb
+FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND co.redactions <> '[]'::jsonb
 ORDER BY f.path LIMIT %(k)s"""
 
 # --- grep (codenav.search.grep) -------------------------------------------------------------------
@@ -580,8 +638,8 @@ def grep_candidates(n_literals: int, case_sensitive: bool) -> sql.Composed:
         for i in range(int(n_literals)))
     return sql.SQL("""
 SELECT f.path, f.content_id, f.language, f.size
-FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])
+FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[])
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s){likes}
 ORDER BY f.path
@@ -591,7 +649,7 @@ LIMIT %(cap)s""").format(likes=likes)
 # Bodies of candidate contents, while a file of the repository points at them.
 GREP_BODIES = """
 SELECT co.id, co.body FROM contents co WHERE co.id = ANY(%(ids)s) AND EXISTS (
-    SELECT 1 FROM files f WHERE f.content_id = co.id AND f.tree_id = %(tree)s
+    SELECT 1 FROM tree_files(%(tree)s) f WHERE f.content_id = co.id
       AND f.repo_id = ANY(%(visible)s::int[]))"""
 
 # --- token economy (codenav.usage) -------------------------------------------------------
@@ -659,9 +717,9 @@ WHERE f.tree_id = %s
 ON CONFLICT DO NOTHING""".replace("@EMBED_TEXT@", EMBED_TEXT)
 EMBED_BACKLOG = """
 SELECT DISTINCT ON (ct.text_hash) ct.text_hash, @EMBED_TEXT@
-FROM files f JOIN chunks c ON c.content_id = f.content_id
+FROM tree_files(%(tree)s) f JOIN chunks c ON c.content_id = f.content_id
 JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
-WHERE f.tree_id = %(tree)s AND NOT EXISTS (
+WHERE NOT EXISTS (
     SELECT 1 FROM embeddings e WHERE e.model_id = %(model)s AND e.text_hash = ct.text_hash)
 ORDER BY ct.text_hash
 LIMIT %(k)s""".replace("@EMBED_TEXT@", EMBED_TEXT)
@@ -686,13 +744,13 @@ SELECT %s, text_hash, vec FROM stage_embeddings
 ON CONFLICT (model_id, text_hash) DO NOTHING"""
 EMBED_COVERAGE = """
 SELECT count(*), count(e.text_hash)
-FROM files f JOIN chunks c ON c.content_id = f.content_id
+FROM tree_files(%(tree)s) f JOIN chunks c ON c.content_id = f.content_id
 JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
 LEFT JOIN embeddings e ON e.model_id = %(model)s AND e.text_hash = ct.text_hash
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])"""
+WHERE f.repo_id = ANY(%(visible)s::int[])"""
 EMBED_REPO_CHUNKS = """
-SELECT count(*) FROM files f JOIN chunks c ON c.content_id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])"""
+SELECT count(*) FROM tree_files(%(tree)s) f JOIN chunks c ON c.content_id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[])"""
 EMBED_MODEL_COUNT = "SELECT count(*) FROM embeddings WHERE model_id = %s"
 INDEX_EXISTS = "SELECT 1 FROM pg_indexes WHERE indexname = %s"
 # Vectors of texts no chunk is embedded as any more (after a tree or repository went).
@@ -729,7 +787,7 @@ SELECT ct.chunk_id, ct.path, (e.vec::vector({dim})) <=> %(q)s::vector({dim}) AS 
 FROM embeddings e
 JOIN chunk_texts ct ON ct.text_hash = e.text_hash
 JOIN chunks c ON c.id = ct.chunk_id
-JOIN files f ON f.tree_id = %(tree)s AND f.path = ct.path AND f.content_id = c.content_id
+JOIN tree_files(%(tree)s) f ON f.path = ct.path AND f.content_id = c.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE e.model_id = {model}
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
@@ -752,15 +810,15 @@ SELECT repo_id, id, %s, now(), %s, %s, %s FROM trees WHERE id = %s
 ON CONFLICT (tree_id) DO UPDATE SET version = EXCLUDED.version, built_at = now(),
     full_build = EXCLUDED.full_build, files_resolved = EXCLUDED.files_resolved,
     seconds = EXCLUDED.seconds"""
-GRAPH_TREE = "SELECT repo_id, base_id FROM trees WHERE id = %s"
+GRAPH_TREE = "SELECT repo_id, base_id, mid_id FROM trees WHERE id = %s"
 # Every file with its language and package line (the package row sorts first in refs).
 GRAPH_FILES = """
 SELECT f.path, f.language, coalesce(r.name, ''), f.content_id
-FROM files f LEFT JOIN refs r ON r.content_id = f.content_id AND r.ord = 0 AND r.kind = 'package'
-WHERE f.tree_id = %s"""
+FROM tree_files(%s) f
+LEFT JOIN refs r ON r.content_id = f.content_id AND r.ord = 0 AND r.kind = 'package'"""
 GRAPH_CONFIGS = """
-SELECT f.path, c.body FROM files f JOIN contents c ON c.id = f.content_id
-WHERE f.tree_id = %s AND f.path ~ %s"""
+SELECT f.path, c.body FROM tree_files(%s) f JOIN contents c ON c.id = f.content_id
+WHERE f.path ~ %s"""
 # By content id (the build knows each file's): index scans however the planner estimates.
 GRAPH_SYMBOLS = """
 SELECT content_id, name, qualname, kind, depth, exported, start_line
@@ -773,7 +831,7 @@ SELECT src_path, src_scope, dst_path, dst_qual FROM tree_edges(%s)
 WHERE src_path = ANY(%s) AND kind IN ('extends', 'implements') AND verified"""
 GRAPH_DEFINITIONS = """
 SELECT f.path, s.name, s.qualname, s.kind, s.depth, s.exported, s.start_line
-FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.tree_id = %s
+FROM symbols s JOIN tree_files(%s) f ON f.content_id = s.content_id
 WHERE lower(s.name) = ANY(%s) AND f.language = ANY(%s)"""
 GRAPH_IMPORTERS = """
 SELECT DISTINCT src_path FROM tree_imports(%s) WHERE dst_path = ANY(%s)"""
@@ -786,7 +844,25 @@ SELECT DISTINCT src_path FROM tree_edges(%s) WHERE dst_path = ANY(%s)"""
 GRAPH_SUBCLASS_FILES = """
 SELECT DISTINCT src_path FROM tree_edges(%s)
 WHERE dst_path = ANY(%s) AND kind IN ('extends', 'implements')"""
-GRAPH_KNOWN = "SELECT path FROM graph_files WHERE tree_id = %s AND path = ANY(%s)"
+GRAPH_KNOWN = "SELECT path FROM tree_ranks(%s) WHERE path = ANY(%s)"
+# What other files' resolution can read of a content (its interface): its declarations and
+# the facts another file follows into it (imports and re-exports, heritage, return types,
+# package, and variables and declarations of module or class scope), without line numbers.
+# Two versions of a file with the same key resolve every other file the same way. NULL:
+# its facts are not extracted yet (unknown).
+GRAPH_INTERFACE_KEYS = """
+SELECT c.id, CASE WHEN c.facts_pending THEN NULL ELSE md5(coalesce((
+    SELECT string_agg(x, E'\n' ORDER BY x) FROM (
+        SELECT concat_ws('|', 's', s.name, s.qualname, s.kind, s.depth, s.exported,
+                         array_to_string(s.bases, ','))
+        FROM symbols s WHERE s.content_id = c.id
+        UNION ALL
+        SELECT concat_ws('|', 'f', r.kind, r.name, r.qualifier, r.alias, r.scope)
+        FROM refs r WHERE r.content_id = c.id AND r.kind = ANY(%(kinds)s)
+          AND (r.kind NOT IN ('var', 'decl') OR r.scope = '' OR r.scope IN (
+              SELECT k.qualname FROM symbols k WHERE k.content_id = c.id
+                AND k.kind = ANY(%(classes)s)))) t(x)), '')) END
+FROM contents c WHERE c.id = ANY(%(ids)s)"""
 GRAPH_PAIRS = """
 SELECT src_path, dst_path, imports, refs FROM tree_links(%s) WHERE src_path = ANY(%s)"""
 # The effective rows of some files (a layered build compares what it resolved with them,
@@ -808,28 +884,23 @@ INSERT INTO graph_layer (tree_id, path) SELECT %s, unnest(%s::text[]) ON CONFLIC
 GRAPH_LAYER_DROP = "DELETE FROM graph_layer WHERE tree_id = %s AND path = ANY(%s)"
 GRAPH_LAYER_CLEAR = "DELETE FROM graph_layer WHERE tree_id = %s"
 GRAPH_LAYER_SIZE = "SELECT count(*) FROM graph_layer WHERE tree_id = %s"
-GRAPH_UNLAYER = "UPDATE trees SET base_id = NULL WHERE id = %s"
-# Copy a layered tree's effective graph into its own rows (it stops depending on its base).
+GRAPH_UNLAYER = "UPDATE trees SET base_id = NULL, mid_id = NULL WHERE id = %s"
+# Copy what a layered tree reads below itself (its mid's and base's rows) into its own
+# rows: it stops depending on them.
 GRAPH_FLATTEN = """
 WITH i AS (
     INSERT INTO graph_imports (repo_id, tree_id, src_path, ord, spec, line, dst_path)
-    SELECT g.repo_id, t.id, g.src_path, g.ord, g.spec, g.line, g.dst_path
-    FROM trees t JOIN graph_imports g ON g.tree_id = t.base_id
-    WHERE t.id = %(tree)s AND NOT EXISTS (
-        SELECT 1 FROM graph_layer x WHERE x.tree_id = t.id AND x.path = g.src_path)),
+    SELECT g.repo_id, %(tree)s, g.src_path, g.ord, g.spec, g.line, g.dst_path
+    FROM tree_imports(%(tree)s) g WHERE g.tree_id <> %(tree)s),
 e AS (
     INSERT INTO graph_edges (repo_id, tree_id, src_path, ord, line, src_scope, kind, dst_path,
                              dst_qual, verified, how)
-    SELECT g.repo_id, t.id, g.src_path, g.ord, g.line, g.src_scope, g.kind, g.dst_path,
+    SELECT g.repo_id, %(tree)s, g.src_path, g.ord, g.line, g.src_scope, g.kind, g.dst_path,
            g.dst_qual, g.verified, g.how
-    FROM trees t JOIN graph_edges g ON g.tree_id = t.base_id
-    WHERE t.id = %(tree)s AND NOT EXISTS (
-        SELECT 1 FROM graph_layer x WHERE x.tree_id = t.id AND x.path = g.src_path))
+    FROM tree_edges(%(tree)s) g WHERE g.tree_id <> %(tree)s)
 INSERT INTO graph_links (repo_id, tree_id, src_path, dst_path, imports, refs)
-SELECT g.repo_id, t.id, g.src_path, g.dst_path, g.imports, g.refs
-FROM trees t JOIN graph_links g ON g.tree_id = t.base_id
-WHERE t.id = %(tree)s AND NOT EXISTS (
-    SELECT 1 FROM graph_layer x WHERE x.tree_id = t.id AND x.path = g.src_path)"""
+SELECT g.repo_id, %(tree)s, g.src_path, g.dst_path, g.imports, g.refs
+FROM tree_links(%(tree)s) g WHERE g.tree_id <> %(tree)s"""
 GRAPH_LINKS_COPY = """
 COPY graph_links (repo_id, tree_id, src_path, dst_path, imports, refs) FROM STDIN (FORMAT BINARY)"""
 GRAPH_LINKS_TYPES = ["int4", "int4", "text", "text", "int4", "int4"]
@@ -843,7 +914,10 @@ GRAPH_EDGES_TYPES = ["int4", "int4", "text", "int4", "int4", "text", "text", "te
                      "bool", "text"]
 # Links between files for PageRank: imports and verified references, counted.
 GRAPH_LINKS = "SELECT src_path, dst_path, imports, refs FROM tree_links(%s)"
-GRAPH_PATHS = "SELECT path, language FROM files WHERE tree_id = %s"
+GRAPH_PATHS = "SELECT path, language FROM tree_files(%s)"
+# The ranks a layered tree reads of its base (it keeps its own only where they differ).
+GRAPH_BASE_RANKS = """
+SELECT g.path, g.prior, g.imported_by FROM tree_ranks(%(tree)s) g WHERE g.tree_id <> %(tree)s"""
 GRAPH_RANK_CLEAR = "DELETE FROM graph_files WHERE tree_id = %s"
 GRAPH_RANK_COPY = "COPY graph_files (repo_id, tree_id, path, rank, prior, imported_by) FROM STDIN"
 GRAPH_ANALYZE = "ANALYZE refs, graph_imports, graph_edges, graph_links, graph_files"
@@ -851,11 +925,10 @@ GRAPH_ANALYZE = "ANALYZE refs, graph_imports, graph_edges, graph_links, graph_fi
 # --- file-level ranking for long queries (codenav.search.bm25) ---------------------------------
 FILE_GROUP_PATHS = """
 WITH g AS (SELECT q, i FROM unnest(%(tsqs)s::tsquery[]) WITH ORDINALITY AS g(q, i))
-SELECT g.i, f.path FROM g JOIN files f ON f.tree_id = %(tree)s
-  AND f.repo_id = ANY(%(visible)s::int[]) AND f.path_tsv @@ g.q"""
+SELECT g.i, f.path FROM g JOIN tree_files(%(tree)s) f ON f.repo_id = ANY(%(visible)s::int[]) AND f.path_tsv @@ g.q"""
 REPO_FILE_STATS = """
-SELECT count(*), coalesce(avg(size), 1) FROM files
-WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[])"""
+SELECT count(*), coalesce(avg(size), 1) FROM tree_files(%(tree)s)
+WHERE repo_id = ANY(%(visible)s::int[])"""
 
 # --- code graph: tools (codenav.graph.lookup, .impact, .skeleton) -------------------------
 # Declarations by name or qualified name (a qualified name also matches as a suffix:
@@ -863,7 +936,7 @@ WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[])"""
 GRAPH_LOCATE = """
 SELECT f.path, s.name, s.qualname, s.kind, s.parent, s.start_line, s.end_line, s.signature,
        s.doc, s.exported, s.bases, f.language, coalesce(pkg.name, '')
-FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.tree_id = %(tree)s
+FROM symbols s JOIN tree_files(%(tree)s) f ON f.content_id = s.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 LEFT JOIN refs pkg ON pkg.content_id = f.content_id AND pkg.ord = 0 AND pkg.kind = 'package'
 WHERE lower(s.name) = %(name)s
@@ -874,7 +947,7 @@ ORDER BY lower(s.qualname) = coalesce(%(qual)s, lower(s.name)) DESC, s.depth, le
          f.path, s.start_line
 LIMIT %(k)s"""
 GRAPH_LOCATE_COUNT = """
-SELECT count(*) FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.tree_id = %(tree)s
+SELECT count(*) FROM symbols s JOIN tree_files(%(tree)s) f ON f.content_id = s.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(s.name) = %(name)s
   AND (%(qual)s::text IS NULL OR lower(s.qualname) = %(qual)s OR lower(s.qualname) LIKE %(suffix)s)
@@ -890,14 +963,14 @@ JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
 WHERE e.repo_id = ANY(%(visible)s::int[])
   AND (%(verified)s::boolean IS NULL OR e.verified = %(verified)s)
   AND (%(kinds)s::text[] IS NULL OR e.kind = ANY(%(kinds)s))
-  AND EXISTS (SELECT 1 FROM files f WHERE f.tree_id = %(tree)s AND f.path = e.src_path)
+  AND EXISTS (SELECT 1 FROM tree_files(%(tree)s) f WHERE f.path = e.src_path)
 ORDER BY e.verified DESC, e.src_path, e.line, e.kind
 LIMIT %(k)s"""
 # References of a name that resolved to nothing: potential matches, with what they were
 # called on (the reason is derived from it).
 GRAPH_UNRESOLVED = """
 SELECT f.path, r.line, r.scope, r.kind, r.qualifier, count(*) OVER () AS total
-FROM refs r JOIN files f ON f.content_id = r.content_id AND f.tree_id = %(tree)s
+FROM refs r JOIN tree_files(%(tree)s) f ON f.content_id = r.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE r.name = %(name)s AND r.kind IN ('call', 'type', 'extends', 'implements')
   AND r.kind = ANY(%(kinds)s)
@@ -908,7 +981,7 @@ LIMIT %(k)s"""
 # How many references of a name resolved to nothing, counted up to a cap (impact's note).
 GRAPH_UNRESOLVED_COUNT = """
 SELECT count(*) FROM (
-    SELECT 1 FROM refs r JOIN files f ON f.content_id = r.content_id AND f.tree_id = %(tree)s
+    SELECT 1 FROM refs r JOIN tree_files(%(tree)s) f ON f.content_id = r.content_id
       AND f.repo_id = ANY(%(visible)s::int[])
     WHERE r.name = %(name)s AND r.kind IN ('call', 'type', 'extends', 'implements')
       AND NOT EXISTS (SELECT 1 FROM tree_edges(%(tree)s) e
@@ -917,17 +990,17 @@ SELECT count(*) FROM (
 # The type references of a declaration that resolved, with the declarations they name.
 GRAPH_TYPES_OF = """
 SELECT r.name, e.dst_path, e.dst_qual, s.kind, s.start_line, s.end_line, s.signature, s.doc
-FROM files f
+FROM tree_files(%(tree)s) f
 JOIN refs r ON r.content_id = f.content_id
 JOIN tree_edges(%(tree)s) e ON e.src_path = f.path AND e.ord = r.ord
-JOIN files df ON df.tree_id = f.tree_id AND df.path = e.dst_path
+JOIN tree_files(%(tree)s) df ON df.path = e.dst_path
 JOIN symbols s ON s.content_id = df.content_id AND s.qualname = e.dst_qual
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s
   AND r.scope = %(scope)s AND r.kind IN ('type', 'extends', 'implements') AND e.verified
 ORDER BY r.line, r.ord"""
 GRAPH_TYPE_REFS = """
-SELECT r.ord, r.name FROM files f JOIN refs r ON r.content_id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s
+SELECT r.ord, r.name FROM tree_files(%(tree)s) f JOIN refs r ON r.content_id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = %(path)s
   AND r.scope = %(scope)s AND r.kind IN ('type', 'extends', 'implements')"""
 GRAPH_RESOLVED_ORDS = """
 SELECT DISTINCT ord FROM tree_edges(%(tree)s)
@@ -935,8 +1008,8 @@ WHERE repo_id = ANY(%(visible)s::int[]) AND src_path = %(path)s AND ord = ANY(%(
 # Members (methods) of classes in some files.
 GRAPH_MEMBERS = """
 SELECT f.path, s.qualname, s.name, s.kind, s.start_line, s.signature
-FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
+FROM tree_files(%(tree)s) f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
   AND s.kind IN ('method', 'function', 'constructor')
   AND s.parent IS NOT NULL
 ORDER BY f.path, s.start_line"""
@@ -949,16 +1022,16 @@ WHERE e.repo_id = ANY(%(visible)s::int[]) AND e.kind IN ('extends', 'implements'
 ORDER BY e.verified DESC, e.src_path, e.line"""
 GRAPH_SYMBOL_AT = """
 SELECT f.path, s.qualname, s.kind, s.start_line, s.signature
-FROM files f JOIN symbols s ON s.content_id = f.content_id
+FROM tree_files(%(tree)s) f JOIN symbols s ON s.content_id = f.content_id
 JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
   ON f.path = t.path AND s.qualname = t.qual
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])"""
+WHERE f.repo_id = ANY(%(visible)s::int[])"""
 # Go: types whose methods (in the same package directory) include every method of an
 # interface: they satisfy it without saying so.
 GRAPH_GO_METHODS = """
 SELECT f.path, s.qualname, s.name
-FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.language = 'go' AND s.kind = 'method'
+FROM tree_files(%(tree)s) f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.language = 'go' AND s.kind = 'method'
   AND s.name = ANY(%(names)s)"""
 # File-level links out of (imports, references) and into (importers, users) some files.
 GRAPH_LINKS_FROM = """
@@ -980,43 +1053,45 @@ ORDER BY spec"""
 # Per file: language and how many files import it (from the last graph build).
 GRAPH_FILE_META = """
 SELECT f.path, f.language, coalesce(g.imported_by, 0)
-FROM files f LEFT JOIN graph_files g ON g.tree_id = f.tree_id AND g.path = f.path
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
+FROM tree_files(%(tree)s) f LEFT JOIN tree_ranks(%(tree)s) g ON g.path = f.path
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 # Exported declarations (not members) of some files, for their first exports.
 GRAPH_EXPORTS = """
 SELECT f.path, s.name, s.kind, s.depth, s.start_line
-FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s) AND s.exported
+FROM tree_files(%(tree)s) f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s) AND s.exported
   AND s.kind NOT IN ('method', 'constructor', 'property')
 ORDER BY f.path, s.start_line"""
 # Skeleton: exported declarations of the files under a directory.
 GRAPH_SKELETON = """
 SELECT f.path, f.language, s.name, s.qualname, s.kind, s.start_line, s.parent
-FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])
+FROM tree_files(%(tree)s) f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[])
   AND (%(like)s::text IS NULL OR f.path LIKE %(like)s) AND s.exported AND s.kind NOT IN ('method', 'constructor', 'property')
 ORDER BY f.path, s.start_line"""
 GRAPH_SKELETON_CLASSES = """
-SELECT f.path, s.qualname FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[])
+SELECT f.path, s.qualname FROM tree_files(%(tree)s) f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[])
   AND (%(like)s::text IS NULL OR f.path LIKE %(like)s) AND s.kind IN ('class', 'interface', 'enum', 'function', 'method')"""
 # What an answer could not see: skipped files, code in languages without a graph, files
 # whose structure failed to parse, and whether the graph is current.
 GRAPH_COVERAGE = """
-WITH v AS (SELECT t.id FROM trees t WHERE t.id = %(tree)s AND t.repo_id = %(repo)s
-           AND t.repo_id = ANY(%(visible)s::int[]))
-SELECT (SELECT count(*) FROM skipped WHERE tree_id = (SELECT id FROM v)),
-       (SELECT count(*) FROM files WHERE tree_id = (SELECT id FROM v)
+SELECT (SELECT count(*) FROM skipped WHERE tree_id = %(tree)s AND repo_id = %(repo)s
+          AND repo_id = ANY(%(visible)s::int[])),
+       (SELECT count(*) FROM tree_files(%(tree)s) WHERE repo_id = %(repo)s
+          AND repo_id = ANY(%(visible)s::int[])
           AND language <> ALL(%(graphed)s) AND language <> ALL(%(noncode)s)),
-       (SELECT coalesce(array_agg(DISTINCT language), '{}') FROM files
-          WHERE tree_id = (SELECT id FROM v)
+       (SELECT coalesce(array_agg(DISTINCT language), '{}') FROM tree_files(%(tree)s)
+          WHERE repo_id = %(repo)s AND repo_id = ANY(%(visible)s::int[])
           AND language <> ALL(%(graphed)s) AND language <> ALL(%(noncode)s)),
-       (SELECT count(*) FROM files f JOIN contents c ON c.id = f.content_id
-          WHERE f.tree_id = (SELECT id FROM v) AND c.parse_error <> ''),
-       (SELECT version FROM graph_state WHERE tree_id = (SELECT id FROM v))"""
+       (SELECT count(*) FROM tree_files(%(tree)s) f JOIN contents c ON c.id = f.content_id
+          WHERE f.repo_id = %(repo)s AND f.repo_id = ANY(%(visible)s::int[])
+          AND c.parse_error <> ''),
+       (SELECT version FROM graph_state WHERE tree_id = %(tree)s AND repo_id = %(repo)s
+          AND repo_id = ANY(%(visible)s::int[]))"""
 GRAPH_PRIORS = """
-SELECT path, prior FROM graph_files
-WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]) AND path = ANY(%(paths)s)"""
+SELECT path, prior FROM tree_ranks(%(tree)s)
+WHERE repo_id = ANY(%(visible)s::int[]) AND path = ANY(%(paths)s)"""
 # Chunk ranking inside the files a long query ranked best (see filerank).
 SEARCH_IN_FILES = """
 WITH g AS (
@@ -1025,8 +1100,8 @@ WITH g AS (
 SELECT c.id, f.path,
        (SELECT sum(g.w * ts_rank('{0.1, 0.3, 0.6, 1.0}', c.tsv, g.q)) FROM g)
            / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
-FROM files f JOIN chunks c ON c.content_id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
+FROM tree_files(%(tree)s) f JOIN chunks c ON c.content_id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
   AND c.tsv @@ %(any)s::tsquery
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
   AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
@@ -1038,7 +1113,7 @@ FILE_TERMS_COPY = "COPY file_terms (term, content_id, tf) FROM STDIN"
 # Whole-file term frequencies of the query's terms in a repository's files.
 FILE_TERM_POSTINGS = """
 SELECT t.term, f.path, t.tf, f.size
-FROM file_terms t JOIN files f ON f.content_id = t.content_id AND f.tree_id = %(tree)s
+FROM file_terms t JOIN tree_files(%(tree)s) f ON f.content_id = t.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE t.term = ANY(%(terms)s)"""
 
@@ -1046,7 +1121,7 @@ WHERE t.term = ANY(%(terms)s)"""
 # Files that declare names a long query spells out (top-level or class members).
 DECLARING_FILES = """
 SELECT f.path, count(DISTINCT lower(s.name))
-FROM symbols s JOIN files f ON f.content_id = s.content_id AND f.tree_id = %(tree)s
+FROM symbols s JOIN tree_files(%(tree)s) f ON f.content_id = s.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE lower(s.name) = ANY(%(names)s) AND s.depth <= 1
 GROUP BY f.path"""
@@ -1056,14 +1131,14 @@ GROUP BY f.path"""
 # doc fields of fielded file scoring.
 FILE_DECLARED = """
 SELECT f.path, s.name, s.depth, left(s.doc, 400)
-FROM files f JOIN symbols s ON s.content_id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
+FROM tree_files(%(tree)s) f JOIN symbols s ON s.content_id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
   AND s.depth <= 2
 LIMIT %(k)s"""
 # Centrality and importer count of candidate files (absent: the graph has not ranked them).
 FILE_GRAPH_RANKS = """
-SELECT path, prior, imported_by FROM graph_files
-WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]) AND path = ANY(%(paths)s)"""
+SELECT path, prior, imported_by FROM tree_ranks(%(tree)s)
+WHERE repo_id = ANY(%(visible)s::int[]) AND path = ANY(%(paths)s)"""
 # File-level links touching the strongest candidates (their graph neighbours).
 FILE_NEIGHBOURS = """
 SELECT src_path, dst_path, imports + refs FROM tree_links(%(tree)s)
@@ -1073,13 +1148,13 @@ ORDER BY imports + refs DESC
 LIMIT %(k)s"""
 # Files whose path the query spells out (a stack frame, a module path, a file name).
 FILE_PATHS_LIKE = """
-SELECT path FROM files
-WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[]) AND path LIKE ANY(%(patterns)s)
+SELECT path FROM tree_files(%(tree)s)
+WHERE repo_id = ANY(%(visible)s::int[]) AND path LIKE ANY(%(patterns)s)
 LIMIT %(k)s"""
 # Line counts of candidate files.
 FILE_LINES = """
-SELECT f.path, co.line_count FROM files f JOIN contents co ON co.id = f.content_id
-WHERE f.tree_id = %(tree)s AND f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
+SELECT f.path, co.line_count FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 
 # --- snapshots (codenav.snapshot) ----------------------------------------------------------
 # A snapshot is one binary COPY per section. Export reads the trees in %(trees)s (those of
@@ -1098,7 +1173,7 @@ SNAPSHOT_TREE_IDS = """
 SELECT id FROM trees WHERE repo_id = ANY(%(visible)s::int[]) AND (ready OR kind = 'worktree')
 ORDER BY id"""
 # A tree and the tree its graph is layered on.
-SNAPSHOT_TREE_WITH_BASE = "SELECT id, base_id FROM trees WHERE id = %s"
+SNAPSHOT_TREE_WITH_BASE = "SELECT id, base_id, mid_id FROM trees WHERE id = %s"
 SNAPSHOT_TREE_LIST = """
 SELECT t.id, r.name, t.kind, t.commit, t.indexed_at,
        coalesce((SELECT array_agg(rr.name ORDER BY rr.name) FROM repo_refs rr
@@ -1132,7 +1207,8 @@ SNAPSHOT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
              ("qualifier", "text"), ("alias", "text"), ("line", "integer"), ("scope", "text")),
     "file_terms": (("term", "text"), ("content_src", "bigint"), ("tf", "integer")),
     "trees": (("src_id", "integer"), ("repo_src", "integer"), ("kind", "text"),
-              ("commit", "text"), ("base_src", "integer"), ("ready", "boolean"),
+              ("commit", "text"), ("base_src", "integer"), ("mid_src", "integer"),
+              ("ready", "boolean"),
               ("created_at", "timestamptz"), ("indexed_at", "timestamptz"),
               ("gitignored", "integer")),
     "repo_refs": (("repo_src", "integer"), ("name", "text"), ("tree_src", "integer"),
@@ -1153,6 +1229,7 @@ SNAPSHOT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "graph_links": (("tree_src", "integer"), ("src_path", "text"), ("dst_path", "text"),
                     ("imports", "integer"), ("refs", "integer")),
     "graph_layer": (("tree_src", "integer"), ("path", "text")),
+    "file_layer": (("tree_src", "integer"), ("path", "text")),
     "graph_files": (("tree_src", "integer"), ("path", "text"), ("rank", "double precision"),
                     ("prior", "double precision"), ("imported_by", "integer")),
     "graph_state": (("tree_src", "integer"), ("version", "integer"), ("built_at", "timestamptz"),
@@ -1182,8 +1259,8 @@ COPY (SELECT r.content_id, r.ord, r.kind, r.name, r.qualifier, r.alias, r.line, 
 COPY (SELECT t.term, t.content_id, t.tf
       FROM file_terms t WHERE t.content_id IN @IN@) TO STDOUT (FORMAT binary)""",
     "trees": """
-COPY (SELECT t.id, t.repo_id, t.kind, t.commit, t.base_id, t.ready, t.created_at, t.indexed_at,
-             t.gitignored
+COPY (SELECT t.id, t.repo_id, t.kind, t.commit, t.base_id, t.mid_id, t.ready, t.created_at,
+             t.indexed_at, t.gitignored
       FROM trees t WHERE t.id = ANY(%(trees)s::int[]) ORDER BY t.id) TO STDOUT (FORMAT binary)""",
     "repo_refs": """
 COPY (SELECT rr.repo_id, rr.name, rr.tree_id, rr.commit, rr.moved_at, rr.moved_by
@@ -1211,6 +1288,9 @@ COPY (SELECT g.tree_id, g.src_path, g.dst_path, g.imports, g.refs
     "graph_layer": """
 COPY (SELECT g.tree_id, g.path
       FROM graph_layer g WHERE g.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
+    "file_layer": """
+COPY (SELECT g.tree_id, g.path
+      FROM file_layer g WHERE g.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
     "graph_files": """
 COPY (SELECT g.tree_id, g.path, g.rank, g.prior, g.imported_by
       FROM graph_files g WHERE g.tree_id = ANY(%(trees)s::int[])) TO STDOUT (FORMAT binary)""",
@@ -1372,12 +1452,15 @@ INSERT INTO snap_tree_map (src_id, id)
 SELECT s.src_id, nextval(pg_get_serial_sequence('trees', 'id')) FROM snap_trees s
 JOIN snap_repo_map r ON r.src_id = s.repo_src"""
 SNAPSHOT_MERGE_TREES = """
-INSERT INTO trees (id, repo_id, kind, commit, base_id, ready, created_at, indexed_at, gitignored)
-SELECT m.id, r.id, s.kind, s.commit, b.id, s.ready, s.created_at, s.indexed_at, s.gitignored
+INSERT INTO trees (id, repo_id, kind, commit, base_id, mid_id, ready, created_at, indexed_at,
+                   gitignored)
+SELECT m.id, r.id, s.kind, s.commit, b.id, d.id, s.ready, s.created_at, s.indexed_at,
+       s.gitignored
 FROM snap_trees s JOIN snap_tree_map m ON m.src_id = s.src_id
 JOIN snap_repo_map r ON r.src_id = s.repo_src
 LEFT JOIN snap_tree_map b ON b.src_id = s.base_src
-ORDER BY s.base_src IS NOT NULL, s.src_id"""
+LEFT JOIN snap_tree_map d ON d.src_id = s.mid_src
+ORDER BY s.base_src IS NOT NULL, s.mid_src IS NOT NULL, s.src_id"""
 SNAPSHOT_MERGE_REPO_REFS = """
 INSERT INTO repo_refs (repo_id, name, tree_id, commit, moved_at, moved_by)
 SELECT r.id, s.name, m.id, s.commit, s.moved_at, s.moved_by
@@ -1423,8 +1506,10 @@ SNAPSHOT_MERGE_GRAPH_FILES = """
 INSERT INTO graph_files (repo_id, tree_id, path, rank, prior, imported_by)
 SELECT t.repo_id, t.id, s.path, s.rank, s.prior, s.imported_by
 FROM snap_graph_files s JOIN snap_tree_map tm ON tm.src_id = s.tree_src
-JOIN trees t ON t.id = tm.id
-JOIN files f ON f.tree_id = t.id AND f.path = s.path"""
+JOIN trees t ON t.id = tm.id"""
+SNAPSHOT_MERGE_FILE_LAYER = """
+INSERT INTO file_layer (tree_id, path)
+SELECT tm.id, s.path FROM snap_file_layer s JOIN snap_tree_map tm ON tm.src_id = s.tree_src"""
 SNAPSHOT_MERGE_GRAPH_STATE = """
 INSERT INTO graph_state (repo_id, tree_id, version, built_at, full_build, files_resolved, seconds)
 SELECT t.repo_id, t.id, s.version, s.built_at, s.full_build, s.files_resolved, s.seconds
@@ -1448,14 +1533,15 @@ SNAPSHOT_MERGE: tuple[tuple[str, str], ...] = (
     ("ref_history", SNAPSHOT_MERGE_REF_HISTORY), ("files", SNAPSHOT_MERGE_FILES),
     ("skipped", SNAPSHOT_MERGE_SKIPPED), ("graph_imports", SNAPSHOT_MERGE_GRAPH_IMPORTS),
     ("graph_edges", SNAPSHOT_MERGE_GRAPH_EDGES), ("graph_links", SNAPSHOT_MERGE_GRAPH_LINKS),
-    ("graph_layer", SNAPSHOT_MERGE_GRAPH_LAYER),
+    ("graph_layer", SNAPSHOT_MERGE_GRAPH_LAYER), ("file_layer", SNAPSHOT_MERGE_FILE_LAYER),
     ("graph_files", SNAPSHOT_MERGE_GRAPH_FILES), ("graph_state", SNAPSHOT_MERGE_GRAPH_STATE),
     ("embeddings", SNAPSHOT_MERGE_EMBEDDINGS), ("chunk_texts", SNAPSHOT_MERGE_CHUNK_TEXTS),
 )
 """The merge, in order (each name: the table it fills, and how many rows went in)."""
 SNAPSHOT_TABLES = ("repos", "trees", "repo_refs", "ref_history", "contents", "chunks",
                    "symbols", "refs", "file_terms", "files", "skipped", "graph_imports",
-                   "graph_edges", "graph_links", "graph_layer", "graph_files", "graph_state",
+                   "graph_edges", "graph_links", "graph_layer", "file_layer", "graph_files",
+                   "graph_state",
                    "embed_models", "embeddings", "chunk_texts")
 """The columns of SNAPSHOT_TABLE_COUNTS, in order."""
 SNAPSHOT_TABLE_COUNTS = """
@@ -1465,7 +1551,8 @@ SELECT (SELECT count(*) FROM repos), (SELECT count(*) FROM trees), (SELECT count
        (SELECT count(*) FROM file_terms), (SELECT count(*) FROM files),
        (SELECT count(*) FROM skipped), (SELECT count(*) FROM graph_imports),
        (SELECT count(*) FROM graph_edges), (SELECT count(*) FROM graph_links),
-       (SELECT count(*) FROM graph_layer), (SELECT count(*) FROM graph_files),
+       (SELECT count(*) FROM graph_layer), (SELECT count(*) FROM file_layer),
+       (SELECT count(*) FROM graph_files),
        (SELECT count(*) FROM graph_state), (SELECT count(*) FROM embed_models),
        (SELECT count(*) FROM embeddings), (SELECT count(*) FROM chunk_texts)"""
 
@@ -1521,7 +1608,7 @@ ORDER BY c.sha, c.language, c.origin_team NULLS FIRST"""
 # The local store of a CI job: the files of the tree it indexed, with their contents.
 PUBLISH_TREE_FILES = """
 SELECT f.path, f.sha, f.language, f.size, f.content_id, length(c.body)
-FROM files f JOIN contents c ON c.id = f.content_id WHERE f.tree_id = %s ORDER BY f.path"""
+FROM tree_files(%s) f JOIN contents c ON c.id = f.content_id ORDER BY f.path"""
 PUBLISH_TREE_SKIPS = "SELECT path, reason, detail, size FROM skipped WHERE tree_id = %s ORDER BY path"
 PUBLISH_TREE_GITIGNORED = "SELECT gitignored FROM trees WHERE id = %s"
 
@@ -1552,7 +1639,7 @@ GLOBAL = frozenset({
     "SNAPSHOT_REPO_UPDATE", "SNAPSHOT_REPO_MAP", "SNAPSHOT_REPO_CLEAR", "SNAPSHOT_MODEL_MAP",
     "SNAPSHOT_REPO_UNREF", "SNAPSHOT_REPO_UNHISTORY", "SNAPSHOT_REPO_UNLAYER",
     "SNAPSHOT_MAP_TREES", "SNAPSHOT_MERGE_TREES", "SNAPSHOT_MERGE_REPO_REFS",
-    "SNAPSHOT_MERGE_REF_HISTORY", "SNAPSHOT_MERGE_GRAPH_LAYER",
+    "SNAPSHOT_MERGE_REF_HISTORY", "SNAPSHOT_MERGE_GRAPH_LAYER", "SNAPSHOT_MERGE_FILE_LAYER",
     # the tree a layered tree's graph reads through (its id came from a scoped statement)
     "SNAPSHOT_TREE_WITH_BASE",
     # CI publishing: addresses the team finds, staging checks and the merge of an upload

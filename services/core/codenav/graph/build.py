@@ -8,7 +8,8 @@ resolve), so no edge is left pointing at a vanished declaration. Rows are replac
 transaction (readers keep the previous graph until it commits), written with COPY.
 
 A tree may be *layered* on another (``trees.base_id``, a commit tree derived from a known
-one): it reads its base's rows for every path it does not hold itself (``graph_layer``).
+one, with perhaps one more layered tree between them, ``mid_id``): it reads the rows below
+it for every path it does not hold itself (``graph_layer``).
 An incremental build of a layered tree compares what it resolved with the rows it read and
 keeps its own rows only for the files whose rows differ, so a commit that changes ten files
 stores the graph of about those ten. When its own share grows past ``FULL_SHARE`` the tree
@@ -29,7 +30,7 @@ import psycopg
 from codenav.db import queries as q
 from codenav.errors import Interrupted
 from codenav.graph import centrality
-from codenav.graph.context import BaseRow, Context, Fact, FactRow, SymRow
+from codenav.graph.context import CLASS_LIKE, FACT_KINDS, BaseRow, Context, Fact, FactRow, SymRow
 from codenav.graph.modules import CONFIG_RE, ModuleIndex, is_config
 from codenav.graph.patterns import PATTERNS
 from codenav.graph.resolve import Resolver
@@ -43,6 +44,9 @@ BATCH = 400
 FULL_SHARE = 0.3
 """An incremental change touching more than this share of the files rebuilds everything."""
 MAX_SUBCLASS_DEPTH = 4
+RANK_TOLERANCE = 0.01
+"""A layered tree keeps a file's rank of its own only when its prior (0..1) moved more than
+this from its base's (or its importer count changed): ranks are a search prior."""
 
 
 @dataclass
@@ -77,6 +81,7 @@ def _tree(conn: psycopg.Connection, tree_id: int) -> _Tree:
     row = conn.execute(q.GRAPH_TREE, (tree_id,)).fetchone()
     assert row is not None, f"no tree {tree_id}"
     return _Tree(tree_id, int(row[0]), int(row[1]) if row[1] is not None else None)
+
 
 
 class _DbLoader:
@@ -130,15 +135,19 @@ def load_index(conn: psycopg.Connection, tree_id: int) -> tuple[ModuleIndex, dic
 
 
 def update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted: list[str],
-           full: bool = False, current: bool = False) -> GraphSummary | None:
+           full: bool = False, current: bool = False,
+           previous: dict[str, int] | None = None) -> GraphSummary | None:
     """Bring the tree's graph in line with its files; None when nothing to do. ``current``:
     the graph it reads (its base's, for a tree just layered on it) is known to be up to
     date except for ``changed`` and ``deleted``, though the tree has no state of its own.
+    ``previous``: the content each changed path had before; a file whose interface did not
+    change (its declarations and what others follow into it) is re-resolved alone, not with
+    every file that depends on it.
 
     A failure is logged and leaves the graph marked stale (the next run rebuilds it): the
     graph is derived data, and search must not stop because one repository trips it."""
     try:
-        return _update(conn, tree_id, changed, deleted, full, current)
+        return _update(conn, tree_id, changed, deleted, full, current, previous)
     except Interrupted:  # a stop, not a failure: the job runs again
         raise
     except Exception:  # derived data: recorded, and rebuilt by the next run
@@ -159,7 +168,8 @@ def is_current(conn: psycopg.Connection, tree_id: int) -> bool:
 
 
 def _update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted: list[str],
-            full: bool, current: bool = False) -> GraphSummary | None:
+            full: bool, current: bool = False,
+            previous: dict[str, int] | None = None) -> GraphSummary | None:
     started = time.monotonic()
     stale = not current and not is_current(conn, tree_id)
     if not (full or stale or changed or deleted):
@@ -175,7 +185,9 @@ def _update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted:
         full = True
         build_set = structured
     else:
-        build_set = _affected(conn, tree_id, index, set(changed), set(deleted)) & structured
+        stable = _same_interface(conn, changed, previous or {}, content_ids)
+        build_set = _affected(conn, tree_id, index, set(changed), set(deleted),
+                              stable) & structured
         if not build_set and not deleted:
             conn.execute(q.GRAPH_STATE_PUT, (GRAPH_VERSION, False, 0, 0.0, tree_id))
             return None
@@ -192,22 +204,42 @@ def _update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted:
     return summary
 
 
+def _same_interface(conn: psycopg.Connection, changed: list[str], previous: dict[str, int],
+                    content_ids: dict[str, int]) -> set[str]:
+    """The changed paths whose old and new contents have the same interface key (what
+    other files' resolution reads of them)."""
+    pairs = {p: (previous[p], content_ids[p]) for p in changed
+             if p in previous and p in content_ids}
+    if not pairs:
+        return set()
+    ids = sorted({i for pair in pairs.values() for i in pair})
+    keys: dict[int, str | None] = {
+        int(cid): key for cid, key in conn.execute(q.GRAPH_INTERFACE_KEYS, {
+            "ids": ids, "kinds": list(FACT_KINDS), "classes": sorted(CLASS_LIKE)})}
+    return {p for p, (old, new) in pairs.items()
+            if keys.get(old) is not None and keys.get(old) == keys.get(new)}
+
+
 def _affected(conn: psycopg.Connection, tree_id: int, index: ModuleIndex, changed: set[str],
-              deleted: set[str]) -> set[str]:
-    """The files whose edges may change when ``changed`` and ``deleted`` do."""
-    touched = sorted(changed | deleted)
+              deleted: set[str], stable: set[str] | None = None) -> set[str]:
+    """The files whose edges may change when ``changed`` and ``deleted`` do (a ``stable``
+    file, changed without changing its interface, only its own)."""
+    stable = stable or set()
+    touched = sorted((changed - stable) | deleted)
     out = set(changed)
+    if not touched:
+        return out
     out |= _paths(conn, q.GRAPH_IMPORTERS, tree_id, touched)
     out |= _paths(conn, q.GRAPH_REFERRERS, tree_id, touched)  # potential edges included
-    frontier = sorted(out - deleted)
+    frontier = sorted(out - deleted - stable)
     for _ in range(MAX_SUBCLASS_DEPTH):  # subclasses of subclasses inherit members
         if not frontier:
             break
         found = _paths(conn, q.GRAPH_SUBCLASS_FILES, tree_id, frontier) - out
         out |= found
         frontier = sorted(found)
-    known = _paths(conn, q.GRAPH_KNOWN, tree_id, sorted(changed))
-    new = sorted(changed - known)
+    known = _paths(conn, q.GRAPH_KNOWN, tree_id, sorted(changed - stable))
+    new = sorted(changed - stable - known)
     if new:
         siblings = sorted({s for p in new for s in index.dirs.get(posixpath.dirname(p), [])})
         out |= set(siblings)  # package peers see new names without an import
@@ -257,12 +289,11 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
     rewritten = set(deleted)
     with conn.transaction():
         if full:
+            if tree.base_id is not None:  # it now holds every row itself
+                _flatten(conn, tree)
             conn.execute(q.GRAPH_IMPORTS_CLEAR, (tree.id,))
             conn.execute(q.GRAPH_EDGES_CLEAR, (tree.id,))
             conn.execute(q.GRAPH_LINKS_CLEAR, (tree.id,))
-            if tree.base_id is not None:  # it now holds every row itself
-                conn.execute(q.GRAPH_LAYER_CLEAR, (tree.id,))
-                conn.execute(q.GRAPH_UNLAYER, (tree.id,))
         elif replaced and not layered:
             _drop(conn, tree.id, replaced)
         elif deleted:  # a layered tree hides its base's rows of the files it lost
@@ -338,14 +369,23 @@ def _differing(conn: psycopg.Connection, tree_id: int, batch: list[str],
 def _flatten_if_large(conn: psycopg.Connection, tree: _Tree, n_files: int) -> None:
     """A layered tree that holds more than FULL_SHARE of its files' rows itself copies the
     rest and stops depending on its base (reads stay one index probe per tree)."""
-    row = conn.execute(q.GRAPH_LAYER_SIZE, (tree.id,)).fetchone()
-    if row is None or int(row[0]) <= FULL_SHARE * max(n_files, 1):
+    own = max(int((conn.execute(q.GRAPH_LAYER_SIZE, (tree.id,)).fetchone() or (0,))[0]),
+              int((conn.execute(q.FILE_LAYER_SIZE, (tree.id,)).fetchone() or (0,))[0]))
+    if own <= FULL_SHARE * max(n_files, 1):
         return
     with conn.transaction():
-        conn.execute(q.GRAPH_FLATTEN, {"tree": tree.id})
-        conn.execute(q.GRAPH_LAYER_CLEAR, (tree.id,))
-        conn.execute(q.GRAPH_UNLAYER, (tree.id,))
-    log.info("tree %s: graph flattened (%s of %s files were its own)", tree.id, row[0], n_files)
+        _flatten(conn, tree)
+    log.info("tree %s: flattened (%s of %s files were its own)", tree.id, own, n_files)
+
+
+def _flatten(conn: psycopg.Connection, tree: _Tree) -> None:
+    """Copy what a layered tree reads of its base (files, ranks, graph rows) into its own
+    rows: it stops depending on the base. In the caller's transaction."""
+    conn.execute(q.TREE_FLATTEN_FILES, {"tree": tree.id})
+    conn.execute(q.GRAPH_FLATTEN, {"tree": tree.id})
+    conn.execute(q.FILE_LAYER_CLEAR, (tree.id,))
+    conn.execute(q.GRAPH_LAYER_CLEAR, (tree.id,))
+    conn.execute(q.GRAPH_UNLAYER, (tree.id,))
 
 
 def file_links(imports: list[ImportRow],
@@ -399,9 +439,16 @@ def update_ranks(conn: psycopg.Connection, tree_id: int) -> None:
             importers[dst] = importers.get(dst, 0) + 1
     ranks = centrality.pagerank(nodes, links)
     priors = centrality.priors(ranks)
+    keep = set(ranks)
+    if tree.base_id is not None:  # a layered tree keeps the ranks that differ from its base's
+        base = {p: (float(prior), int(n)) for p, prior, n in
+                conn.execute(q.GRAPH_BASE_RANKS, {"tree": tree_id}).fetchall()}
+        own = {str(r[0]) for r in conn.execute(q.FILE_LAYER_PATHS, (tree_id,))}
+        keep = {p for p in ranks if p in own or p not in base or
+                importers.get(p, 0) != base[p][1] or abs(priors[p] - base[p][0]) > RANK_TOLERANCE}
     with conn.transaction():
         conn.execute(q.GRAPH_RANK_CLEAR, (tree_id,))
         with conn.cursor().copy(q.GRAPH_RANK_COPY) as copy:
-            for path, value in ranks.items():
-                copy.write_row((tree.repo_id, tree_id, path, value, priors[path],
+            for path in sorted(keep):
+                copy.write_row((tree.repo_id, tree_id, path, ranks[path], priors[path],
                                 importers.get(path, 0)))

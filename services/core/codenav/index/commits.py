@@ -83,28 +83,65 @@ Progress = Callable[[str, int, int, int], None]
 """(phase, files total, files done, files parsed)"""
 
 
-def plan(gdir: Path, commit: str, max_bytes: int, reader: gitread.BlobReader) -> TreePlan:
-    """The files of ``commit`` codenav indexes, and what it skips and why."""
+RULE_REASONS = frozenset({"ignored_dir", "lock_file", "secret", "binary", "bad_name"})
+"""Skip reasons the path rules give (the others depend on the file: symlink, size...)."""
+
+
+def plan(gdir: Path, commit: str, max_bytes: int, reader: gitread.BlobReader,
+         decided: dict[str, str | None] | None = None) -> TreePlan:
+    """The files of ``commit`` codenav indexes, and what it skips and why. ``decided``: what
+    the rules said of paths of a tree derived from (None: include), used as it is when the
+    two commits have the same ignore files (a commit after a known one checks its new paths
+    only). Directories are decided once, as the walker does: nothing below an ignored one
+    is looked at."""
     entries = gitread.ls_tree(gdir, commit)
+    ignore_files = {e.path: e.sha for e in entries if e.path.rsplit("/", 1)[-1] in IGNORE_FILES
+                    and e.mode != gitread.SYMLINK_MODE and e.size <= IGNORE_FILE_MAX}
     texts: dict[str, str] = {}
-    for e in entries:
-        if e.path.rsplit("/", 1)[-1] in IGNORE_FILES and e.mode != gitread.SYMLINK_MODE \
-                and e.size <= IGNORE_FILE_MAX:
-            data = reader.read(e.sha)
-            if data is not None:
-                texts[e.path] = data.decode("utf-8", "replace")
+    for path, sha in ignore_files.items():
+        data = reader.read(sha)
+        if data is not None:
+            texts[path] = data.decode("utf-8", "replace")
     rules = TreeIgnoreRules(texts)
+    reuse = decided if decided is not None and \
+        decided.get(_IGNORE_KEY) == _ignore_key(ignore_files) else {}
+    dirs: dict[str, str | None] = {"": None}
     out = TreePlan([], [])
+
+    def directory(rel: str) -> str | None:
+        """Why nothing below ``rel`` is indexed (None: it is walked)."""
+        if rel in dirs:
+            return dirs[rel]
+        parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        reason = directory(parent)
+        if reason is None:
+            rules.enter_dir(parent)
+            reason = rules.check(rel, is_dir=True)
+            if reason == "gitignored":
+                out.gitignored += 1
+            elif reason:
+                out.skips.append(Skip(rel + "/", reason))
+            dirs[rel] = reason or None
+            return dirs[rel]
+        dirs[rel] = "parent"  # below an ignored directory: not listed again
+        return "parent"
+
     for e in entries:
         if "\n" in e.path or "\r" in e.path:
-            out.skips.append(Skip(e.path.replace("\n", "\\n").replace("\r", "\\r"), "bad_name",
-                                  "control character in file name"))
+            out.skips.append(Skip(e.path.replace("\n", "\\n").replace("\r", "\\r"),
+                                  "bad_name", "control character in file name"))
             continue
-        reason = rules.check_path(e.path, is_dir=False)
+        if e.path in reuse:
+            reason = reuse[e.path]
+        else:
+            folder = e.path.rsplit("/", 1)[0] if "/" in e.path else ""
+            if directory(folder) is not None:
+                continue
+            rules.enter_dir(folder)
+            reason = rules.check(e.path, is_dir=False)
         if reason == "gitignored":
             out.gitignored += 1
-            continue
-        if reason:
+        elif reason:
             out.skips.append(Skip(e.path, reason, size=e.size))
         elif e.mode == gitread.SYMLINK_MODE:
             out.skips.append(Skip(e.path, "symlink", "a link in the commit"))
@@ -114,6 +151,28 @@ def plan(gdir: Path, commit: str, max_bytes: int, reader: gitread.BlobReader) ->
             out.skips.append(Skip(e.path, "too_large", f"{e.size} bytes > {max_bytes}", e.size))
         else:
             out.files.append(FileEntry(e.path, e.size, 0, e.sha))
+    return out
+
+
+_IGNORE_KEY = "\0ignore-files"
+"""The entry of ``decided`` naming the ignore files the decisions were made with."""
+
+
+def _ignore_key(files: dict[str, str]) -> str:
+    return ",".join(f"{p}={s}" for p, s in sorted(files.items()))
+
+
+def decisions(conn: psycopg.Connection, base: int | None,
+              known: dict[str, Known]) -> dict[str, str | None] | None:
+    """What the rules said of the paths of tree ``base`` (its files: index; its skips by a
+    path rule: the rule), and the ignore files it was decided with."""
+    if base is None:
+        return None
+    out: dict[str, str | None] = {p: None for p in known}
+    out.update({p: r for p, r in conn.execute(q.TREE_SKIP_REASONS, (base,)).fetchall()
+                if r in RULE_REASONS})
+    out[_IGNORE_KEY] = _ignore_key({p: k.sha for p, k in known.items()
+                                    if p.rsplit("/", 1)[-1] in IGNORE_FILES})
     return out
 
 
@@ -210,10 +269,11 @@ def index_commit(settings: Settings, conn: psycopg.Connection, repo: Repo, gdir:
     summary = CommitSummary(0, commit)
     lap = started
     with gitread.BlobReader(gdir) as reader:
-        tree = plan(gdir, commit, settings.max_file_bytes, reader)
-        lap = summary.lap("plan", lap)
         base = neighbour(conn, repo_id, ref, int(row[0]) if row else 0, main)
         known = tree_files(conn, base)
+        tree = plan(gdir, commit, settings.max_file_bytes, reader,
+                    decisions(conn, base, known))
+        lap = summary.lap("plan", lap)
         results, todo = resolve_contents(conn, tree.files, known, repo.team_id)
         total = len(tree.files)
         if progress:
@@ -262,16 +322,19 @@ def build_tree(settings: Settings, conn: psycopg.Connection, repo_id: int, commi
     by_path = {r.path: r for r in files}
     with conn.transaction():
         clear_tree(conn, tree_id)  # a half-built tree of a killed run starts over
-        if base is not None:
-            conn.execute(q.TREE_COPY_FILES, {"from": base, "to": tree_id,
-                                             "except": changed + deleted})
-        written = [by_path[p] for p in changed] if base is not None else files
+        if base is not None:  # layered: it holds its changed files, reads the rest
+            layer_on(conn, tree_id, base, changed + deleted)
+            written = [by_path[p] for p in changed]
+        else:
+            written = files
         conn.execute(q.FILES_STAGE_CREATE)
         with conn.cursor().copy(q.FILES_STAGE_COPY) as copy:
             for r in written:
                 copy.write_row((r.path, r.content_id, r.sha, r.language, r.size, 0,
                                 path_tsvector(r.path)))
         conn.execute(q.FILES_UPSERT, (repo_id, tree_id))
+        if deleted:  # rows a copied layer held for them
+            conn.execute(q.FILES_DELETE, (tree_id, deleted))
         if skips:
             with conn.cursor() as cur:
                 cur.executemany(q.SKIPPED_UPSERT, [(repo_id, tree_id, s.path, s.reason,
@@ -282,8 +345,8 @@ def build_tree(settings: Settings, conn: psycopg.Connection, repo_id: int, commi
         return
     facts.fill_pending(settings, conn, tree_id)
     if base is not None and graph.is_current(conn, base):
-        layer_on(conn, tree_id, base)
-        graph.update(conn, tree_id, changed, deleted, current=True)
+        graph.update(conn, tree_id, changed, deleted, current=True,
+                     previous={p: known[p].content_id for p in changed if p in known})
     else:
         graph.update(conn, tree_id, [], [], full=True)
     lap = summary.lap("graph", lap)
@@ -294,21 +357,46 @@ def clear_tree(conn: psycopg.Connection, tree_id: int) -> None:
     """Empty a tree that is not ready (what a killed run left of it)."""
     for statement in (q.TREE_CLEAR_FILES, q.TREE_CLEAR_SKIPPED, q.GRAPH_IMPORTS_CLEAR,
                       q.GRAPH_EDGES_CLEAR, q.GRAPH_LINKS_CLEAR, q.GRAPH_LAYER_CLEAR,
-                      q.TREE_CLEAR_STATE, q.GRAPH_UNLAYER):
+                      q.FILE_LAYER_CLEAR, q.GRAPH_RANK_CLEAR, q.TREE_CLEAR_STATE,
+                      q.GRAPH_UNLAYER):
         conn.execute(statement, (tree_id,))
 
 
-def layer_on(conn: psycopg.Connection, tree_id: int, base: int) -> None:
-    """Make ``tree_id``'s graph read ``base``'s: layered on ``base`` when ``base`` holds its
-    own graph, else on ``base``'s own base with a copy of ``base``'s layer (so a tree is
-    never more than one layer deep); and start from ``base``'s file ranks."""
+MID_SHARE = 0.5
+"""A tree derived from one that sits on a mid becomes a mid itself (taking the mid's rows)
+once its own share reaches this fraction of the mid's: each commit then holds its changes
+since a recent one, and a new mid starts after a few."""
+
+
+def layer_on(conn: psycopg.Connection, tree_id: int, base: int, paths: list[str]) -> None:
+    """Layer ``tree_id`` on the tree ``base`` it derives from, never more than two layers
+    deep: on ``base`` itself when ``base`` holds all its rows; on ``base``'s base with
+    ``base`` as its mid when ``base`` sits right on its base; else (``base`` sits on a mid)
+    with a copy of what ``base`` holds itself, over ``base``'s mid, or, once that copy
+    grows past MID_SHARE of the mid, over the base with the mid's rows copied too (it is
+    then a mid for the commits after it). ``paths`` (changed or deleted since ``base``) are
+    its own, and keep their rank until its graph says otherwise. In the caller's
+    transaction."""
     row = conn.execute(q.GRAPH_TREE, (base,)).fetchone()
     assert row is not None
-    under = int(row[1]) if row[1] is not None else None
-    with conn.transaction():
-        if under is None:
-            conn.execute(q.TREE_SET_BASE, (base, tree_id))
+    under, mid = (int(v) if v is not None else None for v in row[1:3])
+    if under is None:  # base holds everything
+        conn.execute(q.TREE_SET_BASE, (base, None, tree_id))
+    elif mid is None:  # base sits right on its base: it is our mid
+        conn.execute(q.TREE_SET_BASE, (under, base, tree_id))
+    else:
+        conn.execute(q.TREE_COPY_OWN_FILES, {"from": base, "to": tree_id})
+        conn.execute(q.TREE_COPY_LAYER, {"from": base, "to": tree_id})
+        own = _size(conn, q.GRAPH_OWN_SIZE, base)
+        if own >= MID_SHARE * max(_size(conn, q.GRAPH_OWN_SIZE, mid), 1):
+            conn.execute(q.TREE_COPY_MID, {"mid": mid, "to": tree_id})
+            conn.execute(q.TREE_SET_BASE, (under, None, tree_id))
         else:
-            conn.execute(q.TREE_SET_BASE, (under, tree_id))
-            conn.execute(q.TREE_COPY_LAYER, {"from": base, "to": tree_id})
-        conn.execute(q.TREE_COPY_RANKS, {"from": base, "to": tree_id})
+            conn.execute(q.TREE_SET_BASE, (under, mid, tree_id))
+    conn.execute(q.FILE_LAYER_ADD, (tree_id, paths))
+    conn.execute(q.TREE_KEEP_RANKS, {"from": base, "to": tree_id, "paths": paths})
+
+
+def _size(conn: psycopg.Connection, sql: str, tree_id: int) -> int:
+    row = conn.execute(sql, (tree_id,)).fetchone()
+    return int(row[0]) if row else 0

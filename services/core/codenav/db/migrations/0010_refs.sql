@@ -5,17 +5,21 @@
 -- (ref_history). Every per-file row (files, skipped, the graph) belongs to one tree; what
 -- hangs off contents (chunks, symbols, facts, terms, vectors) stays shared by address.
 --
--- A commit tree's file list is its own (a few rows per file), but its graph may be layered
--- on another tree's (base_id): the tree's own graph rows cover the paths listed in
--- graph_layer for it, and every other path's rows are the base's. tree_imports(t),
--- tree_edges(t) and tree_links(t) read the effective graph of a tree. A tree with no base
--- holds all of its graph rows itself.
+-- A commit tree may be layered on another tree (base_id, which holds all its own rows): it
+-- holds itself only the file rows of the paths listed in file_layer (changed, added, or
+-- deleted: listed with no row), the graph rows of the paths in graph_layer, and the ranks
+-- that differ; every other row is the base's. Between the two may sit one more layered
+-- tree (mid_id, layered on the same base): its rows come before the base's. So a branch's
+-- commits each hold their changes since a recent commit, not since the base.
+-- tree_files(t), tree_imports(t), tree_edges(t), tree_links(t) and tree_ranks(t) read what
+-- a tree holds. A tree with no base holds all of its rows itself.
 CREATE TABLE trees (
     id serial PRIMARY KEY,
     repo_id integer NOT NULL REFERENCES repos (id) ON DELETE CASCADE,
     kind text NOT NULL CHECK (kind IN ('worktree', 'commit')),
     commit text,
     base_id integer REFERENCES trees (id),
+    mid_id integer REFERENCES trees (id),  -- a layered tree between it and its base
     ready boolean NOT NULL DEFAULT false,  -- files and graph complete: refs may point here
     created_at timestamptz NOT NULL DEFAULT now(),
     indexed_at timestamptz,
@@ -28,6 +32,7 @@ CREATE TABLE trees (
 CREATE UNIQUE INDEX trees_worktree_key ON trees (repo_id) WHERE kind = 'worktree';
 CREATE UNIQUE INDEX trees_commit_key ON trees (repo_id, commit) WHERE kind = 'commit';
 CREATE INDEX trees_base_idx ON trees (base_id) WHERE base_id IS NOT NULL;
+CREATE INDEX trees_mid_idx ON trees (mid_id) WHERE mid_id IS NOT NULL;
 
 -- Named refs of a repository: branches (main, release/1.2), tags, or any name CI publishes.
 CREATE TABLE repo_refs (
@@ -118,8 +123,9 @@ UPDATE graph_files g SET tree_id = t.id FROM trees t WHERE t.repo_id = g.repo_id
 ALTER TABLE graph_files ALTER COLUMN tree_id SET NOT NULL;
 ALTER TABLE graph_files DROP CONSTRAINT graph_files_pkey;
 ALTER TABLE graph_files ADD PRIMARY KEY (tree_id, path);
-ALTER TABLE graph_files ADD FOREIGN KEY (tree_id, path) REFERENCES files (tree_id, path)
-    ON DELETE CASCADE;
+-- a layered tree's ranks may be of files its base holds: no key to its own file rows (a
+-- rank update rewrites the ranks of a tree whose files went)
+ALTER TABLE graph_files ADD FOREIGN KEY (tree_id) REFERENCES trees (id) ON DELETE CASCADE;
 
 ALTER TABLE graph_state ADD COLUMN tree_id integer;
 UPDATE graph_state g SET tree_id = t.id FROM trees t WHERE t.repo_id = g.repo_id;
@@ -136,26 +142,74 @@ CREATE TABLE graph_layer (
     PRIMARY KEY (tree_id, path)
 );
 
+CREATE TABLE file_layer (
+    tree_id integer NOT NULL REFERENCES trees (id) ON DELETE CASCADE,
+    path text NOT NULL,
+    PRIMARY KEY (tree_id, path)
+);
+
+CREATE FUNCTION tree_files(t integer) RETURNS SETOF files LANGUAGE sql STABLE AS $$
+    SELECT g.* FROM files g WHERE g.tree_id = t
+    UNION ALL
+    SELECT g.* FROM trees l JOIN files g ON g.tree_id = l.mid_id
+    WHERE l.id = t
+      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = t AND x.path = g.path)
+    UNION ALL
+    SELECT g.* FROM trees l JOIN files g ON g.tree_id = l.base_id
+    WHERE l.id = t
+      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = t AND x.path = g.path)
+      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = l.mid_id AND x.path = g.path)
+$$;
+CREATE FUNCTION tree_ranks(t integer) RETURNS SETOF graph_files LANGUAGE sql STABLE AS $$
+    SELECT g.* FROM graph_files g WHERE g.tree_id = t
+    UNION ALL
+    SELECT g.* FROM trees l JOIN graph_files g ON g.tree_id = l.mid_id
+    WHERE l.id = t
+      AND NOT EXISTS (SELECT 1 FROM graph_files o WHERE o.tree_id = t AND o.path = g.path)
+      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = t AND x.path = g.path)
+    UNION ALL
+    SELECT g.* FROM trees l JOIN graph_files g ON g.tree_id = l.base_id
+    WHERE l.id = t
+      AND NOT EXISTS (SELECT 1 FROM graph_files o WHERE o.tree_id IN (t, l.mid_id)
+                      AND o.path = g.path)
+      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id IN (t, l.mid_id)
+                      AND x.path = g.path)
+$$;
 CREATE FUNCTION tree_imports(t integer) RETURNS SETOF graph_imports LANGUAGE sql STABLE AS $$
     SELECT g.* FROM graph_imports g WHERE g.tree_id = t
     UNION ALL
+    SELECT g.* FROM trees l JOIN graph_imports g ON g.tree_id = l.mid_id
+    WHERE l.id = t
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+    UNION ALL
     SELECT g.* FROM trees l JOIN graph_imports g ON g.tree_id = l.base_id
-    WHERE l.id = t AND NOT EXISTS (
-        SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+    WHERE l.id = t
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = l.mid_id AND x.path = g.src_path)
 $$;
 CREATE FUNCTION tree_edges(t integer) RETURNS SETOF graph_edges LANGUAGE sql STABLE AS $$
     SELECT g.* FROM graph_edges g WHERE g.tree_id = t
     UNION ALL
+    SELECT g.* FROM trees l JOIN graph_edges g ON g.tree_id = l.mid_id
+    WHERE l.id = t
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+    UNION ALL
     SELECT g.* FROM trees l JOIN graph_edges g ON g.tree_id = l.base_id
-    WHERE l.id = t AND NOT EXISTS (
-        SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+    WHERE l.id = t
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = l.mid_id AND x.path = g.src_path)
 $$;
 CREATE FUNCTION tree_links(t integer) RETURNS SETOF graph_links LANGUAGE sql STABLE AS $$
     SELECT g.* FROM graph_links g WHERE g.tree_id = t
     UNION ALL
+    SELECT g.* FROM trees l JOIN graph_links g ON g.tree_id = l.mid_id
+    WHERE l.id = t
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+    UNION ALL
     SELECT g.* FROM trees l JOIN graph_links g ON g.tree_id = l.base_id
-    WHERE l.id = t AND NOT EXISTS (
-        SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+    WHERE l.id = t
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = l.mid_id AND x.path = g.src_path)
 $$;
 
 -- The text a chunk is embedded as depends only on its path and the chunk (not on the
