@@ -185,3 +185,72 @@ def test_another_teams_upload_never_stands_in_for_this_teams_contents(
         assert {r[0] for r in rows} == {"alpha", "beta"}
         assert _api(server, token, "search", query="base_fn", ref="main",
                     mode="lexical")["results"]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[str]:
+    from tests.embedkit import start_embedder, stop
+
+    proc, url = start_embedder()
+    try:
+        yield url
+    finally:
+        stop(proc)
+
+
+def test_a_job_that_embeds_sends_the_vectors_the_server_lacks_and_forged_ones_are_refused(
+        settings: Settings, service_env: dict[str, str], conn: psycopg.Connection,
+        history: History, embedder: str, tmp_path: Path) -> None:
+    import dataclasses
+
+    served = dataclasses.replace(settings, embed_url=embedder)
+    worker = subprocess.Popen([sys.executable, "-P", "-m", "codenav_worker", "--lane", "index"],
+                              env=service_env, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with serve(served) as url:
+            token, _ = create_token(conn, "ci", "write")
+            cache = tmp_path / "cache"
+            first = _publish(url, token, history, "main", "--commit", history.main[0],
+                             "--embed-url", embedder, cache=cache)
+            texts = int(re.search(r"^(\d+) vectors sent$", first.stdout, re.M).group(1))  # type: ignore[union-attr]
+            assert texts > 20
+            held = conn.execute("SELECT count(*) FROM embeddings").fetchone()
+            assert held == (texts,)
+            # the next commit: only the texts of its changed file
+            step = _publish(url, token, history, "main", "--commit", history.main[1],
+                            "--embed-url", embedder, cache=cache)
+            more = re.search(r"^(\d+) vectors sent$", step.stdout, re.M)
+            assert more is not None and 0 < int(more.group(1)) <= 4, step.stdout
+            # vectors that are not their texts' (a forged or foreign model) are refused whole
+            from codenav.index import gitread
+            from codenav_cli.publish import LocalStore
+
+            with LocalStore(tmp_path / "forged", history.root) as store:
+                gdir = gitread.git_dir(history.root)
+                assert gdir is not None and store.settings is not None
+                tree = store.index("store", gdir, history.feature, "feature")
+                store.embed(tree, embedder)
+                with psycopg.connect(store.settings.database_url, autocommit=True) as local:
+                    local.execute(
+                        "UPDATE embeddings SET vec = (SELECT array_agg(CASE WHEN i = 1 THEN 1.0 "
+                        "ELSE 0.0 END)::vector FROM generate_series(1, vector_dims(vec)) i)")
+                lacking = httpx.post(f"{url}/v1/publish/missing", headers={
+                    "Authorization": f"Bearer {token}"}, json={
+                    "repo": "store", "contents": [], "vectors": {
+                        "model": tree.model.name, "dim": tree.model.dim,
+                        "hashes": [h.hex() for h in tree.vector_keys]}}).json()
+                hashes = [tree.vector_keys[i] for i in lacking["vectors_missing"]]
+                assert hashes  # the feature branch's new texts
+                bundle = tmp_path / "forged.tar"
+                store.bundle([], bundle, (tree.model, hashes))
+            before = conn.execute("SELECT count(*) FROM embeddings").fetchone()
+            refused = httpx.post(f"{url}/v1/publish/contents", params={"repo": "store"},
+                                 content=bundle.read_bytes(),
+                                 headers={"Authorization": f"Bearer {token}"})
+            assert refused.status_code == 400 and "cosine" in refused.text, refused.text
+            assert conn.execute("SELECT count(*) FROM embeddings").fetchone() == before
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(30)
+

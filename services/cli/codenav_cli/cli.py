@@ -317,7 +317,7 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
     cache = Path(args.cache).expanduser() if args.cache else \
         Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "codenav" / "publish"
     result = publish.run(url, token, args.repo, args.ref, path, cache, args.commit,
-                         args.default, args.part_bytes, not args.no_wait)
+                         args.default, args.part_bytes, not args.no_wait, args.embed_url or "")
     if args.json:
         _emit(result, True, "")
         return 0
@@ -330,6 +330,11 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
         state = "queued as job " + str(result.get("job_id")) if args.no_wait else \
             f"moved to {result['commit'][:12]}"
         print(f"{args.repo} {args.ref}: {state}{how}")
+    sent = result.get("sent") or {}
+    if sent.get("vectors"):
+        print(f"{sent['vectors']} vectors sent")
+    for note in sent.get("notes", []):
+        print(f"note: {note}")
     print(result["line"])
     return 0
 
@@ -837,6 +842,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="contents per upload request, by size (default 32 MiB)")
     pub.add_argument("--no-wait", action="store_true",
                      help="return once the server has the commit, before the ref moves")
+    pub.add_argument("--embed-url", help="an embedder for the job to embed the commit's texts "
+                     "with, sending the vectors the server lacks (same model as the server's)")
     pub.add_argument("--json", action="store_true")
     pub.set_defaults(func=cmd_publish)
 

@@ -47,12 +47,17 @@ RESENDS = 2
 again after sending what it lacks."""
 
 
+VECTORS_PER_PART = 4000
+"""Vectors per upload request (with their texts: a few MB)."""
+
+
 @dataclass
 class Sent:
     blobs: int = 0
     bytes: int = 0
     requests: int = 0
     parts: int = 0
+    vectors: int = 0
     notes: list[str] = field(default_factory=list)
 
     def line(self) -> str:
@@ -110,10 +115,14 @@ def _json(value: Any) -> bytes:
 class LocalTree:
     """The commit as the CI job's store indexed it."""
 
+    tree_id: int
     files: list[tuple[str, str, str, int, int, int]]
     """(path, sha, language, size, content id, body length)"""
     skipped: list[list[Any]]
     gitignored: int
+    model: Any = None
+    """The model its texts were embedded with (``vectors.Model``), if they were."""
+    vector_keys: list[bytes] = field(default_factory=list)
 
 
 class LocalStore:
@@ -126,6 +135,7 @@ class LocalStore:
         self.server = EmbeddedPostgres(cache / "store", free_port())
         self.proc: Any = None
         self.settings: Settings | None = None
+        self.repo_id = 0
 
     def __enter__(self) -> LocalStore:
         if self.server.stop_leftover():  # a publish killed before it could stop its store
@@ -159,19 +169,42 @@ class LocalStore:
             skipped = [[p, r, d, int(size)] for p, r, d, size in
                        conn.execute(q.PUBLISH_TREE_SKIPS, (summary.tree_id,))]
             row = conn.execute(q.PUBLISH_TREE_GITIGNORED, (summary.tree_id,)).fetchone()
-        return LocalTree(files, skipped, int(row[0]) if row else 0)
+            self.repo_id = repo.id
+        return LocalTree(summary.tree_id, files, skipped, int(row[0]) if row else 0)
 
-    def bundle(self, content_ids: list[int], out: Path) -> int:
+    def embed(self, tree: LocalTree, embed_url: str) -> None:
+        """Embed the tree's texts with the embedder at ``embed_url`` (what this store has
+        embedded before is kept: a commit after a known one embeds its changes)."""
+        from codenav.embed.client import EmbedClient
+        from codenav.embed.vectors import embed_backlog, find_model
+
+        assert self.settings is not None
+        client = EmbedClient(embed_url)
+        try:
+            with connect(self.settings) as conn:
+                while embed_backlog(conn, client, self.repo_id, budget_s=600).remaining:
+                    pass
+                info = client.info()
+                tree.model = find_model(conn, info.name)
+                assert tree.model is not None
+                tree.vector_keys = [bytes(h) for (h,) in conn.execute(q.PUBLISH_VECTOR_KEYS, {
+                    "tree": tree.tree_id, "model": tree.model.id})]
+        finally:
+            client.close()
+
+    def bundle(self, content_ids: list[int], out: Path,
+               vectors: tuple[Any, list[bytes]] | None = None) -> int:
         assert self.settings is not None
         with connect(self.settings) as conn:
-            return publish.write_bundle(conn, content_ids, out)
+            return publish.write_bundle(conn, content_ids, out, vectors)
 
 
 def run(url: str, token: str, name: str, ref: str, path: Path, cache: Path,
         rev: str = "HEAD", default: bool = False, part_bytes: int = PART_BYTES,
-        wait: bool = True) -> dict[str, Any]:
+        wait: bool = True, embed_url: str = "") -> dict[str, Any]:
     """Publish ``rev`` of the checkout at ``path`` as ``ref`` of repository ``name`` on the
-    server at ``url``; returns what was sent and what the server did."""
+    server at ``url``; returns what was sent and what the server did. With ``embed_url``
+    the job embeds the commit's texts itself and sends the vectors the server lacks."""
     started = time.monotonic()
     repos.check_name(name)
     ref = refs.check_name(ref)
@@ -198,6 +231,10 @@ def run(url: str, token: str, name: str, ref: str, path: Path, cache: Path,
                 lap = time.monotonic()
                 tree = store.index(name, gdir, commit, ref)
                 out["local_index_s"] = round(time.monotonic() - lap, 2)
+                if embed_url:
+                    lap = time.monotonic()
+                    store.embed(tree, embed_url)
+                    out["local_embed_s"] = round(time.monotonic() - lap, 2)
                 body.update(files=[[p, s, lang, size] for p, s, lang, size, _c, _n in tree.files],
                             skipped=tree.skipped, gitignored=tree.gitignored)
                 for attempt in range(RESENDS + 1):
@@ -233,30 +270,45 @@ def _check_versions(state: dict[str, Any]) -> None:
 
 def _send_missing(server: Server, store: LocalStore, name: str, tree: LocalTree,
                   part_bytes: int, sent: Sent) -> None:
-    """Ask which contents the server lacks, and send them in bundles of ``part_bytes``."""
+    """Ask which contents (and vectors) the server lacks, and send them in bundles of
+    ``part_bytes`` (of ``VECTORS_PER_PART`` vectors)."""
     addresses: dict[tuple[str, str], tuple[int, int]] = {}
     for _path, sha, language, _size, cid, length in tree.files:
         addresses.setdefault((sha, language), (cid, length))
     order = sorted(addresses)
-    lacking = server.post("/v1/publish/missing", _json({
-        "repo": name, "contents": [list(a) for a in order]}))["missing"]
-    todo = [addresses[order[i]] for i in lacking]
+    ask: dict[str, Any] = {"repo": name, "contents": [list(a) for a in order]}
+    if tree.model is not None:
+        ask["vectors"] = {"model": tree.model.name, "dim": tree.model.dim,
+                          "hashes": [h.hex() for h in tree.vector_keys]}
+    answer = server.post("/v1/publish/missing", _json(ask))
+    todo = [addresses[order[i]] for i in answer["missing"]]
+    if answer.get("vectors"):
+        sent.notes.append(f"vectors {answer['vectors']}")
     part: list[int] = []
     size = 0
     with tempfile.TemporaryDirectory(prefix="codenav-publish-") as work:
-        for cid, length in todo + [(-1, 0)]:
-            if part and (cid < 0 or size + length > part_bytes):
-                out = Path(work) / f"part-{sent.parts}.tar"
-                store.bundle(part, out)
-                server.post("/v1/publish/contents", out.read_bytes(), gz=False,
-                            params={"repo": name})
-                out.unlink()
-                sent.blobs += len(part)
-                sent.parts += 1
+        def send(content_ids: list[int], vectors: list[bytes]) -> None:
+            out = Path(work) / f"part-{sent.parts}.tar"
+            store.bundle(content_ids, out, (tree.model, vectors) if vectors else None)
+            reply = server.post("/v1/publish/contents", out.read_bytes(), gz=False,
+                                params={"repo": name})
+            sent.notes.extend(reply.get("notes") or [])
+            out.unlink()
+            sent.blobs += len(content_ids)
+            sent.vectors += len(vectors)
+            sent.parts += 1
+
+        for cid, length in todo:
+            if part and size + length > part_bytes:
+                send(part, [])
                 part, size = [], 0
-            if cid >= 0:
-                part.append(cid)
-                size += length
+            part.append(cid)
+            size += length
+        if part:
+            send(part, [])
+        lacking = [tree.vector_keys[i] for i in answer.get("vectors_missing", [])]
+        for i in range(0, len(lacking), VECTORS_PER_PART):
+            send([], lacking[i:i + VECTORS_PER_PART])
 
 
 def _wait(server: Server, job_id: str, name: str, ref: str, commit: str) -> dict[str, Any]:

@@ -13,7 +13,10 @@ checked by the routes that call these functions: the ``publish`` action of the r
    parser made them), each merged in one transaction. They are the team's own
    (``contents.origin_team``): found by address for this team only, so an upload can never
    stand in for another team's parse of the same blob. Secrets were redacted by the CI
-   job's parser: they never leave the CI machine.
+   job's parser: they never leave the CI machine. A CI job that embedded its texts sends
+   the vectors the server lacks too (asked in step 2 by text hash), each with its text:
+   the server keeps them only when it embeds with that model, every text hashes to its key,
+   and a random sample, embedded here, agrees.
 4. ``commit``: the commit's file list. Once every content is here, a publish job builds the
    commit tree (derived from a known one: unchanged rows copied, the graph layered and
    resolved here) and moves the ref in one transaction. A publish that stops before this
@@ -42,7 +45,15 @@ from codenav.archive import ArchiveError, check_trailer, open_archive, read_memb
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
-from codenav.errors import Conflict, Forbidden, Interrupted, InvalidRequest, NotFound
+from codenav.embed.client import EmbedClient
+from codenav.errors import (
+    CodenavError,
+    Conflict,
+    Forbidden,
+    Interrupted,
+    InvalidRequest,
+    NotFound,
+)
 from codenav.index import commits
 from codenav.index.ingest import FileResult
 from codenav.index.walk import Skip
@@ -107,17 +118,56 @@ def state(conn: psycopg.Connection, caller: Caller, name: str, ref: str,
     return out
 
 
-def missing(conn: psycopg.Connection, caller: Caller, name: str,
-            contents: list[list[str]]) -> dict[str, Any]:
+def missing(conn: psycopg.Connection, caller: Caller, name: str, contents: list[list[str]],
+            vectors: dict[str, Any] | None = None,
+            embedder: EmbedClient | None = None) -> dict[str, Any]:
     """Which of ``contents`` ([sha, language] pairs) this server lacks for the caller's
-    team: their positions in the list."""
+    team: their positions in the list; and with ``vectors`` (model, dim and text hashes in
+    hex), which of those it lacks, when it takes vectors of that model (it must embed with
+    it, to check a sample of what it is sent)."""
     team = _team(caller, _find(conn, caller, name))
     shas, languages = _addresses(contents)
     present = {(s, lang) for s, lang in conn.execute(q.PUBLISH_PRESENT, {
         "shas": shas, "languages": languages, "chunker": CHUNKER_VERSION, "team": team})}
     lacking = [i for i, pair in enumerate(zip(shas, languages, strict=True))
                if pair not in present]
-    return {"missing": lacking, "of": len(shas)}
+    out: dict[str, Any] = {"missing": lacking, "of": len(shas)}
+    if vectors is not None:
+        refused = _vectors_refused(embedder, vectors.get("model"), vectors.get("dim"))
+        if refused:
+            out["vectors"] = refused
+        else:
+            hashes = _hashes(vectors.get("hashes"))
+            held = {bytes(h) for (h,) in conn.execute(q.PUBLISH_VECTORS_PRESENT, {
+                "model": vectors["model"], "hashes": hashes})}
+            out["vectors_missing"] = [i for i, h in enumerate(hashes) if h not in held]
+    return out
+
+
+def _hashes(value: Any) -> list[bytes]:
+    if not isinstance(value, list) or len(value) > 10 * MAX_FILES:
+        raise InvalidRequest("vectors.hashes is a list of text hashes (hex)")
+    try:
+        out = [bytes.fromhex(str(h)) for h in value]
+    except ValueError:
+        raise InvalidRequest("a text hash is 64 hex digits") from None
+    if any(len(h) != 32 for h in out):
+        raise InvalidRequest("a text hash is 64 hex digits")
+    return out
+
+
+def _vectors_refused(embedder: EmbedClient | None, model: Any, dim: Any) -> str | None:
+    """Why this server takes no vectors of ``model`` (None: it takes them)."""
+    if embedder is None:
+        return "not taken: this server has no embedder to check them (it embeds nothing)"
+    try:
+        info = embedder.info()
+    except CodenavError as exc:
+        return f"not taken now: the embedder is unavailable ({exc.message})"
+    if (info.name, info.dim) != (model, dim):
+        return f"not taken: this server embeds with {info.name!r} ({info.dim} dims), not " \
+            f"{model!r} ({dim} dims)"
+    return None
 
 
 def _addresses(contents: list[list[str]]) -> tuple[list[str], list[str]]:
@@ -136,20 +186,26 @@ def _addresses(contents: list[list[str]]) -> tuple[list[str], list[str]]:
     return shas, languages
 
 
-def write_bundle(conn: psycopg.Connection, content_ids: list[int], out: Path) -> int:
+def write_bundle(conn: psycopg.Connection, content_ids: list[int], out: Path,
+                 vectors: tuple[Any, list[bytes]] | None = None) -> int:
     """Write the rows of ``content_ids`` (of a CI job's local store) as a bundle at
-    ``out``; returns its size in bytes."""
+    ``out``, and with ``vectors`` (a ``vectors.Model`` and text hashes) their vectors and
+    texts; returns its size in bytes."""
     import tempfile
 
     from codenav.archive import write_section, write_tar
 
     work = Path(tempfile.mkdtemp(prefix=".bundle-", dir=out.parent))
     try:
-        params = {"contents": content_ids}
+        model, hashes = vectors if vectors is not None else (None, [])
+        params = {"contents": content_ids, "model": model.id if model else 0,
+                  "hashes": hashes}
         sections = [write_section(conn, s, q.PUBLISH_EXPORT[s], params, work)
                     for s in q.PUBLISH_SECTIONS]
         manifest = json.dumps({"format": BUNDLE, **versions(), "sections": sections,
-                               "contents": len(content_ids)}, sort_keys=True).encode()
+                               "contents": len(content_ids), "vectors": len(hashes),
+                               "model": {"name": model.name, "dim": model.dim} if model else None},
+                              sort_keys=True).encode()
         write_tar(out, work, BUNDLE_MANIFEST, manifest, sections, BUNDLE_TRAILER)
     finally:
         for leftover in work.iterdir():
@@ -159,9 +215,11 @@ def write_bundle(conn: psycopg.Connection, content_ids: list[int], out: Path) ->
 
 
 def receive(conn: psycopg.Connection, settings: Settings, caller: Caller, name: str,
-            path: Path) -> dict[str, Any]:
+            path: Path, embedder: EmbedClient | None = None) -> dict[str, Any]:
     """Merge the bundle at ``path`` into the store as the caller's team's own contents, in
-    one transaction (a damaged or foreign bundle changes nothing)."""
+    one transaction (a damaged or foreign bundle changes nothing). Its vectors are kept
+    when this server embeds with their model and a sample of them, embedded here, agrees;
+    a text that does not hash to its key, or a sample that disagrees, refuses the bundle."""
     team = _team(caller, _find(conn, caller, name))
     where = "the bundle"
     merged: dict[str, int] = {}
@@ -195,14 +253,59 @@ def receive(conn: psycopg.Connection, settings: Settings, caller: Caller, name: 
             if (bad and bad[0]) or (orphans and orphans[0]):
                 raise InvalidRequest(f"{where} holds rows that are not contents of this codenav "
                                      "(chunker, blob id, size) or rows of no content")
+            notes: list[str] = []
+            vectors_model = _check_vectors(conn, manifest.get("model"), embedder, notes)
             conn.execute(q.PUBLISH_MAPS_CREATE)
             conn.execute(q.WRITERS_SHARED_LOCK)  # no garbage collection while it merges
             try:
                 for table, statement in q.PUBLISH_MERGE:
                     merged[table] = conn.execute(statement, {"team": team}).rowcount
+                if vectors_model is not None:
+                    merged["embeddings"] = conn.execute(q.PUBLISH_MERGE_VECTORS,
+                                                        {"model": vectors_model}).rowcount
             finally:
                 conn.execute(q.WRITERS_SHARED_UNLOCK)
-    return {"received": int(manifest.get("contents", 0)), "inserted": merged}
+    return {"received": int(manifest.get("contents", 0)),
+            "vectors": int(manifest.get("vectors", 0)), "inserted": merged, "notes": notes}
+
+
+SAMPLE = 8
+"""Vectors of a bundle embedded again here, chosen at random, before any is kept."""
+MIN_COSINE = 0.95
+"""How close each must be to this server's own (an int8 model and an fp32 one of the same
+weights agree to 0.98 and more)."""
+
+
+def _check_vectors(conn: psycopg.Connection, model: Any, embedder: EmbedClient | None,
+                   notes: list[str]) -> int | None:
+    """The model id to keep the staged vectors under, or None (none staged, or not taken:
+    ``notes`` says why). Raises for a bundle whose vectors are forged or of another model."""
+    from codenav.embed import vectors as vec
+
+    staged = conn.execute(q.PUBLISH_STAGED_VECTORS).fetchone()
+    if not staged or not staged[0]:
+        return None
+    if not isinstance(model, dict):
+        raise InvalidRequest("the bundle holds vectors but names no model")
+    refused = _vectors_refused(embedder, model.get("name"), model.get("dim"))
+    if refused or embedder is None:
+        notes.append(f"{staged[0]} vectors {refused}")
+        return None
+    bad = conn.execute(q.PUBLISH_VECTORS_BAD, {"dim": int(model["dim"])}).fetchone()
+    if bad and bad[0]:
+        raise InvalidRequest(f"{bad[0]} vectors of the bundle are not of their text, or not "
+                             f"of {model['dim']} dimensions")
+    sample = conn.execute(q.PUBLISH_VECTORS_SAMPLE, {"k": SAMPLE}).fetchall()
+    mine = embedder.embed([str(text) for text, _vec in sample])
+    for (_text, theirs), own in zip(sample, mine, strict=True):
+        other = json.loads(theirs)
+        cosine = sum(a * b for a, b in zip(own, other, strict=True)) / (
+            max(sum(b * b for b in other), 1e-12) ** 0.5)
+        if cosine < MIN_COSINE:
+            raise InvalidRequest(f"the bundle's vectors are not {model['name']!r}'s: one is at "
+                                 f"cosine {cosine:.3f} from this server's", hint="publish "
+                                 "without vectors, or embed with the server's model")
+    return vec.ensure_model(conn, str(model["name"]), int(model["dim"])).id
 
 
 # --- the commit: its file list, then the publish job -------------------------------------

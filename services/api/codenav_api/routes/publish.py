@@ -71,16 +71,19 @@ async def state(request: Request, svc: Services = Depends(services),
                              str(body.get("ref") or ""), str(body.get("commit") or ""))
 
 
-@router.post("/missing", summary="Which contents ([sha, language]) the server lacks for this "
-             "team (write)")
+@router.post("/missing", summary="Which contents ([sha, language]) and vectors (by text hash) "
+             "the server lacks for this team (write)")
 async def missing(request: Request, svc: Services = Depends(services),
                   caller: Caller = Depends(allowed("publish"))) -> dict[str, Any]:
     body = await _json(request)
     contents = body.get("contents")
-    if not isinstance(contents, list):
-        raise InvalidRequest("contents is a list of [sha, language]")
+    vectors = body.get("vectors")
+    if not isinstance(contents, list) or not isinstance(vectors, dict | None):
+        raise InvalidRequest("contents is a list of [sha, language]; vectors an object")
     with svc.connection() as conn:
-        return publish.missing(conn, caller, str(body.get("repo") or ""), contents)
+        return await run_in_threadpool(publish.missing, conn, caller,
+                                       str(body.get("repo") or ""), contents, vectors,
+                                       svc.semantic.client)
 
 
 @router.post("/contents", summary="A bundle of contents (the request body), merged as this "
@@ -102,7 +105,7 @@ async def contents(request: Request, repo: Annotated[str, Query(max_length=201)]
 def _receive(svc: Services, caller: Caller, repo: str, path: FsPath) -> dict[str, Any]:
     # a connection of its own: a transaction with its own temporary tables
     with connect(svc.settings, application_name="codenav-publish") as conn:
-        return publish.receive(conn, svc.settings, caller, repo, path)
+        return publish.receive(conn, svc.settings, caller, repo, path, svc.semantic.client)
 
 
 @router.post("/commit", summary="A commit's file list: once its contents are all here, a job "

@@ -1236,6 +1236,7 @@ SNAPSHOT_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
                     ("full_build", "boolean"), ("files_resolved", "integer"),
                     ("seconds", "double precision")),
     "embeddings": (("model_src", "integer"), ("text_hash", "bytea"), ("vec", "vector")),
+    "vectors": (("text_hash", "bytea"), ("vec", "vector"), ("body", "text")),
     "chunk_texts": (("chunk_src", "bigint"), ("path", "text"), ("text_hash", "bytea")),
 }
 _IN_TREES = "(SELECT f.content_id FROM files f WHERE f.tree_id = ANY(%(trees)s::int[]))"
@@ -1563,7 +1564,37 @@ SELECT (SELECT count(*) FROM repos), (SELECT count(*) FROM trees), (SELECT count
 PUBLISH_EXPORT: dict[str, str] = {
     section: SNAPSHOT_EXPORT_TEMPLATE[section].replace("@IN@", "(SELECT unnest(%(contents)s::bigint[]))")
     for section in ("contents", "chunks", "symbols", "refs", "file_terms")}
+# ...and the vectors of some texts (one model), each with its text: the server checks every
+# text against its hash and embeds a sample itself before it keeps any.
+PUBLISH_EXPORT["vectors"] = """
+COPY (SELECT DISTINCT ON (ct.text_hash) ct.text_hash, e.vec, @EMBED_TEXT@
+      FROM chunk_texts ct JOIN chunks c ON c.id = ct.chunk_id
+      JOIN embeddings e ON e.text_hash = ct.text_hash AND e.model_id = %(model)s
+      CROSS JOIN LATERAL (SELECT ct.path) AS f(path)
+      WHERE ct.text_hash = ANY(%(hashes)s::bytea[])
+      ORDER BY ct.text_hash) TO STDOUT (FORMAT binary)""".replace("@EMBED_TEXT@", EMBED_TEXT)
 PUBLISH_SECTIONS = tuple(PUBLISH_EXPORT)
+# The local store of a CI job: the texts of a tree that have a vector of a model.
+PUBLISH_VECTOR_KEYS = """
+SELECT DISTINCT ct.text_hash FROM tree_files(%(tree)s) f
+JOIN chunks c ON c.content_id = f.content_id
+JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
+JOIN embeddings e ON e.model_id = %(model)s AND e.text_hash = ct.text_hash"""
+# The server: which of some texts it holds a vector of (for a model by name).
+PUBLISH_VECTORS_PRESENT = """
+SELECT e.text_hash FROM embeddings e JOIN embed_models m ON m.id = e.model_id
+WHERE m.name = %(model)s AND e.text_hash = ANY(%(hashes)s::bytea[])"""
+PUBLISH_STAGED_VECTORS = "SELECT count(*) FROM snap_vectors"
+# Every staged vector's text must hash to its key, and be of the model's dimension.
+PUBLISH_VECTORS_BAD = """
+SELECT count(*) FROM snap_vectors
+WHERE sha256(convert_to(body, 'UTF8')) <> text_hash OR vector_dims(vec) <> %(dim)s"""
+PUBLISH_VECTORS_SAMPLE = """
+SELECT body, vec::text FROM snap_vectors ORDER BY random() LIMIT %(k)s"""
+PUBLISH_MERGE_VECTORS = """
+INSERT INTO embeddings (model_id, text_hash, vec)
+SELECT %(model)s, text_hash, vec FROM snap_vectors
+ON CONFLICT (model_id, text_hash) DO NOTHING"""
 # Which of some addresses (sha and language, as arrays) the team finds: shared contents, or
 # its own uploads.
 PUBLISH_PRESENT = """
@@ -1644,7 +1675,9 @@ GLOBAL = frozenset({
     "SNAPSHOT_TREE_WITH_BASE",
     # CI publishing: addresses the team finds, staging checks and the merge of an upload
     "PUBLISH_PRESENT", "PUBLISH_STAGED_BAD", "PUBLISH_STAGED_ORPHANS", "PUBLISH_MAPS_CREATE",
-    "PUBLISH_MERGE_CONTENTS", "PUBLISH_CONTENT_IDS",
+    "PUBLISH_MERGE_CONTENTS", "PUBLISH_CONTENT_IDS", "PUBLISH_VECTORS_PRESENT",
+    "PUBLISH_STAGED_VECTORS", "PUBLISH_VECTORS_BAD", "PUBLISH_VECTORS_SAMPLE",
+    "PUBLISH_MERGE_VECTORS",
     "SNAPSHOT_MERGE_CONTENTS", "SNAPSHOT_MAP_CONTENTS", "SNAPSHOT_MERGE_CHUNKS",
     "SNAPSHOT_MAP_CHUNKS", "SNAPSHOT_MERGE_SYMBOLS", "SNAPSHOT_MERGE_REFS",
     "SNAPSHOT_MERGE_FILE_TERMS", "SNAPSHOT_MERGE_FILES", "SNAPSHOT_MERGE_SKIPPED",
