@@ -328,3 +328,13 @@ def test_a_ref_name_git_would_refuse_is_refused() -> None:
             refs.check_name(bad)
     assert refs.check_name("refs/heads/release/1.0") == "release/1.0"
 
+
+
+def test_a_ref_git_does_not_have_fails_alone_and_the_others_are_indexed(
+        settings: Settings, conn: psycopg.Connection, history: History) -> None:
+    repo = repos.register(conn, str(history.root), "store")
+    summary = refs.sync(settings, repo.id, {"no-such-branch": "", "feature": "",
+                                            "main": "deadbeef" * 5})
+    assert set(summary.failed) == {"no-such-branch", "main"}
+    assert "no commit" in summary.failed["no-such-branch"]
+    assert [m.name for m in summary.moved] == ["feature"]

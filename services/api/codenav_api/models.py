@@ -16,27 +16,21 @@ from codenav.validate import StrictModel, Text
 
 __all__ = ["RefsAsk", "RepoCreate", "Text", "TokenCreate"]
 
-class RepoCreate(StrictModel):
+class RefsAsk(StrictModel):
+    refs: list[Text] = Field(default_factory=list, max_length=100, description="refs to "
+                             "index from the repository's git: NAME, or NAME=REV")
+    follow: list[Text] | None = Field(default=None, max_length=100, description="ref "
+                                      "patterns to follow (main, release/*; replaces the list)")
+    keep: int | None = Field(default=None, ge=0, le=1000, description="earlier commits of "
+                             "each followed ref kept queryable")
+
+
+class RepoCreate(RefsAsk):
     root: str = Field(min_length=1, max_length=4096, description="absolute path on the "
                       "workers, under CODENAV_ALLOWED_ROOTS")
     name: str | None = Field(default=None, max_length=100)
     index: bool = Field(default=True, description="false: register only; nothing indexes "
                         "it until a reindex asks")
-    refs: list[Text] = Field(default_factory=list, max_length=100, description="refs to "
-                             "index from its git now: NAME, or NAME=REV")
-    follow: list[Text] | None = Field(default=None, max_length=100, description="ref "
-                                      "patterns to follow from its git (main, release/*)")
-    keep: int | None = Field(default=None, ge=0, le=1000, description="earlier commits of "
-                             "each followed ref kept queryable")
-
-
-class RefsAsk(StrictModel):
-    refs: list[Text] = Field(default_factory=list, max_length=100, description="refs to "
-                             "index from the repository's git: NAME, or NAME=REV")
-    follow: list[Text] | None = Field(default=None, max_length=100, description="ref "
-                                      "patterns to follow (replaces the list)")
-    keep: int | None = Field(default=None, ge=0, le=1000, description="earlier commits of "
-                             "each followed ref kept queryable")
 
 
 class TokenCreate(StrictModel):

@@ -253,8 +253,13 @@ def _print_refs(result: dict[str, Any]) -> None:
         print(f"ref {moved['ref']} -> {str(moved['commit'])[:12]}{was}: {how}")
     for name in result.get("dropped", []):
         print(f"ref {name} dropped (gone from git)")
-    if not result.get("moved") and not result.get("dropped"):
+    if not result.get("moved") and not result.get("dropped") and not result.get("failed"):
         print("refs up to date")
+    failed = result.get("failed") or {}
+    if failed:
+        raise CodenavError("not indexed: " + "; ".join(f"{n}: {why}" for n, why in
+                                                      failed.items()),
+                           hint="fetch the branch into the repository's git, or name one it has")
 
 
 def cmd_ref(args: argparse.Namespace, settings: Settings) -> int:

@@ -30,7 +30,7 @@ from codenav.access import Scope
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
-from codenav.errors import InvalidRequest, NotFound
+from codenav.errors import InvalidRequest, NotFound, UserError
 from codenav.index import commits, gitread
 from codenav.index.reconcile import refusal
 
@@ -80,6 +80,8 @@ class RefMove:
 class SyncSummary:
     moved: list[RefMove] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    """Refs asked for that git does not have (or names it refuses), with why."""
     collected: dict[str, int] = field(default_factory=dict)
     refused: str = ""
     seconds: float = 0.0
@@ -88,6 +90,8 @@ class SyncSummary:
         out: dict[str, Any] = {"moved": [m.to_json() for m in self.moved],
                                "dropped": self.dropped, "collected": self.collected,
                                "seconds": round(self.seconds, 3)}
+        if self.failed:
+            out["failed"] = self.failed
         if self.refused:
             out["refused"] = self.refused
         return out
@@ -117,7 +121,7 @@ def sync(settings: Settings, repo_id: int, asked: dict[str, str] | None = None,
             return out
         if gitread.is_bare(root):
             repo = _adopt_git_source(conn, repo, gdir)
-        wanted = _wanted(gdir, repo, asked or {})
+        wanted = _wanted(gdir, repo, asked or {}, out.failed)
         main = repo.default_ref or gitread.head_branch(gdir)
         conn.execute(q.REPO_LOCK, (repo_id,))
         conn.execute(q.WRITERS_SHARED_LOCK)
@@ -156,14 +160,19 @@ def _adopt_git_source(conn: psycopg.Connection, repo: repos.Repo, gdir: Path) ->
     return updated
 
 
-def _wanted(gdir: Path, repo: repos.Repo, asked: dict[str, str]) -> dict[str, str]:
-    """Ref name -> commit: the followed refs as git has them, and those asked for."""
+def _wanted(gdir: Path, repo: repos.Repo, asked: dict[str, str],
+            failed: dict[str, str]) -> dict[str, str]:
+    """Ref name -> commit: the followed refs as git has them, and those asked for (one git
+    does not have goes to ``failed`` with why, and the others go on)."""
     wanted = gitread.matching(gitread.branches_and_tags(gdir), repo.follow)
     for name, rev in asked.items():
-        commit = gitread.resolve(gdir, rev or name)
-        if not rev and commit.startswith(name.lower()) and len(name) >= 7:
-            name = commit  # a commit asked for by id is its own ref
-        wanted[check_name(name)] = commit
+        try:
+            commit = gitread.resolve(gdir, rev or name)
+            if not rev and commit.startswith(name.lower()) and len(name) >= 7:
+                name = commit  # a commit asked for by id is its own ref
+            wanted[check_name(name)] = commit
+        except UserError as exc:
+            failed[name] = exc.message
     return wanted
 
 

@@ -885,6 +885,7 @@ GRAPH_LAYER_DROP = "DELETE FROM graph_layer WHERE tree_id = %s AND path = ANY(%s
 GRAPH_LAYER_CLEAR = "DELETE FROM graph_layer WHERE tree_id = %s"
 GRAPH_LAYER_SIZE = "SELECT count(*) FROM graph_layer WHERE tree_id = %s"
 GRAPH_UNLAYER = "UPDATE trees SET base_id = NULL, mid_id = NULL WHERE id = %s"
+TREES_ON_MID = "SELECT id FROM trees WHERE mid_id = %s"
 # Copy what a layered tree reads below itself (its mid's and base's rows) into its own
 # rows: it stops depending on them.
 GRAPH_FLATTEN = """

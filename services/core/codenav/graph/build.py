@@ -44,6 +44,12 @@ BATCH = 400
 FULL_SHARE = 0.3
 """An incremental change touching more than this share of the files rebuilds everything."""
 MAX_SUBCLASS_DEPTH = 4
+RANK_MIN_LINKS = 8
+RANK_SHARE = 0.005
+"""Ranks (PageRank, a search prior) are computed again when files appear or go, or when
+more links between files changed than this share of the files (at least RANK_MIN_LINKS):
+a few links in a large graph do not move them (a second and more of Python on 6,000
+files, at every commit)."""
 RANK_TOLERANCE = 0.01
 """A layered tree keeps a file's rank of its own only when its prior (0..1) moved more than
 this from its base's (or its importer count changed): ranks are a search prior."""
@@ -328,7 +334,8 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
     if layered:  # the files left as they were kept their links
         old_links = {link for link in old_links if link[0] in rewritten}
         _flatten_if_large(conn, tree, len(index.files))
-    if full or old_links != new_links or deleted or new_files:
+    moved = len(old_links ^ new_links)
+    if full or deleted or new_files or moved > max(RANK_MIN_LINKS, RANK_SHARE * len(index.files)):
         update_ranks(conn, tree.id)
     if full:
         conn.execute(q.GRAPH_ANALYZE)
@@ -379,8 +386,11 @@ def _flatten_if_large(conn: psycopg.Connection, tree: _Tree, n_files: int) -> No
 
 
 def _flatten(conn: psycopg.Connection, tree: _Tree) -> None:
-    """Copy what a layered tree reads of its base (files, ranks, graph rows) into its own
-    rows: it stops depending on the base. In the caller's transaction."""
+    """Copy what a layered tree reads below itself (files, ranks, graph rows) into its own
+    rows: it stops depending on its base. The trees it is the mid of are flattened first
+    (they read its own rows as partial ones). In the caller's transaction."""
+    for (dependent,) in conn.execute(q.TREES_ON_MID, (tree.id,)).fetchall():
+        _flatten(conn, _tree(conn, int(dependent)))
     conn.execute(q.TREE_FLATTEN_FILES, {"tree": tree.id})
     conn.execute(q.GRAPH_FLATTEN, {"tree": tree.id})
     conn.execute(q.FILE_LAYER_CLEAR, (tree.id,))
