@@ -210,10 +210,13 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="codenav-refs-bench-"))
     try:
-        if args.corpus:
-            root = Path(args.corpus).resolve()
+        root = Path(args.corpus).resolve() if args.corpus else work
+        if args.corpus and gitread.git_dir(root) is not None:
             label = f"{root} (its own history)"
         else:
+            if args.corpus:
+                print(f"refs_bench: {root} is not a git repository; a synthetic history "
+                      "stands in", flush=True)
             root = synthetic_history(work, args.commits)
             label = "synthetic history over a standard-library slice"
         gdir = gitread.git_dir(root)

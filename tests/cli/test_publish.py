@@ -254,3 +254,36 @@ def test_a_job_that_embeds_sends_the_vectors_the_server_lacks_and_forged_ones_ar
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(30)
 
+
+
+def test_the_cli_indexes_lists_queries_and_drops_refs_of_a_checkout(
+        server: str, conn: psycopg.Connection, history: History) -> None:
+    """``codenav index --ref/--follow``, ``codenav ref list|add|rm`` and a tool with --ref,
+    as a user runs them against a server with a real worker."""
+    token, _ = create_token(conn, "dev", "write")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
+    env.update(CODENAV_URL=server, CODENAV_TOKEN=token)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-P", "-m", "codenav_cli.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    done = cli("index", str(history.root), "--name", "store", "--ref", "feature",
+               "--follow", "main", "--keep", "2", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert "ref main -> " + history.main[-1][:12] in done.stdout
+    assert "ref feature -> " + history.feature[:12] in done.stdout
+    listed = cli("ref", "list", "--repo", "store")
+    assert listed.returncode == 0 and "follows main (keeps 2)" in listed.stdout
+    assert {line.split("\t")[0] for line in listed.stdout.splitlines() if "\t" in line} == \
+        {"main", "feature"}
+    found = cli("search", "feature_only_fn", "--ref", "feature", "--mode", "lexical")
+    assert found.returncode == 0 and "app/feature.py" in found.stdout
+    assert "[ref feature @ " + history.feature[:12] in found.stdout
+    missing = cli("search", "feature_only_fn", "--ref", "nope")
+    assert missing.returncode == 1 and "no ref 'nope'" in missing.stderr
+    unknown = cli("ref", "add", "no-such-branch", "--repo", "store")
+    assert unknown.returncode == 1 and "no-such-branch" in unknown.stderr
+    dropped = cli("ref", "rm", "feature", "--repo", "store")
+    assert dropped.returncode == 0 and "dropped ref feature" in dropped.stdout
+    assert _ref_commit(conn, "feature") is None
