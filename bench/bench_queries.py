@@ -50,12 +50,15 @@ WHERE f.repo_id = %s AND strpos(c.body, %s) > 0"""
 # A repo's chunk texts and how many have an embedding (any model; benchmarks use one).
 BENCH_EMBED_COVERAGE = """
 SELECT count(*), count(e.text_hash)
-FROM chunk_texts ct LEFT JOIN embeddings e ON e.text_hash = ct.text_hash
-WHERE ct.repo_id = %s"""
+FROM files f JOIN chunks c ON c.content_id = f.content_id
+JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
+LEFT JOIN embeddings e ON e.text_hash = ct.text_hash
+WHERE f.repo_id = %s"""
 
 # Chunks declaring a symbol in a repo, and how many of them have an embedding.
 BENCH_SYMBOL_EMBEDDED = """
 SELECT count(*), count(e.text_hash)
-FROM chunk_texts ct JOIN chunks c ON c.id = ct.chunk_id
+FROM files f JOIN chunks c ON c.content_id = f.content_id
+JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
 LEFT JOIN embeddings e ON e.text_hash = ct.text_hash
-WHERE ct.repo_id = %s AND c.symbol = %s"""
+WHERE f.repo_id = %s AND c.symbol = %s"""

@@ -95,7 +95,8 @@ def main() -> int:
                 model = vectors.find_model(conn, client.info().name)
                 assert model is not None
                 texts = [t for _, t in conn.execute(
-                    q.EMBED_BACKLOG, {"repo": repo.id, "model": -1, "k": 10**9}).fetchall()]
+                    q.EMBED_BACKLOG, {"tree": repo.default_tree, "model": -1,
+                                      "k": 10**9}).fetchall()]
                 client.close()
         finally:
             os.killpg(embedder.pid, signal.SIGTERM)

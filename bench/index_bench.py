@@ -40,6 +40,7 @@ from codenav.db import queries as q
 from codenav.embed import vectors
 from codenav.embed.client import EmbedClient
 from codenav.embed.vectors import embed_backlog
+from codenav.index.reconcile import worktree
 from codenav.index.walk import walk
 from codenav.jobs import enqueue
 from codenav.lang import STRUCTURED, language_for
@@ -152,8 +153,8 @@ def fill_vectors(conn: psycopg.Connection, repo_id: int, model: vectors.Model) -
     rng = np.random.default_rng(7)
     filled = 0
     while True:
-        rows = conn.execute(q.EMBED_BACKLOG, {"repo": repo_id, "model": model.id,
-                                              "k": 5000}).fetchall()
+        rows = conn.execute(q.EMBED_BACKLOG, {"tree": worktree(conn, repo_id),
+                                              "model": model.id, "k": 5000}).fetchall()
         if not rows:
             return filled
         vecs = rng.standard_normal((len(rows), model.dim)).astype(np.float32)

@@ -44,6 +44,7 @@ import psycopg
 import bench_queries as bq
 from benchkit import service, stop_services, stores
 from codenav import repos
+from codenav.access import Scope
 from codenav.auth import create_token
 from codenav.db import queries as q
 from codenav.index.gitinfo import head_commit
@@ -132,7 +133,7 @@ def stack(base: Path, files: int, embed_url: str = "") -> Iterator[Live]:
                               headers={"Authorization": f"Bearer {token}"})
         with psycopg.connect(pg.url, autocommit=True) as conn:
             def indexed() -> bool:
-                row = conn.execute(q.REPO_COUNTS, (repo.id,)).fetchone()
+                row = conn.execute(q.REPO_COUNTS, Scope.system(repo).params()).fetchone()
                 return bool(row and row[0] >= files)
 
             def api_up() -> bool:
@@ -324,9 +325,9 @@ def backlog_case(base: Path, corpus: Path, edits: int, searches: int) -> dict[st
         indexed_s = time.monotonic() - started
         first = repo_status()["embeddings"]
         with psycopg.connect(info["database_url"], autocommit=True) as conn:
-            repo = repos.resolve(conn, None)
+            repo = repos.list_repos(conn)[0]
             # edits to source files (tests and generated code rank lower by design)
-            files = [r[0] for r in conn.execute(q.FILES_STATE, (repo.id,)).fetchall()
+            files = [r[0] for r in conn.execute(q.FILES_STATE, (repo.default_tree,)).fetchall()
                      if _editable(root / r[0]) and not is_test_path(r[0])
                      and not is_generated_path(r[0])]
             from index_bench import make_queries

@@ -126,7 +126,6 @@ ORDER BY t.id IN (SELECT tree_id FROM repo_refs WHERE repo_id = %(repo)s AND nam
          t.id IN (SELECT tree_id FROM repo_refs WHERE repo_id = %(repo)s AND name = %(main)s) DESC,
          t.id DESC
 LIMIT 1"""
-TREE_FILE_COUNT = "SELECT count(*) FROM files WHERE tree_id = %s"
 # The files of a tree (path, content, sha, language, size): a derived tree starts from them.
 TREE_FILES = "SELECT path, content_id, sha, language, size FROM tree_files(%s)"
 # A tree layered on the base of a layered tree starts with a copy of what that tree holds
@@ -881,7 +880,6 @@ GRAPH_LINKS_DELETE = "DELETE FROM graph_links WHERE tree_id = %s AND src_path = 
 # A layered tree: the paths it holds itself; a full build makes it hold all (no base).
 GRAPH_LAYER_ADD = """
 INSERT INTO graph_layer (tree_id, path) SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING"""
-GRAPH_LAYER_DROP = "DELETE FROM graph_layer WHERE tree_id = %s AND path = ANY(%s)"
 GRAPH_LAYER_CLEAR = "DELETE FROM graph_layer WHERE tree_id = %s"
 GRAPH_LAYER_SIZE = "SELECT count(*) FROM graph_layer WHERE tree_id = %s"
 GRAPH_UNLAYER = "UPDATE trees SET base_id = NULL, mid_id = NULL WHERE id = %s"
