@@ -68,10 +68,8 @@ BUNDLE_VERSION = 1
 BUNDLE_MANIFEST = "codenav-bundle.json"
 BUNDLE_TRAILER = "codenav-bundle.sha256"
 MAX_FILES = 1_000_000
-MAX_MANIFEST_BYTES = 256 << 20
-"""A commit's file list larger than this (uncompressed) is refused."""
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_SHA = _COMMIT
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+"""A commit id, or a blob id."""
 
 
 def _find(conn: psycopg.Connection, caller: Caller, name: str) -> Scope | None:
@@ -94,7 +92,7 @@ def _team(caller: Caller, scope: Scope | None) -> int:
 
 
 def check_commit(commit: str) -> str:
-    if not _COMMIT.match(commit or ""):
+    if not _HEX40.match(commit or ""):
         raise InvalidRequest(f"not a full commit id: {commit!r}", hint="40 hex digits")
     return commit
 
@@ -179,7 +177,7 @@ def _addresses(contents: list[list[str]]) -> tuple[list[str], list[str]]:
         if not isinstance(item, list | tuple) or len(item) != 2:
             raise InvalidRequest("a content is [sha, language]")
         sha, language = str(item[0]), str(item[1])
-        if not _SHA.match(sha) or language not in languages_known:
+        if not _HEX40.match(sha) or language not in languages_known:
             raise InvalidRequest(f"not a content address: {sha[:45]!r}, {language[:40]!r}")
         shas.append(sha)
         languages.append(language)
@@ -322,7 +320,7 @@ def _files(body: dict[str, Any]) -> tuple[list[list[Any]], list[Skip], int]:
         if not isinstance(item, list) or len(item) != 4:
             raise InvalidRequest("a file is [path, sha, language, size]")
         path, sha, language, size = _path(item[0]), str(item[1]), str(item[2]), item[3]
-        if path in seen or not _SHA.match(sha) or not isinstance(size, int) or size < 0:
+        if path in seen or not _HEX40.match(sha) or not isinstance(size, int) or size < 0:
             raise InvalidRequest(f"bad file entry for {path!r}")
         seen.add(path)
         out.append([path, sha, language, size])
