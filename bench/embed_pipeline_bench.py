@@ -73,8 +73,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="codenav-embed-bench-") as tmp:
         base = Path(tmp)
         root = corpus(base)
-        started = contextlib.ExitStack()
-        pg = started.enter_context(stores(base / "home", queue=False)).pg
+        stack = contextlib.ExitStack()
+        pg = stack.enter_context(stores(base / "home", queue=False)).pg
         # Bulk embedding runs at a lower CPU priority (CODENAV_EMBED_BULK_NICE): that only
         # matters against other work, and the bare encode() it is compared with runs at the
         # normal one, so both do here.
@@ -101,7 +101,7 @@ def main() -> int:
         finally:
             os.killpg(embedder.pid, signal.SIGTERM)
             embedder.wait(30)
-            started.close()
+            stack.close()
     from codenav_embedder import encoder
     from codenav_embedder.settings import EmbedderSettings
 
