@@ -158,7 +158,9 @@ def test_a_publish_killed_half_way_leaves_the_ref_and_a_rerun_sends_only_the_res
     arrived = conn.execute("SELECT count(*) FROM contents").fetchone()[0]  # type: ignore[index]
     assert before + 5 <= arrived < before + 40
     assert _ref_commit(conn, "main") == history.main[-1]  # the ref did not move
+    assert (history.root.parent / "cache" / "parts").is_dir()  # the killed run's parts
     rerun = _publish(server, token, history, "main")
+    assert not (history.root.parent / "cache" / "parts").exists()  # cleared by the rerun
     blobs, _bytes = _sent(rerun)
     assert blobs == before + 40 - arrived  # only what had not arrived
     assert _ref_commit(conn, "main") == big

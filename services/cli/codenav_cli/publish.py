@@ -17,8 +17,8 @@ import gzip
 import json
 import logging
 import os
+import shutil
 import signal
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -286,9 +286,13 @@ def _send_missing(server: Server, store: LocalStore, name: str, tree: LocalTree,
         sent.notes.append(f"vectors {answer['vectors']}")
     part: list[int] = []
     size = 0
-    with tempfile.TemporaryDirectory(prefix="codenav-publish-") as work:
+    # parts are written in the cache, so what a killed publish left is removed by the next
+    work = store.cache / "parts"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    try:
         def send(content_ids: list[int], vectors: list[bytes]) -> None:
-            out = Path(work) / f"part-{sent.parts}.tar"
+            out = work / f"part-{sent.parts}.tar"
             store.bundle(content_ids, out, (tree.model, vectors) if vectors else None)
             reply = server.post("/v1/publish/contents", out.read_bytes(), gz=False,
                                 params={"repo": name})
@@ -309,6 +313,8 @@ def _send_missing(server: Server, store: LocalStore, name: str, tree: LocalTree,
         lacking = [tree.vector_keys[i] for i in answer.get("vectors_missing", [])]
         for i in range(0, len(lacking), VECTORS_PER_PART):
             send([], lacking[i:i + VECTORS_PER_PART])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _wait(server: Server, job_id: str, name: str, ref: str, commit: str) -> dict[str, Any]:
