@@ -70,7 +70,8 @@ def test_the_thirteen_tool_names_are_listed_together_only_in_the_registry() -> N
 GROUPS = {"access": "access", "auth": "access", "repos": "access", "roots": "access",
           "answers": "answers", "navigate": "answers", "status": "status", "usage": "status",
           "admin": "admin", "snapshot": "admin", "archive": "archive", "roles": "roles",
-          "client": "client", "serve": "serve", "refs": "refs", "publish": "publish"}
+          "client": "client", "serve": "serve", "refs": "refs", "publish": "publish",
+          "overlays": "overlays"}
 """The README's names for the engine's top-level modules (the rest is the foundation)."""
 PACKAGES_OF_CORE = {"db", "index", "parse", "lang", "search", "graph", "embed", "jobs",
                     "tools"}

@@ -27,7 +27,8 @@ DOCKERIGNORE = ROOT / ".dockerignore"
 DOCKERFILES = sorted(ROOT.glob("services/*/Dockerfile"))
 MCP_EXAMPLES = sorted((ROOT / "deploy").glob("mcp-client*.example.json"))
 
-SERVICES = {"store", "queue", "embedder", "migrate", "api", "worker", "embed-worker", "watcher"}
+SERVICES = {"store", "queue", "embedder", "migrate", "api", "worker", "overlay-worker",
+            "embed-worker", "watcher"}
 ONE_SHOT = {"migrate", "seed"}
 OPTIONAL = {"seed"}
 """Services of a compose profile: started only when asked for (`--profile seed`)."""

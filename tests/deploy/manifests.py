@@ -31,10 +31,9 @@ REPOSITORIES_CLAIM = "repositories"
 SECRET_WORDS = ("PASSWORD", "SECRET", "TOKEN", "AUTH", "KEY")
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job")
 
-LANES = {"worker": "index", "embed-worker": "embed"}
-"""The worker Deployments and the ``--lane`` each runs. Compose gains its `embed-worker`
-service (``--lane embed``) with the worker entrypoint's lanes (issue 11); until compose has
-it, both Deployments are compared with compose's one `worker`, plus their lane flag."""
+LANES = {"worker": "index", "overlay-worker": "overlay", "embed-worker": "embed"}
+"""The worker Deployments and the ``--lane`` each runs (compose has a service of the same
+name for each lane)."""
 
 K8S_ONLY_ENV = {
     ("store", "PGDATA"): "a volume's root holds lost+found, which initdb refuses",

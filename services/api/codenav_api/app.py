@@ -26,7 +26,7 @@ from codenav.errors import CodenavError
 from codenav.validate import invalid
 from codenav_api.mcp_http import McpGate, build_server
 from codenav_api.metrics import RequestMetrics
-from codenav_api.routes import admin, health, publish, repos, tools, usage
+from codenav_api.routes import admin, health, overlays, publish, repos, tools, usage
 from codenav_api.service import Services
 
 log = logging.getLogger("codenav.api")
@@ -99,6 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(admin.router)
     app.include_router(usage.router)
     app.include_router(publish.router)
+    app.include_router(overlays.router)
     app.add_middleware(CatchAll)
     app.add_middleware(RequestMetrics)  # outermost: it sees the 500s CatchAll answers
 

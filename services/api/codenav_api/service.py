@@ -77,16 +77,17 @@ class Services:
         except psycopg.OperationalError as exc:
             raise Unavailable(f"database unavailable: {str(exc).splitlines()[0]}") from None
 
-    def run(self, caller: Caller, tool: str, args: Args | dict[str, Any]) -> dict[str, Any]:
+    def run(self, caller: Caller, tool: str, args: Args | dict[str, Any],
+            overlay: str | None = None) -> dict[str, Any]:
         """Run a tool for ``caller`` (``codenav.serve``): its role is checked, its
         arguments validated by the tool's model, and the answer comes from the
         repositories it may see. Its latency and outcome go to the metrics, its ``_stats``
         to the usage figures (``serve.run`` records them)."""
         if tool not in TOOLS:  # unknown names are refused, not counted
-            return serve.run(self, self.connection, caller, tool, args)
+            return serve.run(self, self.connection, caller, tool, args, overlay)
         started = time.perf_counter()
         try:
-            answer = serve.run(self, self.connection, caller, tool, args)
+            answer = serve.run(self, self.connection, caller, tool, args, overlay)
         except CodenavError as exc:
             metrics.observe_tool(tool, time.perf_counter() - started, exc.code)
             raise

@@ -197,6 +197,9 @@ class Stack:
                                       ready=lambda: _http_ok(f"{self.url}/readyz")))
         services += [self._service(f"worker-{i + 1}", ["codenav_worker", "--lane", "index"],
                                    lane="index") for i in range(self.workers)]
+        # developers' overlays never wait behind a bulk index job of the index workers
+        services.append(self._service("overlay-worker", ["codenav_worker", "--lane", "overlay"],
+                                      lane="overlay"))
         if embed_url:
             services += [self._service(f"embed-worker-{i + 1}", ["codenav_worker", "--lane",
                                                                   "embed"], lane="embed")

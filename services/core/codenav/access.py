@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 
 from codenav.db import queries as q
-from codenav.errors import InvalidRequest, NotFound
+from codenav.errors import Gone, InvalidRequest, NotFound
 
 ROLES = ("read", "write", "admin")
 """In increasing order: each role can do everything the ones before it can."""
@@ -96,6 +96,51 @@ def repo_row(row: Any) -> Repo:
 
 
 @dataclass(frozen=True)
+class Overlay:
+    """A developer's uncommitted edits over a base tree (``codenav.overlays``), as its
+    owner sees it."""
+
+    id: str
+    repo_id: int
+    tree_id: int
+    base_tree: int
+    base_ref: str | None
+    base_kind: str
+    base_commit: str | None
+    base_indexed_at: datetime | None
+    version: int
+    stored: int
+    graph: int
+    over_limit: str | None
+    checkout: str
+    touched_at: datetime
+    files: int
+    """Files of the checkout that replace or add to the base's (indexed ones)."""
+    deleted: int
+
+    def describe(self) -> dict[str, Any]:
+        """What an answer says of the overlay it includes."""
+        out: dict[str, Any] = {"files": self.files}
+        if self.deleted:
+            out["deleted"] = self.deleted
+        if self.stored < self.version:
+            out["pending"] = "your latest edits are still being indexed"
+        elif self.graph < self.version:
+            out["graph_pending"] = "the code graph of your edits is being rebuilt"
+        if self.over_limit:
+            out["over_limit"] = self.over_limit + "; answers come from the base"
+        return out
+
+
+def overlay_row(row: Any) -> Overlay:
+    (oid, repo, tree, base, ref, kind, commit, indexed_at, version, stored, graph, over,
+     checkout, touched, files, deleted) = row
+    return Overlay(str(oid), int(repo), int(tree), int(base), ref, kind, commit, indexed_at,
+                   int(version), int(stored), int(graph), over, checkout, touched, int(files),
+                   int(deleted))
+
+
+@dataclass(frozen=True)
 class Tree:
     """What one request reads: the repository's working tree, or a commit tree (reached by
     a ref name or a commit id). ``id`` 0: nothing is indexed for it yet."""
@@ -106,17 +151,28 @@ class Tree:
     ref: str | None = None
     """The ref name it was reached by (None: the working tree, or a bare commit id)."""
     indexed_at: datetime | None = None
+    overlay: Overlay | None = None
+    """Set for an overlay's tree (kind ``overlay``): the edits it holds over its base."""
+
+    @property
+    def base_kind(self) -> str:
+        """``worktree`` or ``commit``: the kind of tree it is, or its overlay's base is."""
+        return self.overlay.base_kind if self.overlay is not None else self.kind
 
     @property
     def run_ref(self) -> str:
         """How index runs name what they index (``''``: the working tree)."""
-        return (self.ref or "") if self.kind == "commit" else ""
+        return (self.ref or "") if self.base_kind == "commit" else ""
 
     def describe(self) -> dict[str, Any]:
         """Which ref an answer is for (every scoped answer says it)."""
         out: dict[str, Any] = {"name": self.ref, "commit": self.commit}
-        if self.kind == "worktree":
+        if self.base_kind == "worktree":
             out["worktree"] = True
+        if self.overlay is not None:
+            local = self.overlay.describe()
+            if local != {"files": 0}:  # an empty overlay reads as its base: nothing to say
+                out["overlay"] = local
         return out
 
 
@@ -220,12 +276,34 @@ def describe(repos: list[Repo], qualified: bool = False) -> str:
 
 
 def resolve(conn: psycopg.Connection, caller: Caller, name: str | None,
-            ref: str | None = None) -> Scope:
+            ref: str | None = None, overlay: str | None = None) -> Scope:
     """The scope of a request about repository ``name`` (or the only visible one), at
     ``ref`` (None: its default tree). A name the caller may not see gets the answer a name
-    that does not exist gets."""
+    that does not exist gets. ``overlay`` (an id the caller's adapter holds): without a
+    ``ref``, and for the overlay's repository, the scope reads the overlay's tree."""
+    if overlay and not ref:
+        return _resolve_overlay(conn, caller, name, overlay)
     scope = _resolve_repo(conn, caller, name)
     return resolve_tree(conn, scope, ref) if ref else scope
+
+
+def _resolve_overlay(conn: psycopg.Connection, caller: Caller, name: str | None,
+                     overlay_id: str) -> Scope:
+    repos = visible_repos(conn, caller)
+    visible = [r.id for r in repos]
+    row = conn.execute(q.OVERLAY_GET, {"overlay": overlay_id[:64], "token": caller.token_id,
+                                       "visible": visible}).fetchone()
+    if row is None:
+        raise Gone("this session's overlay of local edits is gone (unused too long, or made "
+                   "with another token)", hint="the adapter makes a new one by itself")
+    ov = overlay_row(row)
+    repo = next(r for r in repos if r.id == ov.repo_id)
+    if name and not _matches(repo, name):  # another repository: its own default tree
+        return _resolve_repo(conn, caller, name)
+    conn.execute(q.OVERLAY_TOUCH, {"overlay": ov.id, "visible": visible})
+    return Scope(caller, repo, tuple(visible),
+                 Tree(ov.tree_id, "overlay", ov.base_commit, ov.base_ref, ov.base_indexed_at,
+                      ov))
 
 
 def _resolve_repo(conn: psycopg.Connection, caller: Caller, name: str | None) -> Scope:

@@ -17,7 +17,9 @@ from codenav.config import Settings
 from codenav.errors import (
     CodenavError,
     ConfigError,
+    Conflict,
     Forbidden,
+    Gone,
     InvalidRequest,
     NotFound,
     SchemaMismatch,
@@ -27,7 +29,9 @@ from codenav.errors import (
 from codenav.tools import get
 
 _BY_STATUS: dict[int, type[CodenavError]] = {400: InvalidRequest, 401: Unauthorized,
-                                             403: Forbidden, 404: NotFound, 422: InvalidRequest}
+                                             403: Forbidden, 404: NotFound, 409: Conflict,
+                                             410: Gone, 413: InvalidRequest,
+                                             422: InvalidRequest}
 
 def stack_file(settings: Settings) -> Path:
     return settings.home_path / "stack.json"
@@ -83,9 +87,18 @@ class ApiClient:
         await self._client.aclose()
 
     async def request(self, method: str, path: str, body: dict[str, Any] | None = None,
-                      params: dict[str, Any] | None = None) -> dict[str, Any]:
+                      params: dict[str, Any] | None = None, *,
+                      headers: dict[str, str] | None = None,
+                      content: bytes | None = None) -> dict[str, Any]:
+        """One call; ``content`` (raw bytes, with their ``headers``) instead of a JSON
+        ``body`` for uploads."""
         try:
-            response = await self._client.request(method, path, json=body, params=params)
+            if content is not None:
+                response = await self._client.request(method, path, content=content,
+                                                      params=params, headers=headers)
+            else:
+                response = await self._client.request(method, path, json=body, params=params,
+                                                      headers=headers)
         except httpx.HTTPError as exc:
             raise Unavailable(f"cannot reach the codenav API at {self.base_url}: "
                               f"{type(exc).__name__}",
@@ -95,9 +108,12 @@ class ApiClient:
         data: dict[str, Any] = response.json()
         return data
 
-    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        """A tool of the registry: ``POST /v1/<tool>`` with its arguments as the body."""
-        return await self.request("POST", f"/v1/{get(tool).name}", args)
+    async def call(self, tool: str, args: dict[str, Any],
+                   overlay: str | None = None) -> dict[str, Any]:
+        """A tool of the registry: ``POST /v1/<tool>`` with its arguments as the body; with
+        ``overlay``, answered with that overlay of the caller's local edits."""
+        headers = {"X-Codenav-Overlay": overlay} if overlay else None
+        return await self.request("POST", f"/v1/{get(tool).name}", args, headers=headers)
 
 
 def _sync_client(settings: Settings) -> httpx.Client:

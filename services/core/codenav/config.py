@@ -56,6 +56,17 @@ class Settings:
     """Bearer token used by clients."""
     repo: str = ""
     """Default repository name for clients."""
+    root: str = ""
+    """The checkout the stdio adapter overlays (default: the git root of its directory)."""
+    overlay: bool = True
+    """The stdio adapter sends the checkout's uncommitted edits, so answers include them."""
+    overlay_ttl_s: int = 7200
+    """An overlay nobody used this long is dropped (the adapter makes a new one)."""
+    overlay_max_files: int = 2000
+    overlay_max_bytes: int = 64 * 1024 * 1024
+    """Past either limit an overlay holds nothing and answers say so (from the base)."""
+    overlay_wait_s: float = 10.0
+    """How long sending an overlay waits for its files to be stored (searchable)."""
     max_file_bytes: int = 1024 * 1024
     """Files larger than this are skipped (reason ``too_large``)."""
     parse_processes: int = 0
@@ -121,6 +132,9 @@ class Settings:
             raise ConfigError("CODENAV_CHUNK_MAX_LINES must be at least 10")
         if not 0 <= self.chunk_overlap_lines < self.chunk_max_lines // 2:
             raise ConfigError("CODENAV_CHUNK_OVERLAP_LINES must be below half of CHUNK_MAX_LINES")
+        if self.overlay_ttl_s < 60 or self.overlay_max_files < 1 or self.overlay_max_bytes < 1:
+            raise ConfigError("CODENAV_OVERLAY_TTL_S must be at least 60, the overlay limits "
+                              "positive")
         if self.log_format not in ("text", "json"):
             raise ConfigError("CODENAV_LOG_FORMAT must be text or json")
         if not 10 <= self.grep_timeout_ms <= 600_000:

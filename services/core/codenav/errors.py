@@ -73,6 +73,13 @@ class Conflict(UserError):
     code = "conflict"
 
 
+class Gone(UserError):
+    """A thing the caller made that is no longer there (an expired overlay): make it again."""
+
+    status = 410
+    code = "gone"
+
+
 class SchemaMismatch(CodenavError):
     status = 503
     code = "schema_mismatch"

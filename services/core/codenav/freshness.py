@@ -75,6 +75,32 @@ def _flag_stale(node: Any, stale: dict[str, str], listed: set[str]) -> None:
                 _flag_stale(item, stale, listed)
 
 
+def mark_local(answer: dict[str, Any], local: set[str]) -> None:
+    """With an overlay: every object of the answer whose ``path`` is one of the caller's
+    uncommitted files gets ``source: "local"`` (plain-string paths are listed in
+    ``local_files``)."""
+    if not local:
+        return
+    listed: set[str] = set()
+    todo: list[Any] = [answer]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            path = node.get("path")
+            if isinstance(path, str) and path in local:
+                node["source"] = "local"
+            todo += [v for k, v in node.items() if k != "content" and isinstance(v, dict | list)]
+        elif isinstance(node, list):
+            for item in node:
+                if isinstance(item, str):
+                    if item in local:
+                        listed.add(item)
+                elif isinstance(item, dict | list):
+                    todo.append(item)
+    if listed:
+        answer["local_files"] = sorted(listed)
+
+
 def repo_freshness(pending: dict[str, str], waiting: dict[str, str],
                    run: dict[str, Any] | None, watcher: dict[str, Any] | None,
                    queue_error: str | None = None, published: bool = False) -> dict[str, Any]:

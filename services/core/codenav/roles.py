@@ -17,6 +17,7 @@ REQUIRED: dict[str, str] = {
     "repo.list": "read",
     "job.status": "read",
     "stats": "read",
+    "overlay": "read",  # a developer's own edits, seen by their token alone
     "metrics": "admin",
     "repo.register": "write",
     "ref.index": "write",

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from pydantic import ValidationError
 
-from codenav import access, roles, status
+from codenav import access, freshness, overlays, roles, status
 from codenav.access import Caller
 from codenav.tools import get
 from codenav.tools.base import Args, Call, Host
@@ -32,16 +32,25 @@ def parse(name: str, args: Args | dict[str, Any]) -> Args:
 
 
 def run(host: Host, connection: Callable[[], AbstractContextManager[psycopg.Connection]],
-        caller: Caller, name: str, args: Args | dict[str, Any]) -> dict[str, Any]:
+        caller: Caller, name: str, args: Args | dict[str, Any],
+        overlay: str | None = None) -> dict[str, Any]:
+    """Run tool ``name``; with ``overlay`` (the caller's adapter's) a call without a ``ref``
+    reads the caller's uncommitted edits over the overlay's base, and the results from
+    them say ``source: "local"``."""
     tool = get(name)
     roles.authorize(caller, tool.name)
     parsed = parse(name, args)
     with connection() as conn:
-        scope = access.resolve(conn, caller, parsed.repo or None, parsed.ref or None) \
-            if tool.scoped else None
+        scope = access.resolve(conn, caller, parsed.repo or None, parsed.ref or None,
+                               overlay) if tool.scoped else None
+        if scope is not None and tool.graph and scope.at.overlay is not None and \
+                scope.at.overlay.graph < scope.at.overlay.version:
+            scope = overlays.wait_graph(conn, scope, host.settings.overlay_wait_s)
         answer = tool.handler(Call(conn, caller, scope, host), parsed)
         if scope is not None:
             answer.setdefault("ref", scope.at.describe())
+            if scope.at.overlay is not None:
+                freshness.mark_local(answer, overlays.local_paths(conn, scope))
         if tool.fresh and scope is not None:
             status.annotate(conn, scope, host.redis, answer)
         if tool.counted:

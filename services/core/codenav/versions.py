@@ -19,6 +19,9 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
      ref_history; files, skipped and the graph tables per tree; graph_layer and the
      tree_imports/tree_edges/tree_links functions (a tree's graph layered on another's);
      repos.source, default_ref, follow, keep; chunk_texts keyed by (chunk, path).
+ 11  overlays: a developer's uncommitted edits as a tree (kind 'overlay') layered on the
+     tree it is based on, read only by the token that made it; overlay_files (the state
+     the adapter sent) and overlay_blobs (uploads waiting to be parsed).
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -36,6 +39,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

@@ -1,11 +1,13 @@
-"""Worker entrypoint: ``python -m codenav_worker [--lane index|embed]``.
+"""Worker entrypoint: ``python -m codenav_worker [--lane index|overlay|embed]``.
 
 A worker serves one lane: ``index`` (reconciling repositories and building their code
-graph; the default) or ``embed`` (embedding chunks). The lanes never share a process, so an
-edit never waits behind an embedding slice, and each scales apart (compose: ``worker`` and
+graph; the default), ``overlay`` (developers' uncommitted edits only, so they never wait
+behind bulk indexing; index workers take them first too) or ``embed`` (embedding chunks).
+Indexing and embedding never share a process, so an edit never waits behind an embedding
+slice, and each lane scales apart (compose: ``worker``, ``overlay-worker`` and
 ``embed-worker``).
 
-An index worker preloads every grammar before RQ forks a work horse per job, so horses
+An index or overlay worker preloads every grammar before RQ forks a work horse per job, so horses
 share them. Every worker waits for the database schema and the queue (an embed worker also
 for the embedder's model) before it takes a job, then works its lane's queue with the
 scheduler, so retries with intervals run.
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = Settings.load()
         logs.setup(settings.log_level, settings.log_format, f"worker-{args.lane}")
-        if args.lane == "index":
+        if args.lane in ("index", "overlay"):
             from codenav.graph.extract import preload_queries
             from codenav.parse.chunker import preload_grammars
 

@@ -42,6 +42,12 @@ SYSTEM_FUNCTIONS = {
     ("codenav.publish", "build"), ("codenav.publish", "_build_one"),
     ("codenav.publish", "write_bundle"), ("codenav.publish", "_create"),
     ("codenav.publish", "receive"),
+    # overlays: the worker's overlay job (one overlay by id, its base, its uploads) and the
+    # expiry; dropping an overlay's tree runs once the overlay was found through
+    # visibility (OVERLAY_DROP is scoped), the rest is garbage collection
+    ("codenav.overlays", "build_pending"), ("codenav.overlays", "build_one"),
+    ("codenav.overlays", "_store_files"), ("codenav.overlays", "_contents"),
+    ("codenav.overlays", "expire"), ("codenav.overlays", "_delete_tree"),
 }
 MODULES = [m.name for pkg in (codenav, codenav_api)
            for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]

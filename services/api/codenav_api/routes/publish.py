@@ -5,10 +5,8 @@ and after decompression."""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
-import zlib
 from pathlib import Path as FsPath
 from typing import Annotated, Any
 
@@ -21,51 +19,19 @@ from codenav.db.connect import connect
 from codenav.errors import InvalidRequest
 from codenav.jobs import enqueue
 from codenav.validate import check_value
+from codenav_api.bodies import JSON_MAX_BYTES, body_bytes, body_json
 from codenav_api.deps import allowed, services
 from codenav_api.service import Services
 
 router = APIRouter(prefix="/v1/publish", tags=["publish"])
 
-JSON_MAX_BYTES = 256 << 20
-"""A JSON body (a commit's file list, a list of contents), uncompressed."""
 BUNDLE_MAX_BYTES = 1 << 30
-
-
-async def _body(request: Request, limit: int) -> bytes:
-    """The request body, gunzipped when it says so, at most ``limit`` bytes either way."""
-    data = bytearray()
-    async for block in request.stream():
-        data += block
-        if len(data) > limit:
-            raise InvalidRequest("the request body is larger than this server accepts")
-    if request.headers.get("content-encoding", "").lower() != "gzip":
-        return bytes(data)
-    unpack = zlib.decompressobj(31)
-    try:
-        out = unpack.decompress(bytes(data), limit + 1)
-    except zlib.error:
-        raise InvalidRequest("the request body is not gzip") from None
-    if len(out) > limit or unpack.unconsumed_tail:
-        raise InvalidRequest("the request body is larger than this server accepts")
-    return out
-
-
-async def _json(request: Request) -> dict[str, Any]:
-    raw = await _body(request, JSON_MAX_BYTES)
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        raise InvalidRequest("the request body is not JSON") from None
-    if not isinstance(data, dict):
-        raise InvalidRequest("the request body is a JSON object")
-    check_value(data, "")
-    return data
 
 
 @router.post("/state", summary="Where a ref is, and whether a commit is held already (write)")
 async def state(request: Request, svc: Services = Depends(services),
                 caller: Caller = Depends(allowed("publish"))) -> dict[str, Any]:
-    body = await _json(request)
+    body = await body_json(request)
     with svc.connection() as conn:
         return publish.state(conn, caller, str(body.get("repo") or ""),
                              str(body.get("ref") or ""), str(body.get("commit") or ""))
@@ -75,7 +41,7 @@ async def state(request: Request, svc: Services = Depends(services),
              "the server lacks for this team (write)")
 async def missing(request: Request, svc: Services = Depends(services),
                   caller: Caller = Depends(allowed("publish"))) -> dict[str, Any]:
-    body = await _json(request)
+    body = await body_json(request)
     contents = body.get("contents")
     vectors = body.get("vectors")
     if not isinstance(contents, list) or not isinstance(vectors, dict | None):
@@ -95,7 +61,7 @@ async def contents(request: Request, repo: Annotated[str, Query(max_length=201)]
     work = FsPath(tempfile.mkdtemp(prefix="codenav-publish-"))
     path = work / "bundle.tar"
     try:
-        path.write_bytes(await _body(request, BUNDLE_MAX_BYTES))
+        path.write_bytes(await body_bytes(request, BUNDLE_MAX_BYTES))
         return await run_in_threadpool(_receive, svc, caller, repo, path)
     finally:
         path.unlink(missing_ok=True)
@@ -112,7 +78,7 @@ def _receive(svc: Services, caller: Caller, repo: str, path: FsPath) -> dict[str
              "builds its tree and moves the ref (write)")
 async def commit(request: Request, svc: Services = Depends(services),
                  caller: Caller = Depends(allowed("publish"))) -> dict[str, Any]:
-    raw = await _body(request, JSON_MAX_BYTES)
+    raw = await body_bytes(request, JSON_MAX_BYTES)
     with svc.connection() as conn:
         accepted = publish.commit(conn, caller, raw)
     job_id = enqueue.request_publish(svc.redis, svc.settings, accepted.scope.id, accepted.ref,

@@ -1,5 +1,7 @@
 """The tool endpoints: the same names, arguments and answers as the MCP tools, each one
-allowed to the role ``codenav.roles.REQUIRED`` names for it."""
+allowed to the role ``codenav.roles.REQUIRED`` names for it. A call carrying the header
+``X-Codenav-Overlay`` (the stdio adapter's) is answered with the caller's overlay of
+uncommitted edits (``codenav.overlays``)."""
 
 # (no `from __future__ import annotations`: FastAPI reads each endpoint's body model from
 # its annotations, made here per tool)
@@ -7,7 +9,7 @@ allowed to the role ``codenav.roles.REQUIRED`` names for it."""
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Header
 
 from codenav.access import Caller
 from codenav.tools import TOOLS
@@ -22,8 +24,10 @@ def _endpoint(tool: Tool) -> Callable[..., dict[str, Any]]:
     model = tool.args
 
     def endpoint(body: model, svc: Services = Depends(services),  # type: ignore[valid-type]
-                 caller: Caller = Depends(allowed(tool.name))) -> dict[str, Any]:
-        return svc.run(caller, tool.name, body)
+                 caller: Caller = Depends(allowed(tool.name)),
+                 overlay: str | None = Header(default=None, alias="X-Codenav-Overlay",
+                                              max_length=64)) -> dict[str, Any]:
+        return svc.run(caller, tool.name, body, overlay)
 
     endpoint.__name__ = tool.name
     return endpoint

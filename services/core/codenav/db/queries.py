@@ -283,6 +283,7 @@ WHERE t.repo_id = %s AND t.kind = 'commit'
   AND NOT EXISTS (SELECT 1 FROM repo_refs rr WHERE rr.tree_id = t.id)
   AND NOT EXISTS (SELECT 1 FROM ref_history h WHERE h.tree_id = t.id)
   AND NOT EXISTS (SELECT 1 FROM trees l WHERE l.base_id = t.id OR l.mid_id = t.id)
+  AND NOT EXISTS (SELECT 1 FROM overlays o WHERE o.base_tree = t.id)
   AND (t.ready OR t.created_at < now() - interval '1 hour')
   AND NOT (t.id = ANY(%s))"""
 TREE_PAIRS = "SELECT path, content_id FROM files WHERE tree_id = ANY(%s)"
@@ -1642,6 +1643,121 @@ FROM tree_files(%s) f JOIN contents c ON c.id = f.content_id ORDER BY f.path"""
 PUBLISH_TREE_SKIPS = "SELECT path, reason, detail, size FROM skipped WHERE tree_id = %s ORDER BY path"
 PUBLISH_TREE_GITIGNORED = "SELECT gitignored FROM trees WHERE id = %s"
 
+# --- overlays: a developer's uncommitted edits (codenav.overlays) ------------------------
+# The trees an overlay may be based on: the ready commit trees (or working trees) of the
+# caller's repositories at one of the commits the adapter named.
+OVERLAY_BASES = """
+SELECT t.id, t.kind, t.commit, t.repo_id,
+       (SELECT min(rr.name) FROM repo_refs rr WHERE rr.tree_id = t.id)
+FROM trees t
+WHERE t.repo_id = ANY(%(visible)s::int[]) AND (%(repo)s::int IS NULL OR t.repo_id = %(repo)s)
+  AND t.kind IN ('commit', 'worktree') AND (t.ready OR t.kind = 'worktree')
+  AND t.commit = ANY(%(commits)s::text[])
+ORDER BY t.kind = 'commit' DESC, t.id DESC"""
+OVERLAY_TREE_INSERT = """
+INSERT INTO trees (repo_id, kind, commit, ready)
+SELECT %(repo)s, 'overlay', %(commit)s, false WHERE %(repo)s = ANY(%(visible)s::int[])
+RETURNING id"""
+OVERLAY_INSERT = """
+INSERT INTO overlays (id, repo_id, token_id, base_tree, base_ref, tree_id, checkout,
+                      base_version)
+SELECT %(id)s, %(repo)s, %(token)s, %(base)s, %(ref)s, %(tree)s, %(checkout)s, b.files_version
+FROM trees b WHERE b.id = %(base)s AND b.repo_id = ANY(%(visible)s::int[])"""
+# An overlay as its owner sees it (another token's is not found).
+OVERLAY_GET = """
+SELECT o.id, o.repo_id, o.tree_id, o.base_tree, o.base_ref, b.kind, b.commit, b.indexed_at,
+       o.version, o.stored, o.graph, o.over_limit, o.checkout, o.touched_at,
+       (SELECT count(*) FROM overlay_files x
+        WHERE x.overlay_id = o.id AND x.skip IS NULL AND x.sha IS NOT NULL),
+       (SELECT count(*) FROM overlay_files x WHERE x.overlay_id = o.id AND x.sha IS NULL)
+FROM overlays o JOIN trees b ON b.id = o.base_tree
+WHERE o.id = %(overlay)s AND o.token_id IS NOT DISTINCT FROM %(token)s
+  AND o.repo_id = ANY(%(visible)s::int[])"""
+OVERLAY_TOUCH = """
+UPDATE overlays SET touched_at = now()
+WHERE id = %(overlay)s AND repo_id = ANY(%(visible)s::int[])
+  AND touched_at < now() - interval '30 seconds'"""
+# The base tree's files and skipped paths: what the adapter compares its checkout with.
+OVERLAY_BASE_FILES = """
+SELECT f.path, f.sha FROM tree_files(%(tree)s) f
+WHERE f.repo_id = ANY(%(visible)s::int[]) ORDER BY f.path"""
+OVERLAY_BASE_SKIPPED = """
+SELECT s.path FROM skipped s
+WHERE s.tree_id = %(tree)s AND s.repo_id = ANY(%(visible)s::int[]) ORDER BY s.path"""
+# The overlay's files (its owner's): path, blob (NULL: deleted), why it is not indexed.
+OVERLAY_FILES = """
+SELECT x.path, x.sha, x.skip FROM overlay_files x JOIN overlays o ON o.id = x.overlay_id
+WHERE o.id = %(overlay)s AND o.repo_id = ANY(%(visible)s::int[]) ORDER BY x.path"""
+OVERLAY_FILES_CLEAR = """
+DELETE FROM overlay_files x USING overlays o
+WHERE x.overlay_id = o.id AND o.id = %(overlay)s AND o.repo_id = ANY(%(visible)s::int[])"""
+OVERLAY_FILES_INSERT = """
+INSERT INTO overlay_files (overlay_id, path, sha)
+SELECT o.id, f.path, f.sha FROM overlays o,
+       unnest(%(paths)s::text[], %(shas)s::text[]) AS f (path, sha)
+WHERE o.id = %(overlay)s AND o.repo_id = ANY(%(visible)s::int[])"""
+OVERLAY_SENT = """
+UPDATE overlays SET version = version + 1, over_limit = %(over)s, touched_at = now()
+WHERE id = %(overlay)s AND repo_id = ANY(%(visible)s::int[]) RETURNING version"""
+OVERLAY_PROGRESS = """
+SELECT o.stored, o.graph, o.over_limit FROM overlays o
+WHERE o.id = %(overlay)s AND o.repo_id = ANY(%(visible)s::int[])"""
+OVERLAY_DROP = """
+DELETE FROM overlays o
+WHERE o.id = %(overlay)s AND o.token_id IS NOT DISTINCT FROM %(token)s
+  AND o.repo_id = ANY(%(visible)s::int[])
+RETURNING o.tree_id"""
+OVERLAY_LIST = """
+SELECT o.id, o.checkout, o.base_ref, b.commit, o.created_at, o.touched_at,
+       (SELECT count(*) FROM overlay_files x
+        WHERE x.overlay_id = o.id AND x.skip IS NULL AND x.sha IS NOT NULL),
+       o.over_limit
+FROM overlays o JOIN trees b ON b.id = o.base_tree
+WHERE o.repo_id = %(repo)s AND o.repo_id = ANY(%(visible)s::int[])
+  AND o.token_id IS NOT DISTINCT FROM %(token)s
+ORDER BY o.touched_at DESC"""
+# Blobs: which the team's uploads or contents hold already, uploading, and reading them.
+OVERLAY_BLOBS_HELD = """
+SELECT sha FROM overlay_blobs WHERE team_id = %(team)s AND sha = ANY(%(shas)s::text[])"""
+OVERLAY_CONTENTS_HELD = """
+SELECT DISTINCT sha, language FROM contents
+WHERE chunker = %(chunker)s AND sha = ANY(%(shas)s::text[])
+  AND (origin_team IS NULL OR origin_team = %(team)s)"""
+OVERLAY_BLOB_PUT = """
+INSERT INTO overlay_blobs (team_id, sha, data) VALUES (%s, %s, %s)
+ON CONFLICT (team_id, sha) DO UPDATE SET created_at = now()"""
+OVERLAY_BLOBS_GET = """
+SELECT sha, data FROM overlay_blobs WHERE team_id = %s AND sha = ANY(%s::text[])"""
+OVERLAY_BLOBS_DROP = "DELETE FROM overlay_blobs WHERE team_id = %s AND sha = ANY(%s::text[])"
+OVERLAY_BLOBS_EXPIRE = "DELETE FROM overlay_blobs WHERE created_at < now() - interval '1 hour'"
+# The overlay job (a worker, one overlay at a time under its lock).
+OVERLAY_LOCK = "SELECT pg_advisory_lock(7248300, hashtext(%s))"
+OVERLAY_TRY_LOCK = "SELECT pg_try_advisory_lock(7248300, hashtext(%s))"
+OVERLAY_UNLOCK = "SELECT pg_advisory_unlock(7248300, hashtext(%s))"
+OVERLAY_STATE = """
+SELECT o.repo_id, o.tree_id, o.base_tree, o.version, o.stored, o.graph, o.base_version,
+       o.over_limit, b.files_version, r.team_id
+FROM overlays o JOIN trees b ON b.id = o.base_tree JOIN repos r ON r.id = o.repo_id
+WHERE o.id = %s"""
+OVERLAY_WANTED = "SELECT path, sha FROM overlay_files WHERE overlay_id = %s ORDER BY path"
+OVERLAY_SKIPS = """
+UPDATE overlay_files x SET skip = s.skip
+FROM unnest(%s::text[], %s::text[]) AS s (path, skip)
+WHERE x.overlay_id = %s AND x.path = s.path"""
+SKIPPED_REASONS = "SELECT path, reason FROM skipped WHERE tree_id = %s"
+OVERLAY_STORED = "UPDATE overlays SET stored = %s, base_version = %s WHERE id = %s"
+OVERLAY_GRAPHED = "UPDATE overlays SET graph = %s WHERE id = %s"
+# Overlays of a repository with work left: a state not stored or not graphed yet, or a
+# working-tree base that moved since.
+OVERLAYS_PENDING = """
+SELECT o.id FROM overlays o JOIN trees b ON b.id = o.base_tree
+WHERE o.repo_id = %s
+  AND (o.stored < o.version OR o.graph < o.version OR o.base_version <> b.files_version)
+ORDER BY o.touched_at DESC"""
+OVERLAYS_EXPIRED = """
+SELECT id FROM overlays WHERE touched_at < now() - make_interval(secs => %s)"""
+OVERLAY_EXPIRE = "DELETE FROM overlays WHERE id = %s RETURNING tree_id, repo_id"
+
 # --- statements that return no repository's rows to a caller -----------------------------
 GLOBAL = frozenset({
     # session settings
@@ -1677,6 +1793,9 @@ GLOBAL = frozenset({
     "PUBLISH_MERGE_CONTENTS", "PUBLISH_CONTENT_IDS", "PUBLISH_VECTORS_PRESENT",
     "PUBLISH_STAGED_VECTORS", "PUBLISH_VECTORS_BAD", "PUBLISH_VECTORS_SAMPLE",
     "PUBLISH_MERGE_VECTORS",
+    # overlays: which blob addresses the team's uploads and contents hold (the caller names
+    # the addresses; no repository's row), and keeping an upload checked against its id
+    "OVERLAY_BLOBS_HELD", "OVERLAY_CONTENTS_HELD", "OVERLAY_BLOB_PUT",
     "SNAPSHOT_MERGE_CONTENTS", "SNAPSHOT_MAP_CONTENTS", "SNAPSHOT_MERGE_CHUNKS",
     "SNAPSHOT_MAP_CHUNKS", "SNAPSHOT_MERGE_SYMBOLS", "SNAPSHOT_MERGE_REFS",
     "SNAPSHOT_MERGE_FILE_TERMS", "SNAPSHOT_MERGE_FILES", "SNAPSHOT_MERGE_SKIPPED",

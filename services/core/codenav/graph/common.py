@@ -20,7 +20,7 @@ NON_CODE = ("text", "markdown", "rst", "json", "yaml", "toml", "ini", "xml", "pr
             "graphql", "protobuf", "terraform")
 """Languages that have no code graph to miss (files in other unparsed languages count)."""
 _COVERAGE_TTL_S = 30.0
-_coverage_cache: dict[tuple[int, Any], tuple[float, dict[str, Any]]] = {}
+_coverage_cache: dict[tuple[int, Any, int], tuple[float, dict[str, Any]]] = {}
 
 
 def split_symbol(symbol: str) -> tuple[str, str | None]:
@@ -49,7 +49,8 @@ def locate(conn: psycopg.Connection, scope: Scope, symbol: str, path: str | None
 
 def coverage(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
     """What no graph answer about this repository can see (cached briefly per index run)."""
-    key = (scope.at.id, scope.at.indexed_at)
+    key = (scope.at.id, scope.at.indexed_at,
+           scope.at.overlay.stored if scope.at.overlay is not None else 0)
     now = time.monotonic()
     cached = _coverage_cache.get(key)
     if cached is not None and now - cached[0] < _COVERAGE_TTL_S:
@@ -79,6 +80,12 @@ def unseen(conn: psycopg.Connection, scope: Scope, **extra: Any) -> dict[str, An
     """The ``unseen`` block of an answer: repository coverage plus this answer's own
     blind spots (potential-only references, caps with their real totals)."""
     out = coverage(conn, scope)
+    overlay = scope.at.overlay
+    if overlay is not None and overlay.graph < overlay.version:
+        out["overlay"] = "the code graph of your latest local edits is being rebuilt: " \
+            "references into or out of them may be missing or old for a few seconds"
+    if overlay is not None and overlay.over_limit:
+        out["overlay"] = "your local edits are not included (" + overlay.over_limit + ")"
     for key, value in extra.items():
         if value:
             out[key] = value

@@ -35,11 +35,15 @@ INDEX_QUEUE = "codenav-index"
 """Parsing and writing the index."""
 EMBED_QUEUE = "codenav-embed"
 """Embedding work: lower priority, never blocks lexical indexing."""
-QUEUES = (INDEX_QUEUE, EMBED_QUEUE)
-LANES: dict[str, tuple[str, ...]] = {"index": (INDEX_QUEUE,), "embed": (EMBED_QUEUE,)}
-"""What a worker of each lane (a worker started with ``--lane index|embed``) takes:
+OVERLAY_QUEUE = "codenav-overlay"
+"""Developers' overlays (uncommitted edits): small, and waited for by an agent's call."""
+QUEUES = (OVERLAY_QUEUE, INDEX_QUEUE, EMBED_QUEUE)
+LANES: dict[str, tuple[str, ...]] = {"index": (OVERLAY_QUEUE, INDEX_QUEUE),
+                                     "overlay": (OVERLAY_QUEUE,), "embed": (EMBED_QUEUE,)}
+"""What a worker of each lane (a worker started with ``--lane index|overlay|embed``) takes:
 index and graph jobs never share a process with embedding, so an edit never waits behind
-an embedding slice, and each lane scales apart."""
+an embedding slice, and each lane scales apart. An overlay worker takes overlays only, so
+a developer's edits never wait behind bulk indexing; index workers take them first too."""
 
 JOB_FULL = "codenav.jobs.tasks.reconcile_repo"
 JOB_PATHS = "codenav.jobs.tasks.reconcile_pending"
@@ -47,6 +51,7 @@ JOB_EMBED = "codenav.jobs.tasks.embed_repo"
 JOB_GRAPH = "codenav.jobs.tasks.build_graph"
 JOB_REFS = "codenav.jobs.tasks.sync_refs"
 JOB_PUBLISH = "codenav.jobs.tasks.publish_refs"
+JOB_OVERLAY = "codenav.jobs.tasks.build_overlays"
 
 RETRY = Retry(max=3, interval=[5, 30, 120])
 log = logging.getLogger("codenav.queue")
@@ -74,12 +79,17 @@ def embed_queue(conn: redis.Redis, settings: Settings) -> Queue:
                  default_timeout=settings.job_timeout_s)
 
 
+def overlay_queue(conn: redis.Redis, settings: Settings) -> Queue:
+    return Queue(OVERLAY_QUEUE, connection=conn, serializer=JSONSerializer,
+                 default_timeout=settings.job_timeout_s)
+
+
 def _enqueue_once(conn: redis.Redis, settings: Settings, kind: str, repo_id: int,
                   func: str) -> str | None:
     """Enqueue ``func(repo_id)`` unless one is already waiting; returns the job id waiting."""
     flag = keys.QUEUED.format(kind=kind, repo_id=repo_id)
     job_id = f"{kind}-{repo_id}-{uuid.uuid4().hex[:12]}"
-    target = embed_queue if kind == "embed" else index_queue
+    target = {"embed": embed_queue, "overlay": overlay_queue}.get(kind, index_queue)
     try:
         for _attempt in range(2):
             if conn.set(flag, job_id, nx=True, ex=settings.job_timeout_s):
@@ -199,6 +209,11 @@ def done_publish(conn: redis.Redis, repo_id: int, ref: str, payload: bytes) -> N
     key = keys.PUBLISHES.format(repo_id=repo_id)
     if conn.hget(key, ref) == payload:
         conn.hdel(key, ref)
+
+
+def request_overlay(conn: redis.Redis, settings: Settings, repo_id: int) -> str | None:
+    """Ask for the repository's overlays with work left to be built (the overlay lane)."""
+    return _enqueue_once(conn, settings, "overlay", repo_id, JOB_OVERLAY)
 
 
 def request_graph(conn: redis.Redis, settings: Settings, repo_id: int) -> str | None:
@@ -342,7 +357,7 @@ def queue_for(conn: redis.Redis, settings: Settings, name: str) -> Queue:
 def request_again(conn: redis.Redis, settings: Settings, kind: str, repo_id: int) -> str | None:
     """A job that stopped before its end (a shutdown) asks to be run again."""
     funcs = {"full": JOB_FULL, "paths": JOB_PATHS, "graph": JOB_GRAPH, "embed": JOB_EMBED,
-             "refs": JOB_REFS, "publish": JOB_PUBLISH}
+             "refs": JOB_REFS, "publish": JOB_PUBLISH, "overlay": JOB_OVERLAY}
     return _enqueue_once(conn, settings, kind, repo_id, funcs[kind])
 
 

@@ -192,6 +192,21 @@ def publish_refs(repo_id: int) -> dict[str, Any]:
     return out
 
 
+@resumable("overlay")
+def build_overlays(repo_id: int) -> dict[str, Any]:
+    """Build the repository's overlays whose state moved (``codenav.overlays``), then embed
+    what they added."""
+    from codenav import overlays
+
+    s = settings()
+    conn = enqueue.connect_redis(s)
+    enqueue.claim_started(conn, "overlay", repo_id)
+    out = overlays.build_pending(s, repo_id, STOP)
+    if out["built"]:
+        enqueue.request_embed(conn, s, repo_id)
+    return out
+
+
 @resumable("paths")
 def reconcile_pending(repo_id: int) -> dict[str, Any]:
     """Reconcile the paths requested for a repository since the last such job."""

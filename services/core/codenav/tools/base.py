@@ -114,6 +114,9 @@ class Tool:
     """The answer carries freshness signals (stale results, runs in progress)."""
     counted: bool = True
     """The answer is added to the usage figures (``codenav stats``)."""
+    graph: bool = False
+    """The answer reads the code graph: with an overlay whose graph is being rebuilt, the
+    call waits for it (up to ``CODENAV_OVERLAY_WAIT_S``)."""
 
     @property
     def description(self) -> str:

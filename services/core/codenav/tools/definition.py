@@ -40,4 +40,4 @@ def render(data: dict[str, Any]) -> str:
 
 
 TOOL = Tool("definition", "A symbol's declaration and the types it mentions",
-            DefinitionArgs, handle, render, cli=Cli(positional=("symbol",)))
+            DefinitionArgs, handle, render, cli=Cli(positional=("symbol",)), graph=True)

@@ -49,4 +49,4 @@ def render(data: dict[str, Any]) -> str:
 
 
 TOOL = Tool("dependencies", "A file's imports and importers", DependenciesArgs, handle, render,
-            cli=Cli(positional=("path",)))
+            cli=Cli(positional=("path",)), graph=True)

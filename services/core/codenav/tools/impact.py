@@ -49,4 +49,4 @@ def render(data: dict[str, Any]) -> str:
 
 
 TOOL = Tool("impact", "What transitively depends on a symbol or file", ImpactArgs, handle, render,
-            cli=Cli(positional=("symbol_or_path",)))
+            cli=Cli(positional=("symbol_or_path",)), graph=True)

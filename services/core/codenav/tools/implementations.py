@@ -36,4 +36,4 @@ def render(data: dict[str, Any]) -> str:
 
 
 TOOL = Tool("implementations", "Classes implementing or extending a type",
-            ImplementationsArgs, handle, render, cli=Cli(positional=("symbol",)))
+            ImplementationsArgs, handle, render, cli=Cli(positional=("symbol",)), graph=True)

@@ -47,4 +47,4 @@ TOOL = Tool("references", "Verified references to a symbol, and potential ones",
             ReferencesArgs, handle, render,
             cli=Cli(positional=("symbol",), flags={"include_potential": "--no-potential"},
                     also={"include_potential": ("--no-include-potential",)},
-            help={"include_potential": "leave out the name-only matches"}))
+            help={"include_potential": "leave out the name-only matches"}), graph=True)

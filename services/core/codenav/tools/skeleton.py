@@ -33,4 +33,4 @@ def render(data: dict[str, Any]) -> str:
 
 
 TOOL = Tool("skeleton", "Exported declarations of a directory, by file",
-            SkeletonArgs, handle, render, cli=Cli(positional=("path",)))
+            SkeletonArgs, handle, render, cli=Cli(positional=("path",)), graph=True)

@@ -50,12 +50,23 @@ def usage_line(row: dict[str, Any]) -> str:
 
 
 def at_ref(data: dict[str, Any]) -> str:
-    """Which ref a commit answer is for (nothing for the working tree, the usual case)."""
+    """Which ref a commit answer is for (nothing for the working tree, the usual case), and
+    the caller's local edits it includes."""
     ref = data.get("ref")
-    if not isinstance(ref, dict) or ref.get("worktree"):
+    if not isinstance(ref, dict):
         return ""
+    overlay = ref.get("overlay")
+    local = ""
+    if isinstance(overlay, dict):
+        notes = [str(v) for k, v in overlay.items() if k not in ("files", "deleted")]
+        gone = f", {overlay['deleted']} deleted" if overlay.get("deleted") else ""
+        local = f" + {overlay.get('files', 0)} local files{gone}" + \
+            (f" ({'; '.join(notes)})" if notes else "")
+    if ref.get("worktree"):
+        return f"[working tree{local}]" if local else ""
     commit = str(ref.get("commit") or "")[:12]
-    return f"[ref {ref.get('name') or commit}" + (f" @ {commit}]" if ref.get("name") else "]")
+    return f"[ref {ref.get('name') or commit}" + (f" @ {commit}" if ref.get("name") else "") + \
+        local + "]"
 
 
 def frame(text: str, data: dict[str, Any]) -> str:

@@ -1,0 +1,49 @@
+-- 0011: overlays. A developer's uncommitted edits on top of a tree the server holds: one
+-- overlay per adapter session, read only by the token that made it. Its tree (kind
+-- 'overlay') is layered on its base tree like a commit tree (file_layer, graph_layer), and
+-- holds the files the checkout changed, added or deleted against that base.
+ALTER TABLE trees DROP CONSTRAINT trees_kind_check;
+ALTER TABLE trees ADD CONSTRAINT trees_kind_check
+    CHECK (kind IN ('worktree', 'commit', 'overlay'));
+
+CREATE TABLE overlays (
+    id text PRIMARY KEY,                    -- random, handed to the adapter that made it
+    repo_id integer NOT NULL REFERENCES repos (id) ON DELETE CASCADE,
+    token_id integer REFERENCES api_tokens (id) ON DELETE CASCADE,  -- NULL: the operator
+    base_tree integer NOT NULL REFERENCES trees (id),
+    base_ref text,                          -- the ref the base was reached by (NULL: none)
+    tree_id integer NOT NULL REFERENCES trees (id),
+    checkout text NOT NULL DEFAULT '',      -- where the adapter runs (shown in status)
+    -- the state the adapter last sent (version), the one whose files are stored (stored),
+    -- and the one whose graph is built (graph); base_version: the base tree's
+    -- files_version the stored state was built on (a working tree base moves)
+    version integer NOT NULL DEFAULT 0,
+    stored integer NOT NULL DEFAULT -1,
+    graph integer NOT NULL DEFAULT -1,
+    base_version integer NOT NULL DEFAULT 0,
+    over_limit text,                        -- why the state sent is not overlaid (NULL: it is)
+    created_at timestamptz NOT NULL DEFAULT now(),
+    touched_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX overlays_repo_idx ON overlays (repo_id);
+CREATE INDEX overlays_touched_idx ON overlays (touched_at);
+
+-- The overlay's files: path -> blob (NULL: deleted in the checkout). skip: why the server
+-- did not index it (binary, secret, ...), NULL when indexed.
+CREATE TABLE overlay_files (
+    overlay_id text NOT NULL REFERENCES overlays (id) ON DELETE CASCADE,
+    path text NOT NULL,
+    sha text,
+    skip text,
+    PRIMARY KEY (overlay_id, path)
+);
+
+-- Blobs an adapter uploaded (each checked against its id), until a job parses them into
+-- contents (or an hour passes); a team's own.
+CREATE TABLE overlay_blobs (
+    team_id integer NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+    sha text NOT NULL,
+    data bytea NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (team_id, sha)
+);
