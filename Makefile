@@ -47,6 +47,7 @@ bench: install ## indexing, search and live-index benchmarks (CORPUS=path adds a
 	$(PY) bench/grep_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
 	$(PY) bench/seed_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
 	$(PY) bench/refs_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
+	$(PY) bench/overlay_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
 
 eval: install ## retrieval quality: SWE-bench Verified, commit history, the ranker left-one-repo-out
 	$(PY) bench/eval_swebench.py $(EVAL_ARGS)

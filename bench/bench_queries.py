@@ -62,3 +62,5 @@ FROM files f JOIN chunks c ON c.content_id = f.content_id
 JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
 LEFT JOIN embeddings e ON e.text_hash = ct.text_hash
 WHERE f.repo_id = %s AND c.symbol = %s"""
+# overlays an earlier run of overlay_bench left: aged past any TTL, so expiry drops them
+BENCH_OVERLAYS_AGE = "UPDATE overlays SET touched_at = now() - interval '30 days'"

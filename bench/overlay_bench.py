@@ -28,6 +28,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,9 @@ import anyio
 import httpx
 import psycopg
 
+import bench_queries as bq
 import benchkit
+from codenav import overlays
 from codenav.auth import create_token
 from codenav.client import ApiClient
 from codenav.config import Settings
@@ -101,34 +104,50 @@ def save(root: Path, rel: str, symbol: str) -> None:
 
 async def trials(url: str, token: str, root: Path, files: list[str], n_trials: int
                  ) -> dict[str, Any]:
+    run = uuid.uuid4().hex[:6]  # new contents each run: nothing is found by address
     settings = Settings.load(env={"CODENAV_URL": url, "CODENAV_TOKEN": token},
                              dotenv=Path("/nonexistent"))
     session = OverlaySession(settings, Checkout(root, settings.max_file_bytes))
     client = ApiClient(url, token)
     sent = [0]
 
+    spent: dict[str, float] = {}
+
     async def count(request: httpx.Request) -> None:
         sent[0] += len(request.content)
+        request.extensions["bench_started"] = time.perf_counter()
+
+    async def timed(response: httpx.Response) -> None:
+        kind = f"{response.request.method} {response.request.url.path.rsplit('/', 1)[-1]}"
+        kind = "PUT overlay" if kind.startswith("PUT") else kind
+        spent[kind] = spent.get(kind, 0.0) + time.perf_counter() - \
+            response.request.extensions["bench_started"]
 
     client._client.event_hooks["request"].append(count)  # the bytes each request sends
+    client._client.event_hooks["response"].append(timed)
     out: dict[str, Any] = {}
     try:
         await session.ensure(client)  # opens the overlay, reads the base's file list once
         for size in SIZES:
             git(root, "checkout", "-q", "--", ".")
             chosen = files[:size]
-            lags, sizes = [], []
+            lags, sizes, syncs, queries = [], [], [], []
+            spent.clear()
             for t in range(n_trials):
-                symbols = [f"overlay_bench_{size}_{t}_{i}" for i in range(len(chosen))]
+                symbols = [f"overlay_bench_{run}_{size}_{t}_{i}" for i in range(len(chosen))]
                 before = sent[0]
                 started = time.perf_counter()
                 for rel, symbol in zip(chosen, symbols, strict=True):
                     save(root, rel, symbol)
                 found = False
                 for _ in range(50):
+                    lap = time.perf_counter()
                     oid = await session.ensure(client)
+                    syncs.append(time.perf_counter() - lap)
+                    lap = time.perf_counter()
                     answer = await client.call("search", {"query": symbols[-1],
                                                           "mode": "lexical", "limit": 1}, oid)
+                    queries.append(time.perf_counter() - lap)
                     hits = answer.get("results") or []
                     if hits and hits[0].get("symbol") == symbols[-1]:
                         found = True
@@ -138,15 +157,36 @@ async def trials(url: str, token: str, root: Path, files: list[str], n_trials: i
                     raise SystemExit(f"{symbols[-1]} never showed; see the logs")
                 lags.append(time.perf_counter() - started)
                 sizes.append(sent[0] - before)
+            # the same query without the overlay (the base alone), and with it, settled
+            plain, over = [], []
+            for _ in range(n_trials):
+                for ref, into in ((None, over), ("main", plain)):
+                    lap = time.perf_counter()
+                    await client.call("search", {"query": symbols[-1], "mode": "lexical",
+                                                 "limit": 1, **({"ref": ref} if ref else {})},
+                                      None if ref else oid)
+                    into.append(time.perf_counter() - lap)
             lags.sort()
             out[str(size)] = {
+                "search_settled_p50_ms": round(statistics.median(over) * 1000, 1),
+                "search_base_only_p50_ms": round(statistics.median(plain) * 1000, 1),
                 "p50_ms": round(statistics.median(lags) * 1000, 1),
                 "p95_ms": round(lags[min(len(lags) - 1, int(0.95 * len(lags)))] * 1000, 1),
                 "max_ms": round(lags[-1] * 1000, 1),
-                "bytes_sent_median": int(statistics.median(sizes)), "trials": len(lags)}
+                "bytes_sent_median": int(statistics.median(sizes)), "trials": len(lags),
+                "adapter_sync_p50_ms": round(statistics.median(syncs) * 1000, 1),
+                "query_p50_ms": round(statistics.median(queries) * 1000, 1),
+                "queries": len(queries),
+                "requests_ms_per_save": {k: round(v * 1000 / len(lags), 1)
+                                         for k, v in sorted(spent.items())}}
             print(f"  {size:>2} dirty files: p50 {out[str(size)]['p50_ms']} ms, p95 "
-                  f"{out[str(size)]['p95_ms']} ms, {out[str(size)]['bytes_sent_median']} bytes "
-                  "sent per trial", flush=True)
+                  f"{out[str(size)]['p95_ms']} ms (the adapter's check and send: p50 "
+                  f"{out[str(size)]['adapter_sync_p50_ms']} ms; the search p50 "
+                  f"{out[str(size)]['query_p50_ms']} ms, {len(queries)} for {len(lags)} saves; "
+                  f"settled: {out[str(size)]['search_settled_p50_ms']} ms with the overlay, "
+                  f"{out[str(size)]['search_base_only_p50_ms']} ms on the base alone), "
+                  f"{out[str(size)]['bytes_sent_median']} bytes sent per trial; ms per save in "
+                  f"requests: {out[str(size)]['requests_ms_per_save']}", flush=True)
     finally:
         await client.aclose()
     return out
@@ -170,20 +210,31 @@ def main() -> int:
                         help="a git repository (checkout or bare mirror); default $CORPUS")
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--json", help="write the figures here too")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="keep the server's store, clones and logs here, and reuse a base "
+                        "published there by an earlier run (default: a temporary directory)")
+    parser.add_argument("--log-level", default="WARNING", help="the services' log level")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="codenav-overlay-bench-"))
+    keep = args.workdir is not None
+    work = args.workdir.resolve() if keep else Path(tempfile.mkdtemp(
+        prefix="codenav-overlay-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
     try:
         source = Path(args.corpus).resolve() if args.corpus else None
         if source is None or gitread.git_dir(source) is None:
             if source is not None:
                 print(f"overlay_bench: {source} is not a git repository; a standard-library "
                       "slice stands in", flush=True)
-            source = stdlib_repo(work)
+            source = work / "stdlib-base" if (work / "stdlib-base").is_dir() else \
+                stdlib_repo(work)
             label = "a standard-library slice"
         else:
             label = str(source)
-        publisher = clone(source, work / "ci-checkout")
-        dev = clone(source, work / "developer")
+        publisher = work / "ci-checkout" if (work / "ci-checkout").is_dir() else \
+            clone(source, work / "ci-checkout")
+        dev = work / "developer" if (work / "developer").is_dir() else \
+            clone(source, work / "developer")
+        git(dev, "checkout", "-q", "--", ".")
         files = editable(dev)
         print(f"overlay_bench: base {label} at {git(dev, 'rev-parse', 'HEAD')[:12]}, "
               f"{len(git(dev, 'ls-files').splitlines())} files", flush=True)
@@ -193,7 +244,7 @@ def main() -> int:
             assert st.rd is not None
             env = {**{k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")},
                    "CODENAV_DATABASE_URL": st.pg.url, "CODENAV_REDIS_URL": st.rd.url,
-                   "CODENAV_HOME": str(home), "CODENAV_LOG_LEVEL": "WARNING",
+                   "CODENAV_HOME": str(home), "CODENAV_LOG_LEVEL": args.log_level,
                    "CODENAV_ALLOWED_ROOTS": str(work)}
             port = free_port()
             logs = work / "logs"
@@ -208,6 +259,10 @@ def main() -> int:
                 with psycopg.connect(st.pg.url, autocommit=True) as conn:
                     ci, _ = create_token(conn, "bench-ci", "write")
                     dev_token, _ = create_token(conn, "bench-dev", "read")
+                    # overlays an earlier run left (a reused --workdir) go first
+                    conn.execute(bq.BENCH_OVERLAYS_AGE)
+                    overlays.expire(Settings.load(env={"CODENAV_DATABASE_URL": st.pg.url},
+                                                  dotenv=Path("/nonexistent")), conn)
                 started = time.monotonic()
                 done = subprocess.run(
                     [sys.executable, "-P", "-m", "codenav_cli.cli", "publish", str(publisher),
@@ -228,7 +283,8 @@ def main() -> int:
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=1))
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -134,6 +134,8 @@ def test_each_developer_sees_their_own_edits_and_a_published_commit_empties_the_
             seen["a_outline"] = await a("outline", path="app/util.py")
             seen["a_def"] = await a("definition", symbol="brand_new_overlay_fn")
             seen["a_refs"] = await a("references", symbol="helper")
+            seen["a_grep"] = await a("grep", pattern="brand_new_overlay_fn|legacy_reporting",
+                                     regex=True)
             seen["b_search"] = await b("search", query="brand_new_overlay_fn", mode="lexical")
             seen["b_legacy"] = await b("find_files", query="legacy reporting", limit=50)
             seen["b_outline"] = await b("outline", path="app/util.py")
@@ -169,7 +171,9 @@ def test_each_developer_sees_their_own_edits_and_a_published_commit_empties_the_
     assert "edited_in_overlay_fn" in outline and seen["a_outline"]["source"] == "local"
     assert seen["a_def"]["results"][0]["path"] == "app/new_mod.py"
     assert seen["a_def"]["results"][0]["source"] == "local"
-    assert "app/new_mod.py" in _refs(seen["a_refs"])  # a reference out of the new file
+    assert "app/new_mod.py" in _refs(seen["a_refs"])
+    grep_paths = {r["path"] for r in seen["a_grep"]["results"]}
+    assert "app/new_mod.py" in grep_paths and "app/legacy.py" not in grep_paths
     overlay = seen["a_search"]["ref"]["overlay"]
     assert (overlay["files"], overlay["deleted"]) == (2, 1)  # added and edited; deleted
     assert "local files" in seen["a_search"]["_text"]
@@ -296,3 +300,54 @@ def test_an_overlay_over_its_limits_answers_from_the_base_and_says_why(
     assert not {p for p in _paths(answer) if p.startswith("app/many_")}
     assert "more than the 2" in answer["ref"]["overlay"]["over_limit"]
     assert "answers come from the base" in answer["_text"]
+
+
+def test_a_clone_of_a_checkout_the_local_stack_indexes_gets_its_own_overlay(
+        settings: Settings, service_env: dict[str, str], conn: psycopg.Connection,
+        tmp_path: Path) -> None:
+    """No CODENAV_URL: the adapter finds the local stack through stack.json. In the checkout
+    the stack indexes it sends nothing (the watcher sees those edits); in a clone of it, its
+    edits are an overlay on the indexed working tree."""
+    import json
+
+    from codenav import repos
+    from codenav.index.reconcile import reconcile
+
+    origin = make_history(tmp_path / "origin")
+    repo = repos.register(conn, str(origin.root), "store")
+    reconcile(settings, repo.id)
+    mine = _clone(origin.root, tmp_path / "mine")
+    write(mine, {"app/local_only.py": "def clone_only_overlay_fn():\n    return 1\n"})
+    write(origin.root, {"app/origin_only.py": "def origin_unindexed_fn():\n    return 2\n"})
+    home = tmp_path / "home"
+    home.mkdir()
+    worker = subprocess.Popen([sys.executable, "-P", "-m", "codenav_worker", "--lane",
+                               "overlay"], env=service_env, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with serve(settings) as url:
+            token, token_id = create_token(conn, "stack", "admin")
+            (home / "stack.json").write_text(json.dumps({"url": url, "token": token,
+                                                         "token_id": token_id}))
+            env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
+            env["CODENAV_HOME"] = str(home)
+
+            async def ask(root: Path, query: str) -> dict[str, Any]:
+                params = StdioServerParameters(command=sys.executable,
+                                               args=["-m", "codenav_adapter"], env=env,
+                                               cwd=str(root))
+                async with Client(params) as client:
+                    return await Dev(client)("search", query=query, mode="lexical")
+
+            in_clone = anyio.run(ask, mine, "clone_only_overlay_fn")
+            in_origin = anyio.run(ask, origin.root, "origin_unindexed_fn")
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(30)
+    hit = in_clone["results"][0]
+    assert hit["path"] == "app/local_only.py" and hit["source"] == "local"
+    assert in_clone["ref"]["worktree"] and in_clone["ref"]["overlay"]["files"] == 1
+    # the stack's own checkout: no overlay (its watcher indexes those edits; none runs here)
+    assert "app/origin_only.py" not in _paths(in_origin)
+    assert "overlay" not in in_origin["ref"]
+    assert conn.execute("SELECT count(*) FROM overlays").fetchone() == (1,)

@@ -1,7 +1,9 @@
 """Adapter entrypoint: ``python -m codenav_adapter`` or ``codenav mcp``.
 
 Configured by CODENAV_URL, CODENAV_TOKEN and optionally CODENAV_REPO; without
-CODENAV_URL it finds the local stack through $CODENAV_HOME/stack.json.
+CODENAV_URL it finds the local stack through $CODENAV_HOME/stack.json. It answers with the
+uncommitted edits of the git checkout it runs in (CODENAV_ROOT names another;
+CODENAV_OVERLAY=false turns that off).
 """
 
 from __future__ import annotations

@@ -209,13 +209,13 @@ def differences(local: Local, base: dict[str, str], skipped: set[str]) -> list[l
     base differ, as codenav would index them."""
     out: list[list[Any]] = []
     for path, (sha, size) in local.files.items():
-        if path_reason(path):
-            continue  # never indexed, never sent
         held = base.get(path)
         if held == sha:
             continue
         if held is None and path in skipped and path not in local.dirty:
             continue  # the base skipped this very file
+        if path_reason(path):
+            continue  # never indexed, never sent
         out.append([path, sha, size])
     for path in base:
         if path not in local.files:
@@ -246,6 +246,8 @@ class OverlaySession:
         """Why this session sends no overlay (None: it does)."""
         self.checked_local = False
         self.last: dict[str, Any] = {}
+        self.local: Local | None = None
+        """The checkout as last read (its blobs are sent from it when the server asks)."""
 
     def reset(self) -> None:
         self.id, self.sent = None, None
@@ -321,14 +323,15 @@ class OverlaySession:
 
     async def _differences(self) -> list[list[Any]]:
         assert self.base is not None
-        local = await anyio.to_thread.run_sync(self.checkout.state)
-        return differences(local, self.base.files, self.base.skipped)
+        self.local = await anyio.to_thread.run_sync(self.checkout.state)
+        return differences(self.local, self.base.files, self.base.skipped)
 
     async def _upload(self, client: ApiClient, missing: set[str]) -> None:
         """Send the blobs the server lacks, read again from disk (a file that changed since
         is sent as it is now; the next round lists it under its new id)."""
         assert self.id is not None
-        local = await anyio.to_thread.run_sync(self.checkout.state)
+        local = self.local if self.local is not None else \
+            await anyio.to_thread.run_sync(self.checkout.state)
         by_sha = {sha: path for path, (sha, _size) in local.files.items() if sha in missing}
         batch = io.BytesIO()
         tar = tarfile.open(fileobj=batch, mode="w:")

@@ -53,6 +53,8 @@ from codenav.versions import CHUNKER_VERSION
 
 log = logging.getLogger("codenav.overlays")
 
+NEWER_POLL_S = 0.025
+"""How often a graph build looks for a newer state of its overlay (which ends it)."""
 MAX_COMMITS = 32
 """Commits an adapter may name as candidate bases."""
 BLOB_REQUEST_BYTES = 64 * 1024 * 1024
@@ -345,54 +347,114 @@ def build_pending(settings: Settings, repo_id: int,
 
 def build_one(settings: Settings, conn: psycopg.Connection,
               overlay_id: str) -> dict[str, Any] | None:
-    """Rebuild the overlay's tree from its latest state: files first (one transaction:
-    searchable when it commits), then the graph, until the state stops moving."""
+    """Bring the overlay's tree in line with its latest state: its files first (one
+    transaction: searchable when it commits), then its graph. A state sent while the graph
+    is built ends that build (it is obsolete): the new state is stored first."""
     conn.execute(q.OVERLAY_LOCK, (overlay_id,))
     try:
         done: dict[str, Any] | None = None
-        for _round in range(5):  # a state sent meanwhile is built in the next round
+        for _round in range(100):
             row = conn.execute(q.OVERLAY_STATE, (overlay_id,)).fetchone()
             if row is None:  # dropped or expired meanwhile
                 return done
             (repo_id, tree, base, version, stored, graphed, base_version, over, base_now,
              team) = row
-            if stored == version and graphed == version and base_version == base_now:
+            if stored < version or base_version != base_now:
+                started = time.monotonic()
+                wanted = [] if over else [(str(p), s) for p, s in
+                                          conn.execute(q.OVERLAY_WANTED, (overlay_id,))]
+                changes = _store_files(settings, conn, overlay_id, int(repo_id), int(tree),
+                                       int(base), int(team), wanted, int(version),
+                                       int(base_now))
+                done = {"overlay": overlay_id[:8], "version": int(version),
+                        "files": len(changes[0]), "deleted": len(changes[1]),
+                        "stored_s": round(time.monotonic() - started, 3)}
+                log.info("overlay %s: version %s stored in %.3fs (%d changed, %d deleted)",
+                         overlay_id[:8], version, done["stored_s"], len(changes[0]),
+                         len(changes[1]))
+                stored = version
+                pending = changes
+            elif graphed < stored:  # a build a stop or a newer state cut short
+                pending = _stored_changes(conn, overlay_id, int(tree), int(base))
+            else:
                 return done
             started = time.monotonic()
-            wanted = [] if over else [(str(p), s) for p, s in
-                                      conn.execute(q.OVERLAY_WANTED, (overlay_id,))]
-            changed, deleted, previous = _store_files(settings, conn, overlay_id, int(repo_id),
-                                                      int(tree), int(base), int(team), wanted,
-                                                      int(version), int(base_now))
-            stored_s = time.monotonic() - started
-            facts.fill_pending(settings, conn, int(tree))
-            if graph.is_current(conn, int(base)):
-                graph.update(conn, int(tree), changed, deleted, current=True,
-                             previous=previous)
-            else:
-                graph.update(conn, int(tree), [], [], full=True)
+            if not _graph(settings, conn, overlay_id, int(tree), int(base), int(stored),
+                          pending):
+                continue  # a newer state came in: store it first
             conn.execute(q.TREE_READY, (0, tree))
-            conn.execute(q.OVERLAY_GRAPHED, (version, overlay_id))
-            done = {"overlay": overlay_id[:8], "version": int(version), "files": len(changed),
-                    "deleted": len(deleted), "stored_s": round(stored_s, 3),
-                    "seconds": round(time.monotonic() - started, 3)}
-            log.info("overlay %s: version %s stored in %.3fs, graph in %.3fs (%d changed, "
-                     "%d deleted)", overlay_id[:8], version, stored_s,
-                     done["seconds"] - stored_s, len(changed), len(deleted))
+            conn.execute(q.OVERLAY_GRAPHED, (stored, overlay_id))
+            log.info("overlay %s: version %s graph in %.3fs", overlay_id[:8], stored,
+                     time.monotonic() - started)
         return done
     finally:
         conn.execute(q.OVERLAY_UNLOCK, (overlay_id,))
 
 
+Changes = tuple[list[str], list[str], dict[str, int]]
+"""(changed paths, deleted paths, the base's content of the changed paths it holds)."""
+
+
+def _graph(settings: Settings, conn: psycopg.Connection, overlay_id: str, tree: int,
+           base: int, version: int, changes: Changes) -> bool:
+    """Build the overlay tree's graph for state ``version``; False when a newer state came
+    in meanwhile (the build stopped, nothing written)."""
+    changed, deleted, previous = changes
+    newer = threading.Event()
+    done = threading.Event()
+
+    def watch() -> None:
+        with connect(settings, application_name="codenav-overlay-watch") as own:
+            while not done.wait(NEWER_POLL_S):
+                row = own.execute(q.OVERLAY_VERSION, (overlay_id,)).fetchone()
+                if row is None or int(row[0]) > version:
+                    newer.set()
+                    return
+
+    watcher = threading.Thread(target=watch, name="overlay-newer", daemon=True)
+    watcher.start()
+    try:
+        facts.fill_pending(settings, conn, tree)
+        if graph.is_current(conn, base):
+            graph.update(conn, tree, changed, deleted, current=True, previous=previous,
+                         stop=newer)
+        else:
+            graph.update(conn, tree, [], [], full=True, stop=newer)
+    except Interrupted:
+        if newer.is_set():
+            return False
+        raise
+    finally:
+        done.set()
+        watcher.join(5)
+    return not newer.is_set() or _version(conn, overlay_id) <= version
+
+
+def _version(conn: psycopg.Connection, overlay_id: str) -> int:
+    row = conn.execute(q.OVERLAY_VERSION, (overlay_id,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _stored_changes(conn: psycopg.Connection, overlay_id: str, tree: int,
+                    base: int) -> Changes:
+    """The changes the overlay's tree holds now (its graph is built again from them)."""
+    own = {p for (p,) in conn.execute(q.FILE_LAYER_PATHS, (tree,))}
+    held = {p for (p,) in conn.execute(q.OVERLAY_OWN_FILES, (tree,))}
+    known = commits.tree_files_at(conn, base, sorted(own))
+    changed = sorted(own & held)
+    return changed, sorted(own - held), {p: known[p].content_id for p in changed
+                                         if p in known}
+
+
 def _store_files(settings: Settings, conn: psycopg.Connection, overlay_id: str, repo_id: int,
                  tree: int, base: int, team: int, wanted: list[tuple[str, str | None]],
-                 version: int, base_version: int
-                 ) -> tuple[list[str], list[str], dict[str, int]]:
+                 version: int, base_version: int) -> Changes:
     """Parse the blobs of ``wanted`` not parsed yet and rewrite the overlay's tree: its
     files replace or delete the base's. Returns (changed, deleted, previous content of the
     changed paths the base holds)."""
-    known = commits.tree_files(conn, base)
-    base_skips = {p: r for p, r in conn.execute(q.SKIPPED_REASONS, (base,))}
+    paths = sorted(p for p, _sha in wanted)
+    known = commits.tree_files_at(conn, base, paths)
+    base_skips = {p: r for p, r in conn.execute(q.SKIPPED_REASONS, (base, paths))}
     skips: dict[str, tuple[str, str]] = {}
     deleted: list[str] = []
     todo: dict[str, str] = {}
@@ -436,7 +498,6 @@ def _store_files(settings: Settings, conn: psycopg.Connection, overlay_id: str, 
             with conn.cursor() as cur:
                 cur.executemany(q.SKIPPED_UPSERT, [(repo_id, tree, p, r, d, 0, 0)
                                                    for p, (r, d) in skips.items()])
-        paths = [p for p, _ in wanted]
         conn.execute(q.OVERLAY_SKIPS, (paths, [skips.get(p, (None,))[0] for p in paths],
                                        overlay_id))
         conn.execute(q.TREE_FILES_CHANGED, (tree,))
@@ -473,6 +534,16 @@ def _contents(settings: Settings, conn: psycopg.Connection, team: int,
         ingester.close()
     conn.execute(q.OVERLAY_BLOBS_DROP, (team, sorted(blobs)))
     return found
+
+
+def after_index(settings: Settings, repo_id: int, changed: bool) -> bool:
+    """After an index run of the repository: drop the expired overlays, and say whether
+    overlays of it must be rebuilt (``changed``: its working tree, which overlays may be
+    based on, moved)."""
+    with connect(settings, application_name="codenav-overlay") as conn:
+        expire(settings, conn)
+        row = conn.execute(q.OVERLAYS_OF_REPO, (repo_id,)).fetchone()
+    return bool(changed and row and row[0])
 
 
 def expire(settings: Settings, conn: psycopg.Connection) -> int:

@@ -21,7 +21,9 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
      repos.source, default_ref, follow, keep; chunk_texts keyed by (chunk, path).
  11  overlays: a developer's uncommitted edits as a tree (kind 'overlay') layered on the
      tree it is based on, read only by the token that made it; overlay_files (the state
-     the adapter sent) and overlay_blobs (uploads waiting to be parsed).
+     the adapter sent) and overlay_blobs (uploads waiting to be parsed); the tree_*
+     functions read a layered tree's base and mid through tree_base/tree_mid (planned on
+     their sizes).
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.

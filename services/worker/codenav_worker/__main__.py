@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings.load()
         logs.setup(settings.log_level, settings.log_format, f"worker-{args.lane}")
         if args.lane in ("index", "overlay"):
+            import codenav.jobs.tasks
+            import codenav.overlays  # noqa: F401 (imported once here, not in every horse)
             from codenav.graph.extract import preload_queries
             from codenav.parse.chunker import preload_grammars
 

@@ -48,6 +48,9 @@ SYSTEM_FUNCTIONS = {
     ("codenav.overlays", "build_pending"), ("codenav.overlays", "build_one"),
     ("codenav.overlays", "_store_files"), ("codenav.overlays", "_contents"),
     ("codenav.overlays", "expire"), ("codenav.overlays", "_delete_tree"),
+    ("codenav.overlays", "after_index"), ("codenav.overlays", "_graph"),
+    ("codenav.overlays", "watch"), ("codenav.overlays", "_version"),
+    ("codenav.overlays", "_stored_changes"),
 }
 MODULES = [m.name for pkg in (codenav, codenav_api)
            for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")]

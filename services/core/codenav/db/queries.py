@@ -128,6 +128,8 @@ ORDER BY t.id IN (SELECT tree_id FROM repo_refs WHERE repo_id = %(repo)s AND nam
 LIMIT 1"""
 # The files of a tree (path, content, sha, language, size): a derived tree starts from them.
 TREE_FILES = "SELECT path, content_id, sha, language, size FROM tree_files(%s)"
+TREE_FILES_AT = """
+SELECT path, content_id, sha, language, size FROM tree_files(%s) WHERE path = ANY(%s)"""
 # A tree layered on the base of a layered tree starts with a copy of what that tree holds
 # itself (its file rows and file layer, its ranks); a layered tree lists the paths it holds.
 TREE_COPY_OWN_FILES = """
@@ -1168,9 +1170,11 @@ SNAPSHOT_REPOS = """
 SELECT r.id, r.name, t.name, r.root, r.index_enabled, r.source, r.default_ref, r.follow, r.keep
 FROM repos r JOIN teams t ON t.id = r.team_id
 WHERE r.id = ANY(%(visible)s::int[]) ORDER BY r.id"""
-# Every tree of the repositories (the ready ones, and the working trees).
+# Every tree of the repositories (the ready ones, and the working trees); never a
+# developer's overlay.
 SNAPSHOT_TREE_IDS = """
 SELECT id FROM trees WHERE repo_id = ANY(%(visible)s::int[]) AND (ready OR kind = 'worktree')
+  AND kind <> 'overlay'
 ORDER BY id"""
 # A tree and the tree its graph is layered on.
 SNAPSHOT_TREE_WITH_BASE = "SELECT id, base_id, mid_id FROM trees WHERE id = %s"
@@ -1744,7 +1748,10 @@ OVERLAY_SKIPS = """
 UPDATE overlay_files x SET skip = s.skip
 FROM unnest(%s::text[], %s::text[]) AS s (path, skip)
 WHERE x.overlay_id = %s AND x.path = s.path"""
-SKIPPED_REASONS = "SELECT path, reason FROM skipped WHERE tree_id = %s"
+SKIPPED_REASONS = "SELECT path, reason FROM skipped WHERE tree_id = %s AND path = ANY(%s)"
+OVERLAY_VERSION = "SELECT version FROM overlays WHERE id = %s"
+FILE_LAYER_PATHS = "SELECT path FROM file_layer WHERE tree_id = %s"
+OVERLAY_OWN_FILES = "SELECT path FROM files WHERE tree_id = %s"
 OVERLAY_STORED = "UPDATE overlays SET stored = %s, base_version = %s WHERE id = %s"
 OVERLAY_GRAPHED = "UPDATE overlays SET graph = %s WHERE id = %s"
 # Overlays of a repository with work left: a state not stored or not graphed yet, or a
@@ -1754,6 +1761,7 @@ SELECT o.id FROM overlays o JOIN trees b ON b.id = o.base_tree
 WHERE o.repo_id = %s
   AND (o.stored < o.version OR o.graph < o.version OR o.base_version <> b.files_version)
 ORDER BY o.touched_at DESC"""
+OVERLAYS_OF_REPO = "SELECT EXISTS (SELECT 1 FROM overlays WHERE repo_id = %s)"
 OVERLAYS_EXPIRED = """
 SELECT id FROM overlays WHERE touched_at < now() - make_interval(secs => %s)"""
 OVERLAY_EXPIRE = "DELETE FROM overlays WHERE id = %s RETURNING tree_id, repo_id"

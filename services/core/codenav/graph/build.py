@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +41,9 @@ from codenav.versions import GRAPH_VERSION
 log = logging.getLogger("codenav.graph")
 
 BATCH = 400
+PRELOAD_STEP = 64
+"""Files whose symbols and facts a stoppable build loads at once (it looks for a stop
+between steps)."""
 """Files resolved per batch (their references are read together)."""
 FULL_SHARE = 0.3
 """An incremental change touching more than this share of the files rebuilds everything."""
@@ -142,18 +146,20 @@ def load_index(conn: psycopg.Connection, tree_id: int) -> tuple[ModuleIndex, dic
 
 def update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted: list[str],
            full: bool = False, current: bool = False,
-           previous: dict[str, int] | None = None) -> GraphSummary | None:
+           previous: dict[str, int] | None = None,
+           stop: threading.Event | None = None) -> GraphSummary | None:
     """Bring the tree's graph in line with its files; None when nothing to do. ``current``:
     the graph it reads (its base's, for a tree just layered on it) is known to be up to
     date except for ``changed`` and ``deleted``, though the tree has no state of its own.
     ``previous``: the content each changed path had before; a file whose interface did not
     change (its declarations and what others follow into it) is re-resolved alone, not with
-    every file that depends on it.
+    every file that depends on it. ``stop``, once set, ends the build at the next file with
+    ``Interrupted``, nothing written (an overlay's graph, made obsolete by a newer state).
 
     A failure is logged and leaves the graph marked stale (the next run rebuilds it): the
     graph is derived data, and search must not stop because one repository trips it."""
     try:
-        return _update(conn, tree_id, changed, deleted, full, current, previous)
+        return _update(conn, tree_id, changed, deleted, full, current, previous, stop)
     except Interrupted:  # a stop, not a failure: the job runs again
         raise
     except Exception:  # derived data: recorded, and rebuilt by the next run
@@ -175,7 +181,8 @@ def is_current(conn: psycopg.Connection, tree_id: int) -> bool:
 
 def _update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted: list[str],
             full: bool, current: bool = False,
-            previous: dict[str, int] | None = None) -> GraphSummary | None:
+            previous: dict[str, int] | None = None,
+            stop: threading.Event | None = None) -> GraphSummary | None:
     started = time.monotonic()
     stale = not current and not is_current(conn, tree_id)
     if not (full or stale or changed or deleted):
@@ -183,7 +190,9 @@ def _update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted:
             conn.execute(q.GRAPH_STATE_PUT, (GRAPH_VERSION, False, 0, 0.0, tree_id))
         return None
     tree = _tree(conn, tree_id)
+    _checkpoint(stop)
     index, content_ids = load_index(conn, tree_id)
+    _checkpoint(stop)
     structured = {p for p, (lang, _pkg) in index.files.items() if lang in PATTERNS}
     touched = set(changed) | set(deleted)
     if full or stale or any(is_config(p) for p in touched) or \
@@ -192,6 +201,7 @@ def _update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted:
         build_set = structured
     else:
         stable = _same_interface(conn, changed, previous or {}, content_ids)
+        _checkpoint(stop)
         build_set = _affected(conn, tree_id, index, set(changed), set(deleted),
                               stable) & structured
         if not build_set and not deleted:
@@ -199,8 +209,9 @@ def _update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted:
             return None
     summary = GraphSummary(full=full, files=len(build_set))
     new_files = bool(set(changed) - _paths(conn, q.GRAPH_KNOWN, tree_id, sorted(changed)))
+    _checkpoint(stop)
     _build(conn, tree, index, _DbLoader(conn, tree_id, content_ids), build_set,
-           set(deleted), full, summary, new_files)
+           set(deleted), full, summary, new_files, stop)
     summary.seconds = time.monotonic() - started
     conn.execute(q.GRAPH_STATE_PUT, (GRAPH_VERSION, full, len(build_set), summary.seconds,
                                      tree_id))
@@ -273,17 +284,22 @@ def _batches(items: list[str], size: int) -> Iterator[list[str]]:
         yield items[i:i + size]
 
 
+def _checkpoint(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise Interrupted("a newer state of the tree came in")
+
+
 def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _DbLoader,
            build_set: set[str], deleted: set[str], full: bool, summary: GraphSummary,
-           new_files: bool) -> None:
+           new_files: bool, stop: threading.Event | None = None) -> None:
     lap = time.monotonic()
     ctx = Context(index, loader, build_set)
     scopes = ScopeBuilder(ctx)
     resolver = Resolver(ctx, scopes)
-    if full:
-        ctx.preload(sorted(index.files))
-    else:
-        ctx.preload(sorted(build_set))
+    wanted = sorted(index.files) if full else sorted(build_set)
+    for start in range(0, len(wanted), PRELOAD_STEP if stop is not None else len(wanted) or 1):
+        _checkpoint(stop)
+        ctx.preload(wanted[start:start + PRELOAD_STEP] if stop is not None else wanted)
     lap = summary.lap("load", lap)
     ordered = sorted(build_set)
     replaced = sorted(build_set | deleted)
@@ -315,6 +331,7 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
             imports: list[ImportRow] = []
             edges: list[EdgeRow] = []
             for path in batch:
+                _checkpoint(stop)
                 imports += scopes.scope(path).imports
                 edges += resolver.edges(path, refs[path])
             lap = summary.lap("resolve", lap)
@@ -335,6 +352,7 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
         old_links = {link for link in old_links if link[0] in rewritten}
         _flatten_if_large(conn, tree, len(index.files))
     moved = len(old_links ^ new_links)
+    _checkpoint(stop)  # the edges stand; ranks are derived, and rebuilt next time
     if full or deleted or new_files or moved > max(RANK_MIN_LINKS, RANK_SHARE * len(index.files)):
         update_ranks(conn, tree.id)
     if full:

@@ -193,6 +193,12 @@ def tree_files(conn: psycopg.Connection, tree_id: int | None) -> dict[str, Known
             in conn.execute(q.TREE_FILES, (tree_id,)).fetchall()}
 
 
+def tree_files_at(conn: psycopg.Connection, tree_id: int, paths: list[str]) -> dict[str, Known]:
+    """The files of a tree at ``paths`` (a few of its files, without reading the rest)."""
+    return {path: Known(int(cid), sha, language, int(size)) for path, cid, sha, language, size
+            in conn.execute(q.TREE_FILES_AT, (tree_id, paths)).fetchall()}
+
+
 def neighbour(conn: psycopg.Connection, repo_id: int, ref: str | None, tree_id: int = 0,
               main: str | None = None) -> int | None:
     """The tree a new commit tree derives from: the ref's current one, else the main

@@ -125,6 +125,7 @@ def reconcile_repo(repo_id: int) -> dict[str, Any]:
         return {"refs_job": refs_job}
     graph_job = enqueue.request_graph(conn, s, repo_id) if summary.graph_deferred else None
     enqueue.request_embed(conn, s, repo_id)
+    _overlays_after(conn, s, repo_id, bool(summary.files_parsed or summary.files_deleted))
     return {"run_id": summary.run_id, "files": summary.files_total,
             "parsed": summary.files_parsed, "deleted": summary.files_deleted,
             "seconds": round(summary.seconds, 3), "graph_job": graph_job,
@@ -189,7 +190,16 @@ def publish_refs(repo_id: int) -> dict[str, Any]:
         enqueue.done_publish(conn, repo_id, ref, pending[ref])
     if out.get("moved"):
         enqueue.request_embed(conn, s, repo_id)
+    _overlays_after(conn, s, repo_id, False)  # a repository CI feeds has no watcher's runs
     return out
+
+
+def _overlays_after(rconn: Any, s: Settings, repo_id: int, changed: bool) -> None:
+    """Overlays based on a working tree that moved are rebuilt on it; expired ones go."""
+    from codenav import overlays
+
+    if overlays.after_index(s, repo_id, changed):
+        enqueue.request_overlay(rconn, s, repo_id)
 
 
 @resumable("overlay")
@@ -222,6 +232,7 @@ def reconcile_pending(repo_id: int) -> dict[str, Any]:
         return {"refused": summary.refused}
     if summary.files_parsed or summary.changed_paths:
         enqueue.request_embed(conn, s, repo_id)
+        _overlays_after(conn, s, repo_id, True)
     paths = list(changes)
     return {"run_id": summary.run_id, "paths": len(paths), "parsed": summary.files_parsed,
             "deleted": summary.files_deleted, "seconds": round(summary.seconds, 3)}

@@ -47,3 +47,69 @@ CREATE TABLE overlay_blobs (
     created_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (team_id, sha)
 );
+
+-- What a layered tree reads is planned on the sizes of its base and mid: the planner
+-- evaluates these (STABLE, not inlined) when it estimates, so a query on a tree layered on
+-- a large base drives from its selective side (a rare term, one symbol) instead of reading
+-- every row of the base (an overlay on Apache Kafka: 76 ms -> 5 ms for one declaration).
+CREATE FUNCTION tree_base(t integer) RETURNS integer LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT base_id FROM trees WHERE id = t);
+END $$;
+CREATE FUNCTION tree_mid(t integer) RETURNS integer LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT mid_id FROM trees WHERE id = t);
+END $$;
+CREATE OR REPLACE FUNCTION tree_files(t integer) RETURNS SETOF files LANGUAGE sql STABLE AS $$
+    SELECT g.* FROM files g WHERE g.tree_id = t
+    UNION ALL
+    SELECT g.* FROM files g WHERE g.tree_id = tree_mid(t)
+      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = t AND x.path = g.path)
+    UNION ALL
+    SELECT g.* FROM files g WHERE g.tree_id = tree_base(t)
+      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = t AND x.path = g.path)
+      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = tree_mid(t) AND x.path = g.path)
+$$;
+CREATE OR REPLACE FUNCTION tree_ranks(t integer) RETURNS SETOF graph_files LANGUAGE sql STABLE AS $$
+    SELECT g.* FROM graph_files g WHERE g.tree_id = t
+    UNION ALL
+    SELECT g.* FROM graph_files g WHERE g.tree_id = tree_mid(t)
+      AND NOT EXISTS (SELECT 1 FROM graph_files o WHERE o.tree_id = t AND o.path = g.path)
+      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = t AND x.path = g.path)
+    UNION ALL
+    SELECT g.* FROM graph_files g WHERE g.tree_id = tree_base(t)
+      AND NOT EXISTS (SELECT 1 FROM graph_files o WHERE o.tree_id IN (t, tree_mid(t))
+                      AND o.path = g.path)
+      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id IN (t, tree_mid(t))
+                      AND x.path = g.path)
+$$;
+CREATE OR REPLACE FUNCTION tree_imports(t integer) RETURNS SETOF graph_imports LANGUAGE sql STABLE AS $$
+    SELECT g.* FROM graph_imports g WHERE g.tree_id = t
+    UNION ALL
+    SELECT g.* FROM graph_imports g WHERE g.tree_id = tree_mid(t)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+    UNION ALL
+    SELECT g.* FROM graph_imports g WHERE g.tree_id = tree_base(t)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = tree_mid(t) AND x.path = g.src_path)
+$$;
+CREATE OR REPLACE FUNCTION tree_edges(t integer) RETURNS SETOF graph_edges LANGUAGE sql STABLE AS $$
+    SELECT g.* FROM graph_edges g WHERE g.tree_id = t
+    UNION ALL
+    SELECT g.* FROM graph_edges g WHERE g.tree_id = tree_mid(t)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+    UNION ALL
+    SELECT g.* FROM graph_edges g WHERE g.tree_id = tree_base(t)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = tree_mid(t) AND x.path = g.src_path)
+$$;
+CREATE OR REPLACE FUNCTION tree_links(t integer) RETURNS SETOF graph_links LANGUAGE sql STABLE AS $$
+    SELECT g.* FROM graph_links g WHERE g.tree_id = t
+    UNION ALL
+    SELECT g.* FROM graph_links g WHERE g.tree_id = tree_mid(t)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+    UNION ALL
+    SELECT g.* FROM graph_links g WHERE g.tree_id = tree_base(t)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
+      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = tree_mid(t) AND x.path = g.src_path)
+$$;
