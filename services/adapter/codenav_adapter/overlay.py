@@ -244,6 +244,8 @@ class OverlaySession:
         self.sent: list[list[Any]] | None = None
         self.off: str | None = None
         """Why this session sends no overlay (None: it does)."""
+        self.unrelated: str | None = None
+        """The HEAD at which this checkout proved unrelated to the server's repository."""
         self.checked_local = False
         self.last: dict[str, Any] = {}
         self.local: Local | None = None
@@ -261,8 +263,12 @@ class OverlaySession:
             if self.off:
                 return None
         head = await anyio.to_thread.run_sync(self.checkout.head)
+        if self.unrelated is not None and self.unrelated == (head or ""):
+            return None  # looked again when HEAD moves
         if self.id is None or head != self.head:
             await self._open(client, head)
+            if self.id is None:
+                return None
         assert self.id is not None and self.base is not None
         want = await self._differences()
         if want != self.sent:
@@ -304,9 +310,30 @@ class OverlaySession:
         if self.base is None or self.base.tree != tree:
             got = await client.request("GET", f"/v1/overlays/{opened['overlay']}/base")
             self.base = Base(tree, {p: s for p, s in got["files"]}, set(got["skipped"]))
+        if not opened["base"].get("matched", True):
+            why = await self._unlike(opened["repo"])
+            if why:
+                self.unrelated, self.id = head or "", None
+                log.warning("local edits are not sent: %s", why)
+                await client.request("DELETE", f"/v1/overlays/{opened['overlay']}")
+                return
+        self.unrelated = None
         self.id, self.head, self.sent = opened["overlay"], head, None
         self.last = {"base": opened["base"]}
         log.info("overlay %s on %s", str(self.id)[:8], opened["base"].get("chosen"))
+
+    async def _unlike(self, repo: str) -> str | None:
+        """Why this checkout is not the repository whose default tree the server chose (it
+        shares no indexed commit): most of that tree's paths must be here, else the whole
+        checkout would be sent as edits of an unrelated tree."""
+        assert self.base is not None
+        local = await anyio.to_thread.run_sync(self.checkout.state)
+        held = sum(1 for path in self.base.files if path in local.files)
+        if not self.base.files or held * 2 >= len(self.base.files):
+            return None
+        return (f"{self.checkout.root} shares no indexed commit with repository {repo!r} and "
+                f"holds only {held} of its {len(self.base.files)} files; set CODENAV_ROOT "
+                "to its checkout (or CODENAV_OVERLAY=0)")
 
     async def _send(self, client: ApiClient, want: list[list[Any]]) -> None:
         assert self.id is not None

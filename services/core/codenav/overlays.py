@@ -143,7 +143,7 @@ def open_overlay(conn: psycopg.Connection, caller: Caller, name: str | None,
              base, how)
     return {"overlay": oid, "repo": scope.name,
             "base": {"ref": ref, "commit": commit, "worktree": kind == "worktree",
-                     "tree": int(base), "chosen": how}}
+                     "tree": int(base), "chosen": how, "matched": bool(rows)}}
 
 
 def _get(conn: psycopg.Connection, caller: Caller, overlay_id: str) -> tuple[Overlay, Scope]:

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import multiprocessing
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from multiprocessing.pool import Pool
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
+POOL_JOIN_S = 30.0
+"""How long a closed pool's processes get to leave before they are killed."""
 
 
 def python_argv(module: str, *args: str) -> list[str]:
@@ -106,3 +110,38 @@ def poll_until(done: Callable[[], bool], timeout: float, interval: float) -> boo
             return False
         time.sleep(interval)
     return True
+
+
+def _pool_start(init: Callable[..., None], args: tuple[object, ...]) -> None:
+    # the parent's handlers (a service's graceful SIGTERM, an ignored one) are not ours
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    die_with_parent()
+    init(*args)
+
+
+@contextlib.contextmanager
+def fork_pool(processes: int, init: Callable[..., None],
+              args: tuple[object, ...] = ()) -> Iterator[Pool]:
+    """A pool of forked processes (each runs ``init(*args)`` first) that is always gone
+    when the block ends: closed and joined after a normal end, killed after an error, and
+    a process that does not leave within ``POOL_JOIN_S`` (a deadlocked fork) is killed
+    instead of being waited for forever, as ``Pool.terminate`` would."""
+    pool = multiprocessing.get_context("fork").Pool(processes, initializer=_pool_start,
+                                                    initargs=(init, args))
+    members = list(pool._pool)  # type: ignore[attr-defined]
+    ok = False
+    try:
+        yield pool
+        ok = True
+    finally:
+        members += [p for p in pool._pool if p not in members]  # type: ignore[attr-defined]
+        if ok:
+            pool.close()
+            deadline = time.monotonic() + POOL_JOIN_S
+            for member in members:
+                member.join(max(0.0, deadline - time.monotonic()))
+        for member in members:
+            if member.exitcode is None:
+                member.kill()
+                member.join(5.0)
+        pool.terminate()

@@ -10,7 +10,6 @@ is filled once.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import time
 
 import psycopg
@@ -20,7 +19,7 @@ from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.graph.extract import extract
 from codenav.parse.chunker import parse_file
-from codenav.proc import die_with_parent
+from codenav.proc import fork_pool
 
 log = logging.getLogger("codenav.graph")
 
@@ -42,8 +41,7 @@ def fill_pending(settings: Settings, conn: psycopg.Connection, tree_id: int) -> 
     if len(ids) < INLINE_LIMIT or processes <= 1:
         filled = sum(fill_batch(conn, batch) for batch in batches)
     else:
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(processes, initializer=_pool_init, initargs=(settings,)) as pool:
+        with fork_pool(processes, _pool_init, (settings,)) as pool:
             filled = sum(pool.imap_unordered(_pool_fill, batches))
     log.info("tree %s: graph facts of %d deferred contents in %.1fs", tree_id, filled,
              time.monotonic() - started)
@@ -73,7 +71,6 @@ _CONN: psycopg.Connection | None = None
 
 def _pool_init(settings: Settings) -> None:
     global _CONN
-    die_with_parent()  # a killed job takes its parser processes with it
     _CONN = connect(settings, application_name="codenav-facts")
 
 

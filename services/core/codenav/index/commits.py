@@ -17,7 +17,6 @@ once its files and graph are complete; one left half-built by a killed job is st
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -37,6 +36,7 @@ from codenav.index.ignore import IGNORE_FILES, TreeIgnoreRules
 from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process_blobs
 from codenav.index.walk import FileEntry, Skip
 from codenav.lang import language_for
+from codenav.proc import fork_pool
 from codenav.tokens import path_tsvector
 from codenav.versions import CHUNKER_VERSION
 
@@ -253,8 +253,7 @@ def ingest_blobs(settings: Settings, gdir: Path, todo: list[FileEntry],
         finally:
             own.close()
         return
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(processes, initializer=pool_init, initargs=(settings, False, team_id)) as pool:
+    with fork_pool(processes, pool_init, (settings, False, team_id)) as pool:
         yield from pool.imap_unordered(pool_process_blobs, [(str(gdir), b) for b in batches])
 
 

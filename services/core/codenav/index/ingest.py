@@ -29,7 +29,6 @@ from codenav.index.redact import describe, redact
 from codenav.index.walk import FileEntry
 from codenav.lang import language_for
 from codenav.parse.chunker import ChunkLimits, parse_file
-from codenav.proc import die_with_parent
 from codenav.tokens import chunk_tsvector, file_term_counts
 from codenav.versions import CHUNKER_VERSION
 
@@ -259,7 +258,6 @@ _INGESTER: Ingester | None = None
 
 def pool_init(settings: Settings, defer_facts: bool = False, team_id: int = 0) -> None:
     global _INGESTER
-    die_with_parent()  # a killed job takes its parser processes with it
     _INGESTER = Ingester(settings, defer_facts, team_id)
 
 

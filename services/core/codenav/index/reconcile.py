@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import multiprocessing
 import os
 import stat
 import threading
@@ -33,6 +32,7 @@ from codenav.index.gitread import is_bare
 from codenav.index.ignore import IgnoreRules
 from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process
 from codenav.index.walk import FileEntry, Skip, walk
+from codenav.proc import fork_pool
 from codenav.tokens import path_tsvector
 from codenav.versions import CHUNKER_VERSION
 
@@ -363,10 +363,8 @@ def _ingest(settings: Settings, root: Path, todo: list[FileEntry],
         finally:
             ingester.close()
         return
-    ctx = multiprocessing.get_context("fork")
     tasks = [(str(root), batch) for batch in _batches(todo, BATCH_FILES)]
-    with ctx.Pool(processes, initializer=pool_init,
-                  initargs=(settings, defer_facts, team_id)) as pool:
+    with fork_pool(processes, pool_init, (settings, defer_facts, team_id)) as pool:
         yield from pool.imap_unordered(pool_process, tasks)
 
 

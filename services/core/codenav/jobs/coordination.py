@@ -137,7 +137,7 @@ def live_workers(conn: redis.Redis) -> dict[str, list[str]]:
         if worker.busy and worker.heartbeat_age_s > STALE_AFTER_S:
             continue
         for lane, queues in LANES.items():
-            if set(worker.queues) & set(queues):
+            if queues[-1] in worker.queues:  # a lane's own queue (its others are shared)
                 out[lane].append(worker.name)
     return out
 

@@ -43,7 +43,9 @@ LANES: dict[str, tuple[str, ...]] = {"index": (OVERLAY_QUEUE, INDEX_QUEUE),
 """What a worker of each lane (a worker started with ``--lane index|overlay|embed``) takes:
 index and graph jobs never share a process with embedding, so an edit never waits behind
 an embedding slice, and each lane scales apart. An overlay worker takes overlays only, so
-a developer's edits never wait behind bulk indexing; index workers take them first too."""
+a developer's edits never wait behind bulk indexing; index workers take them first too.
+A lane's own queue is its last: status counts a worker for each lane whose own queue it
+serves."""
 
 JOB_FULL = "codenav.jobs.tasks.reconcile_repo"
 JOB_PATHS = "codenav.jobs.tasks.reconcile_pending"
