@@ -307,7 +307,8 @@ def test_a_clone_of_a_checkout_the_local_stack_indexes_gets_its_own_overlay(
         tmp_path: Path) -> None:
     """No CODENAV_URL: the adapter finds the local stack through stack.json. In the checkout
     the stack indexes it sends nothing (the watcher sees those edits); in a clone of it, its
-    edits are an overlay on the indexed working tree."""
+    edits are an overlay on the indexed working tree; a checkout of another project sends
+nothing."""
     import json
 
     from codenav import repos
@@ -319,6 +320,11 @@ def test_a_clone_of_a_checkout_the_local_stack_indexes_gets_its_own_overlay(
     mine = _clone(origin.root, tmp_path / "mine")
     write(mine, {"app/local_only.py": "def clone_only_overlay_fn():\n    return 1\n"})
     write(origin.root, {"app/origin_only.py": "def origin_unindexed_fn():\n    return 2\n"})
+    other = tmp_path / "other"  # another project altogether: no commit, no path in common
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    commit(other, {f"lib/part_{i}.py": f"def unrelated_part_{i}():\n    return {i}\n"
+                   for i in range(5)}, "another project")
     home = tmp_path / "home"
     home.mkdir()
     worker = subprocess.Popen([sys.executable, "-P", "-m", "codenav_worker", "--lane",
@@ -341,6 +347,7 @@ def test_a_clone_of_a_checkout_the_local_stack_indexes_gets_its_own_overlay(
 
             in_clone = anyio.run(ask, mine, "clone_only_overlay_fn")
             in_origin = anyio.run(ask, origin.root, "origin_unindexed_fn")
+            unrelated = anyio.run(ask, other, "unrelated_part_1")
     finally:
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(30)
@@ -350,4 +357,6 @@ def test_a_clone_of_a_checkout_the_local_stack_indexes_gets_its_own_overlay(
     # the stack's own checkout: no overlay (its watcher indexes those edits; none runs here)
     assert "app/origin_only.py" not in _paths(in_origin)
     assert "overlay" not in in_origin["ref"]
+    # an unrelated checkout is not sent as edits of the indexed tree
+    assert not _paths(unrelated) and "overlay" not in unrelated["ref"]
     assert conn.execute("SELECT count(*) FROM overlays").fetchone() == (1,)
