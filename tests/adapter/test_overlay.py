@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -360,3 +361,104 @@ nothing."""
     # an unrelated checkout is not sent as edits of the indexed tree
     assert not _paths(unrelated) and "overlay" not in unrelated["ref"]
     assert conn.execute("SELECT count(*) FROM overlays").fetchone() == (1,)
+
+
+def test_an_overlay_job_whose_worker_is_killed_runs_again_and_converges(
+        settings: Settings, service_env: dict[str, str], conn: psycopg.Connection,
+        tmp_path: Path) -> None:
+    """The overlay lane under a fault: its worker SIGKILLed while it builds a state (its job
+    and the job's processes die with it); the job goes back to its queue, a new worker
+    builds the state, and the overlay holds each sent file once."""
+    import io
+    import tarfile
+    from dataclasses import replace
+
+    import psutil
+    import redis
+    from rq.job import Job, JobStatus
+    from rq.registry import StartedJobRegistry
+    from rq.serializers import JSONSerializer
+
+    from codenav.index.blob import git_blob_sha
+    from codenav.jobs import coordination, enqueue
+    from codenav.proc import kill_group
+    from tests.worker.test_recovery import wait_until
+
+    def worker(*args: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-P", "-m", "codenav_worker", *args],
+                                env=service_env, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    files = {f"app/gen/mod_{i}.py": f"from app.util import helper\n\n\n"
+             f"def killed_overlay_fn_{i}(value):\n    return helper({i}, value)\n"
+             for i in range(800)}
+    blobs = {path: text.encode() for path, text in files.items()}
+    listed = [[p, git_blob_sha(b), len(b)] for p, b in sorted(blobs.items())]
+    started: list[subprocess.Popen[bytes]] = [worker("--lane", "index")]
+    r = redis.Redis.from_url(settings.redis_url)
+    try:
+        with serve(replace(settings, overlay_wait_s=0.5)) as url:
+            ci, _ = create_token(conn, "ci", "write")
+            alice, _ = create_token(conn, "alice", "read")
+            origin = make_history(tmp_path / "origin")
+            _publish(url, ci, origin.root, tmp_path / "ci-cache")
+            indexer = started.pop()  # it would take overlays too: only the victim runs now
+            os.killpg(indexer.pid, signal.SIGTERM)
+            indexer.wait(30)
+            oid = _rest(url, alice, "POST", "/v1/overlays",
+                        json={"commits": [origin.main[-1]]}).json()["overlay"]
+            assert len(_rest(url, alice, "PUT", f"/v1/overlays/{oid}",
+                             json={"files": listed}).json()["missing"]) == len(listed)
+            out = io.BytesIO()
+            with tarfile.open(fileobj=out, mode="w:") as tar:
+                for path, sha, _size in listed:
+                    data = blobs[path]
+                    info = tarfile.TarInfo(sha)
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+            assert _rest(url, alice, "POST", f"/v1/overlays/{oid}/blobs",
+                         content=out.getvalue()).status_code == 200
+            sent = _rest(url, alice, "PUT", f"/v1/overlays/{oid}", json={"files": listed})
+            version = sent.json()["version"]
+            assert not sent.json()["stored"]  # no overlay worker yet: it waits in its queue
+            victim = worker("--lane", "overlay", "--name", "victim")
+            registry = StartedJobRegistry(enqueue.OVERLAY_QUEUE, connection=r,
+                                          serializer=JSONSerializer)
+            job_id = wait_until(lambda: registry.get_job_ids() and registry.get_job_ids()[0],
+                                60, "the overlay job starting")
+            time.sleep(0.3)
+            tree = psutil.Process(victim.pid).children(recursive=True)
+            victim.send_signal(signal.SIGKILL)
+            victim.wait(10)
+            kill_group(victim.pid)
+            psutil.wait_procs(tree, timeout=20)
+            stored, graphed = conn.execute("SELECT stored, graph FROM overlays WHERE id = %s",
+                                           (oid,)).fetchone()
+            assert graphed < version, "the job ended before the kill: nothing was tested"
+            assert Job.fetch(job_id, connection=r, serializer=JSONSerializer
+                             ).get_status() == JobStatus.STARTED
+            assert coordination.requeue_abandoned(r, settings, dead=["victim"]) == [job_id]
+            started.append(worker("--lane", "overlay"))
+            wait_until(lambda: conn.execute(
+                "SELECT stored >= %(v)s AND graph >= %(v)s FROM overlays WHERE id = %(id)s",
+                {"v": version, "id": oid}).fetchone()[0], 120, "the overlay converging")
+            hit = httpx.post(f"{url}/v1/search", timeout=60,
+                             json={"query": "killed_overlay_fn_417", "mode": "lexical"},
+                             headers={"X-Codenav-Overlay": oid,
+                                      "Authorization": f"Bearer {alice}"}).json()["results"][0]
+            assert hit["path"] == "app/gen/mod_417.py" and hit["source"] == "local"
+            found = httpx.post(f"{url}/v1/definition", timeout=60,
+                               json={"symbol": "killed_overlay_fn_417"},
+                               headers={"X-Codenav-Overlay": oid,
+                                        "Authorization": f"Bearer {alice}"}).json()
+            assert [d["path"] for d in found["results"]] == ["app/gen/mod_417.py"]
+    finally:
+        for proc in started:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(30)
+    tree_id = conn.execute("SELECT tree_id FROM overlays WHERE id = %s", (oid,)).fetchone()[0]
+    assert conn.execute("SELECT count(*) FROM overlay_files WHERE overlay_id = %s",
+                        (oid,)).fetchone() == (800,)
+    assert conn.execute("SELECT count(*) FROM files WHERE tree_id = %s AND path LIKE "
+                        "'app/gen/%%'", (tree_id,)).fetchone() == (800,)
+    assert stored <= version
