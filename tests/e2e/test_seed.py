@@ -133,3 +133,112 @@ def test_up_with_a_seed_answers_a_hybrid_query_before_any_index_run(
                 ctrl_c(again)
     finally:
         shutil.rmtree(here.parent, ignore_errors=True)
+
+
+def _answers(home: Path) -> list[Any]:
+    """What a set of queries across the tools answers (without the parts that name when)."""
+    out: list[Any] = []
+    for route, body in (("/v1/search", {"query": "register a user", "mode": "lexical"}),
+                        ("/v1/search", {"query": "register a user and notify it",
+                                        "mode": "hybrid"}),
+                        ("/v1/find_files", {"query": "user service"}),
+                        ("/v1/references", {"symbol": "User.greet"}),
+                        ("/v1/outline", {"path": "app/service.py"})):
+        data = _post(home, route, body)
+        deadline = time.monotonic() + 60  # a hybrid answer waits for the query's vector
+        while body.get("mode") == "hybrid" and "note" in data and time.monotonic() < deadline:
+            time.sleep(0.5)
+            data = _post(home, route, body)
+        for key in ("ref", "_stats", "usage", "freshness"):
+            data.pop(key, None)
+        out.append(data)
+    return out
+
+
+def test_a_physical_seed_starts_an_empty_home_with_the_same_answers_and_no_credential(
+        tmp_path: Path) -> None:
+    """`codenav up` indexes and embeds a checkout; stopped, `codenav snapshot export
+    --physical` copies its store; `codenav up --seed` on another home answers exactly as
+    the first did, before any index run, and the first store's tokens do not work there.
+    A truncated or corrupted seed is refused and leaves the home without a store."""
+    import os
+    import subprocess
+
+    from tests.e2e.stackkit import CODENAV
+
+    base = Path(tempfile.mkdtemp(prefix="codenav-pseed-"))
+    made = base / "ci" / "shop"
+    here = base / "dev" / "shop"
+    for root in (made, here):
+        shutil.copytree(FIXTURES / "graph" / "python", root,
+                        ignore=shutil.ignore_patterns("expected.json"))
+    seed = base / "shop.seed"
+    try:
+        with state_home() as home_a, state_home() as home_b, state_home() as home_c:
+            first = start_stack(["--repo", str(made)], home_a, tmp_path / "a.log")
+            try:
+                info = json.loads((home_a / "stack.json").read_text())
+                deadline = time.monotonic() + 300
+                with psycopg.connect(info["database_url"]) as conn:
+                    while conn.execute("SELECT count(*) FROM chunk_texts ct WHERE NOT "
+                                       "EXISTS (SELECT 1 FROM embeddings e WHERE "
+                                       "e.text_hash = ct.text_hash)").fetchone() != (0,) \
+                            or conn.execute("SELECT count(*) FROM embeddings").fetchone() \
+                            == (0,):
+                        assert time.monotonic() < deadline, "embedding did not finish"
+                        time.sleep(0.5)
+                expected = _answers(home_a)
+            finally:
+                ctrl_c(first)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
+            done = subprocess.run([CODENAV, "snapshot", "export", "--physical", str(seed)],
+                                  env={**env, "CODENAV_HOME": str(home_a)},
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr
+            assert "exported the store of" in done.stdout and "default/shop" in done.stdout
+            # bad seeds: refused with the reason, and no store is made
+            data = seed.read_bytes()
+            truncated, flipped = base / "truncated.seed", base / "flipped.seed"
+            truncated.write_bytes(data[:len(data) // 2])
+            middle = len(data) // 2
+            flipped.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) +
+                                data[middle + 1:])
+            for bad in (truncated, flipped):
+                refused = subprocess.run([CODENAV, "up", "--seed", str(bad), "--repo",
+                                          str(here), "--port", "0"],
+                                         env={**env, "CODENAV_HOME": str(home_c)},
+                                         capture_output=True, text=True, timeout=120)
+                assert refused.returncode != 0
+                assert "truncated" in refused.stderr or "corrupted" in refused.stderr, \
+                    refused.stderr[-2000:]
+                assert not (home_c / "pgdata" / "PG_VERSION").exists()
+            # the seed: the same answers on another home, before any index run
+            second = start_stack(["--seed", str(seed), "--repo", str(here), "--workers", "0",
+                                  "--no-wait"], home_b, tmp_path / "b.log")
+            try:
+                log = second.log.read_text(errors="replace")
+                assert "seeded the store from shop.seed (default/shop;" in log, log[-3000:]
+                for got, want in zip(_answers(home_b), expected, strict=True):
+                    assert got == want, {k: (got.get(k), want.get(k)) for k in {*got, *want}
+                                         if got.get(k) != want.get(k)}
+                assert [r for r in _runs(home_b) if r[0] == "done"] == _runs(home_b)
+                stale = httpx.post(f"{json.loads((home_b / 'stack.json').read_text())['url']}"
+                                   "/v1/search", json={"query": "register"}, timeout=30,
+                                   headers={"Authorization": f"Bearer {info['token']}"})
+                assert stale.status_code == 401  # the seed's own stack token is revoked
+                hba = (home_b / "pgdata" / "pg_hba.conf").read_text()
+                rules = [line for line in hba.splitlines() if line.split("#")[0].strip()]
+                assert rules and not any("trust" in line for line in rules), rules
+                assert not (home_b / "pgdata" / "codenav_seeded").exists()
+            finally:
+                ctrl_c(second)
+            assert second.proc.returncode == 0
+            again = start_stack(["--seed", str(seed), "--repo", str(here), "--workers", "0",
+                                 "--no-wait"], home_b, tmp_path / "b2.log")
+            try:
+                assert "skipped: this home has a store already" in \
+                    again.log.read_text(errors="replace")
+            finally:
+                ctrl_c(again)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -617,6 +617,18 @@ def cmd_snapshot(args: argparse.Namespace, settings: Settings) -> int:
     from codenav import admin, snapshot
 
     remote = bool(settings.url)
+    if args.snapshot_cmd == "export" and args.physical:
+        from codenav_cli import pgseed
+
+        if args.repo or args.ref:
+            raise ConfigError("a physical seed copies the whole store",
+                              hint="drop --repo/--ref, or export a logical snapshot")
+        data = pgseed.export(settings.home_path, Path(args.file).expanduser().resolve())
+        _emit(data, args.json, f"exported the store of {settings.home_path} "
+              f"({', '.join(data['repos']) or 'no repository'}) to {data['path']}: "
+              f"{data['bytes'] / 1e6:.1f} MB ({data['store_bytes'] / 1e6:.0f} MB of data "
+              f"files) in {data['seconds']}s")
+        return 0
     if args.snapshot_cmd == "export":
         out = Path(args.file).expanduser()
         if remote:
@@ -740,8 +752,12 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     seed = Path(args.seed).expanduser().resolve() if args.seed else None
     if seed is not None:
         from codenav import snapshot
+        from codenav_cli import pgseed
 
-        snapshot.check_versions(snapshot.read_manifest(seed), seed.name)  # before starting
+        if pgseed.is_physical(seed):  # versions checked before starting
+            pgseed.read_manifest(seed).check(seed.name)
+        else:
+            snapshot.check_versions(snapshot.read_manifest(seed), seed.name)
     stack = Stack(settings, port=port, workers=args.workers, embed_workers=args.embed_workers,
                   repos=wanted, seed=seed)
     signal.signal(signal.SIGTERM, _stop_requested)
@@ -808,8 +824,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--embed-workers", type=int, default=1,
                     help="embedding worker processes (their own lane)")
     up.add_argument("--no-wait", action="store_true", help="do not wait for indexing")
-    up.add_argument("--seed", metavar="FILE", help="import this snapshot into an empty store "
-                    "before the first index (--repo PATH maps its repository here)")
+    up.add_argument("--seed", metavar="FILE", help="import this snapshot before the first "
+                    "index, or start an empty home from this physical seed (--repo PATH "
+                    "maps its repository here)")
     up.set_defaults(func=cmd_up)
 
     idx = sub.add_parser("index", help="register a directory and index it")
@@ -929,6 +946,9 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--repo", action="append", help="repository to export (repeatable; "
                     "default: every one)")
     se.add_argument("--ref", help="the commit or branch the repository is indexed at")
+    se.add_argument("--physical", action="store_true",
+                    help="copy this machine's stopped local store (CODENAV_HOME) as a seed "
+                    "that `codenav up --seed` starts an empty home from in seconds")
     se.add_argument("--json", action="store_true")
     si = snsub.add_parser("import", help="load a snapshot into this store (merges by "
                           "content; a repository of the same name is replaced)")

@@ -48,7 +48,7 @@ from codenav.errors import CodenavError, Unavailable
 from codenav.jobs import coordination, enqueue
 from codenav.proc import child_env, group_alive, kill_group, python_argv
 from codenav.repos import list_repos
-from codenav_cli import homedir
+from codenav_cli import homedir, pgseed
 from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 
 TICK_S = 0.2
@@ -150,6 +150,8 @@ class Stack:
     def start(self) -> None:
         self._acquire_home()
         self.say(f"state in {self.home}")
+        if self.seed is not None and pgseed.is_physical(self.seed):
+            self._restore_seed()
         # Ports chosen once: a restarted store or queue comes back on the same one.
         pg = self._pg = EmbeddedPostgres(self.home, free_port())
         rd = self._redis = EmbeddedRedis(self.home, free_port())
@@ -185,7 +187,7 @@ class Stack:
         with connect(settings) as conn:
             migrations.migrate(conn)
             self._rotate_token(conn)
-            if self.seed is not None:
+            if self.seed is not None and not pgseed.is_physical(self.seed):
                 self._import_seed(conn, settings, embedder, embed_url)
             allowed = local_roots(settings, self.repos, [r.root for r in list_repos(conn)])
         self.env["CODENAV_ALLOWED_ROOTS"] = ",".join(allowed)
@@ -215,6 +217,18 @@ class Stack:
         api = next(c for c in self.children if c.name == "api")
         self._wait_for(api, 60.0)
         self._write_stack_file(pg.url)
+
+    def _restore_seed(self) -> None:
+        """A physical seed becomes the store of an empty home before the store starts."""
+        assert self.seed is not None
+        self.seeded = pgseed.restore(self.home, self.seed, homedir.store_user())
+        if self.seeded.get("skipped"):
+            self.say(f"seed {self.seed.name} skipped: {self.seeded['skipped']}")
+            return
+        names = ", ".join(r["name"] for r in self.seeded["repos"]) or "no repository"
+        self.say(f"seeded the store from {self.seed.name} ({names}; "
+                 f"{self.seeded['bytes'] / 1e6:.0f} MB of data files) in "
+                 f"{self.seeded['seconds']}s")
 
     def _import_seed(self, conn: Any, settings: Settings, embedder: Child | None,
                      embed_url: str) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from codenav.errors import Unavailable
 from codenav.proc import kill_group
-from codenav_cli import homedir
+from codenav_cli import homedir, pgseed
 
 PG_USER = "codenav"
 PG_DB = "codenav"
@@ -195,7 +195,17 @@ class EmbeddedPostgres:
             lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
         except OSError:
             return False
-        return len(lines) > 7 and lines[7].strip() == "ready" and self._can_connect()
+        if len(lines) <= 7 or lines[7].strip() != "ready":
+            return False
+        if (self.pgdata / pgseed.ADOPT_MARK).exists():  # restored from a physical seed
+            import psycopg
+
+            try:
+                pgseed.adopt(self.pgdata, self.home / "run", self.port, PG_USER,
+                             _secret(self.home, "postgres_password"))
+            except psycopg.OperationalError:
+                return False
+        return self._can_connect()
 
     def start(self, timeout: float = 30.0) -> subprocess.Popen[bytes]:
         return _started(self.spawn(), "postgres", self.ready, timeout, self.log_path,

@@ -1814,3 +1814,14 @@ GLOBAL = frozenset({
     "SNAPSHOT_STAGED_DROP",
 })
 """Statements the query path may run without the visibility predicate, and why."""
+
+
+# --- physical seeds (codenav_cli.pgseed) -----------------------------------------------------
+# What a stopped store holds, for the seed's manifest; at the first start of a restored
+# store, no credential or developer state of the store it came from stays usable.
+SEED_REPOS = """
+SELECT t.name || '/' || r.name, r.root, r.default_ref
+FROM repos r JOIN teams t ON t.id = r.team_id ORDER BY r.id"""
+SEED_MODELS = "SELECT name FROM embed_models ORDER BY id"
+SEED_ADOPT_TOKENS = "UPDATE api_tokens SET revoked_at = now() WHERE revoked_at IS NULL"
+SEED_ADOPT_OVERLAYS = "DELETE FROM overlays"
