@@ -168,6 +168,9 @@ def main() -> int:
     parser.add_argument("--stop-source", action="store_true",
                         help="with --from-home: stop that stack after the export, so the "
                         "seeded start is measured without its embedding backlog running")
+    parser.add_argument("--physical", action="store_true",
+                        help="also export a physical seed of the stopped source store and "
+                        "measure `up --seed` from it beside the logical snapshot")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--embed-timeout", type=float, default=3600)
     parser.add_argument("--out", default="bench/out/seed_bench.json")
@@ -205,6 +208,13 @@ def main() -> int:
                     break
                 time.sleep(1.0)
             embedded_at = time.monotonic() - source_stack.started
+            if args.physical and emb.get("embedded") != emb.get("total"):
+                # the physical copy is of the stopped store: the answers it is compared
+                # with come from the same store with its embedding stopped
+                source_stack.stop()
+                source_stack = _up(["--repo", str(src), "--workers", "0", "--embed-workers",
+                                    "0", "--no-wait"], work / "cold-home", allowed)
+                _wait(source_stack, "Press Ctrl-C", 600)
             report["cold"] = {"source": "measured in this run",
                               "searchable_s": round(searchable, 1),
                               "embedded_s": round(embedded_at, 1),
@@ -233,13 +243,25 @@ def main() -> int:
         if source_stack is not None:
             source_stack.stop()
             source_stack = None
-        elif args.stop_source:
+        elif args.stop_source or args.physical:
             os.kill(int(source.info()["pid"]), signal.SIGINT)
             deadline = time.monotonic() + 120
             while (source.home / "stack.json").exists() and time.monotonic() < deadline:
                 time.sleep(0.5)
             report["source_stopped"] = True
 
+        physical = work / "corpus.seed"
+        if args.physical:
+            started = time.monotonic()
+            done = subprocess.run([CODENAV, "snapshot", "export", "--physical", str(physical),
+                                   "--json"], capture_output=True, text=True,
+                                  env=_env(source.home, allowed), check=False)
+            if done.returncode != 0:
+                raise SystemExit(done.stderr)
+            made = json.loads(done.stdout)
+            report["export_physical"] = {"wall_s": round(time.monotonic() - started, 1),
+                                         "size_mb": round(made["bytes"] / 1e6, 1),
+                                         "store_mb": round(made["store_bytes"] / 1e6, 1)}
         here = _copy_corpus(corpus, allowed / "elsewhere" / "corpus", stdlib) \
             if stdlib else _copy_corpus(corpus, allowed / "elsewhere" / corpus.name, False)
         extra: list[str] = []
@@ -248,52 +270,12 @@ def main() -> int:
             # they are compared with the source's: the seeded stack embeds nothing here
             extra = ["--embed-workers", "0"]
             report["seeded_embed_workers"] = 0
-        seeded = _up(["--seed", str(snap), "--repo", str(here), "--no-wait", *extra],
-                     work / "seeded-home", allowed)
-        try:
-            first_answer = None
-            pending = dict(reference)
-            correct: dict[str, float] = {}
-            deadline = time.monotonic() + 600
-            while pending and time.monotonic() < deadline:
-                if not (seeded.home / "stack.json").exists():
-                    time.sleep(0.05)
-                    continue
-                for query, (want, note) in list(pending.items()):
-                    try:
-                        answer = seeded.post("/v1/search", {"query": query, "repo": repo})
-                    except httpx.HTTPError:
-                        break
-                    if first_answer is None:
-                        first_answer = time.monotonic() - seeded.started
-                    if answer.get("note") == note and _top(answer) == want:
-                        correct[query] = round(time.monotonic() - seeded.started, 2)
-                        del pending[query]
-                time.sleep(0.05)
-            log = seeded.logged()
-            line = next((ln for ln in log.splitlines() if "seeded " in ln), "")
-            report["seeded"] = {
-                "first_answer_s": round(first_answer, 2) if first_answer else None,
-                "first_correct_hybrid_s": min(correct.values()) if correct else None,
-                "all_queries_correct_s": max(correct.values()) if not pending else None,
-                "queries_never_correct": list(pending), "import_line": line.strip()}
-            # the first reconcile after the seed: files re-read by content, none re-parsed
-            deadline = time.monotonic() + 1800
-            run = None
-            while time.monotonic() < deadline:
-                with psycopg.connect(seeded.info()["database_url"]) as conn:
-                    run = conn.execute(
-                        "SELECT extract(epoch FROM finished_at - started_at), files_total, "
-                        "files_parsed FROM index_runs WHERE state = 'done' AND scope = 'full' "
-                        "ORDER BY id LIMIT 1").fetchone()
-                if run:
-                    break
-                time.sleep(0.5)
-            if run:
-                report["first_reconcile"] = {"seconds": round(float(run[0]), 1),
-                                             "files": int(run[1]), "parsed": int(run[2])}
-        finally:
-            seeded.stop()
+        report["seeded"], report["first_reconcile"] = _seeded(
+            snap, here, work / "seeded-home", allowed, repo, reference, extra)
+        if args.physical:
+            report["seeded_physical"], report["first_reconcile_physical"] = _seeded(
+                physical, here, work / "seeded-physical-home", allowed, repo, reference,
+                extra)
     finally:
         if source_stack is not None:
             source_stack.stop()
@@ -306,6 +288,64 @@ def main() -> int:
     return 0
 
 
+def _seeded(snap: Path, here: Path, home: Path, allowed: Path, repo: str,
+            reference: dict[str, tuple[list[tuple[str, int]], Any]], extra: list[str]
+            ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``codenav up --seed SNAP`` on the empty ``home``: seconds to the first answer and to
+    the first correct hybrid answer, and the first reconcile after it."""
+    began = time.time()
+    seeded = _up(["--seed", str(snap), "--repo", str(here), "--no-wait", *extra], home,
+                 allowed)
+    reconcile: dict[str, Any] | None = None
+    try:
+        first_answer = None
+        pending = dict(reference)
+        correct: dict[str, float] = {}
+        deadline = time.monotonic() + 600
+        while pending and time.monotonic() < deadline:
+            if seeded.proc.poll() is not None:
+                raise SystemExit(f"codenav up exited:\n{seeded.logged()[-3000:]}")
+            if not (seeded.home / "stack.json").exists():
+                time.sleep(0.05)
+                continue
+            for query, (want, note) in list(pending.items()):
+                try:
+                    answer = seeded.post("/v1/search", {"query": query, "repo": repo})
+                except httpx.HTTPError:
+                    break
+                if first_answer is None:
+                    first_answer = time.monotonic() - seeded.started
+                if answer.get("note") == note and _top(answer) == want:
+                    correct[query] = round(time.monotonic() - seeded.started, 2)
+                    del pending[query]
+            time.sleep(0.05)
+        log = seeded.logged()
+        line = next((ln for ln in log.splitlines() if "seeded " in ln), "")
+        out = {"first_answer_s": round(first_answer, 2) if first_answer else None,
+               "first_correct_hybrid_s": min(correct.values()) if correct else None,
+               "all_queries_correct_s": max(correct.values()) if not pending else None,
+               "queries_never_correct": list(pending), "import_line": line.strip()}
+        # the first reconcile after the seed: files re-read by content, none re-parsed
+        deadline = time.monotonic() + 1800
+        run = None
+        while time.monotonic() < deadline:
+            with psycopg.connect(seeded.info()["database_url"]) as conn:
+                run = conn.execute(
+                    "SELECT extract(epoch FROM finished_at - started_at), files_total, "
+                    "files_parsed FROM index_runs WHERE state = 'done' AND scope = 'full' "
+                    "AND started_at >= to_timestamp(%s) ORDER BY id LIMIT 1", (began,)
+                ).fetchone()
+            if run:
+                break
+            time.sleep(0.5)
+        if run:
+            reconcile = {"seconds": round(float(run[0]), 1), "files": int(run[1]),
+                         "parsed": int(run[2])}
+    finally:
+        seeded.stop()
+    return out, reconcile
+
+
 def _print(report: dict[str, Any]) -> None:
     print(f"seed benchmark: {report['corpus']}")
     cold = report["cold"]
@@ -316,17 +356,27 @@ def _print(report: dict[str, Any]) -> None:
     print(f"  export: {exp['size_mb']} MB in {exp['wall_s']} s "
           f"({exp['rows']['files']} files, {exp['rows']['chunks']} chunks, "
           f"{exp['rows']['embeddings']} vectors)")
-    seeded = report.get("seeded", {})
-    print(f"  up --seed on an empty home: first answer {seeded.get('first_answer_s')} s, "
-          f"first correct hybrid answer {seeded.get('first_correct_hybrid_s')} s, all "
-          f"{len(QUERIES)} queries correct {seeded.get('all_queries_correct_s')} s")
-    print(f"    {seeded.get('import_line')}")
-    if seeded.get("queries_never_correct"):
-        print(f"    never matched the source: {seeded['queries_never_correct']}")
-    first = report.get("first_reconcile")
-    if first:
-        print(f"  first reconcile after the seed: {first['files']} files re-read in "
-              f"{first['seconds']} s, {first['parsed']} parsed")
+    if "export_physical" in report:
+        phys = report["export_physical"]
+        print(f"  export --physical (the stopped store): {phys['size_mb']} MB "
+              f"({phys['store_mb']} MB of data files) in {phys['wall_s']} s")
+    for kind, key, first_key in (("snapshot", "seeded", "first_reconcile"),
+                                 ("physical seed", "seeded_physical",
+                                  "first_reconcile_physical")):
+        if key not in report:
+            continue
+        seeded = report[key]
+        print(f"  up --seed ({kind}) on an empty home: first answer "
+              f"{seeded.get('first_answer_s')} s, first correct hybrid answer "
+              f"{seeded.get('first_correct_hybrid_s')} s, all {len(QUERIES)} queries "
+              f"correct {seeded.get('all_queries_correct_s')} s")
+        print(f"    {seeded.get('import_line')}")
+        if seeded.get("queries_never_correct"):
+            print(f"    never matched the source: {seeded['queries_never_correct']}")
+        first = report.get(first_key)
+        if first:
+            print(f"    first reconcile after the seed: {first['files']} files re-read in "
+                  f"{first['seconds']} s, {first['parsed']} parsed")
 
 
 if __name__ == "__main__":

@@ -150,23 +150,8 @@ class Stack:
     def start(self) -> None:
         self._acquire_home()
         self.say(f"state in {self.home}")
-        if self.seed is not None and pgseed.is_physical(self.seed):
-            self._restore_seed()
-        # Ports chosen once: a restarted store or queue comes back on the same one.
-        pg = self._pg = EmbeddedPostgres(self.home, free_port())
-        rd = self._redis = EmbeddedRedis(self.home, free_port())
-        store = Child("store", lambda _c: pg.spawn(), pg.ready, log_path=pg.log_path)
-        queue_child = Child("queue", lambda _c: rd.spawn(), rd.ready, log_path=rd.log_path)
-        self.children = [store, queue_child]
-        for child in self.children:  # both at once, then wait for both
-            self._start(child)
-        self._wait_for(store, 60.0)
-        self._wait_for(queue_child, 30.0)
-        pg.ensure_database()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = child_env({**os.environ, "CODENAV_DATABASE_URL": pg.url,
-                              "CODENAV_REDIS_URL": rd.url,
-                              "CODENAV_HOME": str(self.home),
+        self.env = child_env({**os.environ, "CODENAV_HOME": str(self.home),
                               "CODENAV_API_PORT": str(self.port),
                               "CODENAV_API_HOST": "127.0.0.1"})
         embed_url = self.settings.embed_url
@@ -181,8 +166,23 @@ class Stack:
                                                        str(embed_port)],
                                           ready=lambda: _http_ok(f"{embed_url}/readyz")))
         embedder = next((c for c in services if c.name == "embedder"), None)
-        if embedder is not None:  # its model loads while the store migrates (and seeds)
+        if embedder is not None:  # its model loads while the store starts, migrates, seeds
             self._start(embedder)
+            self.children = [embedder]  # stopped with the rest if the start fails
+        if self.seed is not None and pgseed.is_physical(self.seed):
+            self._restore_seed()
+        # Ports chosen once: a restarted store or queue comes back on the same one.
+        pg = self._pg = EmbeddedPostgres(self.home, free_port())
+        rd = self._redis = EmbeddedRedis(self.home, free_port())
+        store = Child("store", lambda _c: pg.spawn(), pg.ready, log_path=pg.log_path)
+        queue_child = Child("queue", lambda _c: rd.spawn(), rd.ready, log_path=rd.log_path)
+        self.children += [store, queue_child]
+        for child in (store, queue_child):  # both at once, then wait for both
+            self._start(child)
+        self._wait_for(store, 60.0)
+        self._wait_for(queue_child, 30.0)
+        pg.ensure_database()
+        self.env.update({"CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url})
         settings = Settings.load(env=self.env)
         with connect(settings) as conn:
             migrations.migrate(conn)
@@ -207,7 +207,7 @@ class Stack:
                                                                   "embed"], lane="embed")
                          for i in range(self.embed_workers)]
         services.append(self._service("watcher", ["codenav_watcher"]))
-        self.children += services
+        self.children += [child for child in services if child is not embedder]
         for child in services:
             if child is not embedder:
                 self._start(child)

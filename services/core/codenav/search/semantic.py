@@ -22,8 +22,11 @@ from codenav.embed.client import EmbedClient
 from codenav.errors import Busy, CodenavError
 
 MODES = ("hybrid", "lexical", "semantic")
-RETRY_AFTER_S = 10.0
-"""After the embedder fails, queries skip it this long instead of waiting on it each time."""
+RETRY_FIRST_S, RETRY_AFTER_S = 0.5, 10.0
+"""After the embedder fails, queries skip it for a while instead of waiting on it each time:
+0.5 s after a first failure, doubling with each one in a row up to 10 s. An embedder that
+is loading its model (a stack starting) is then used within a second of being ready, and
+one that is down costs a failed attempt every 10 s."""
 BUSY_IN_A_ROW = 3
 """Answers over the time budget in a row that count as the embedder being down."""
 COVERAGE_TTL_S = 5.0
@@ -62,6 +65,7 @@ class QueryEmbedder:
     client: EmbedClient | None
     _vectors: OrderedDict[str, list[float]] = field(default_factory=OrderedDict)
     _down_until: float = 0.0
+    _failures: int = 0
     _down_reason: str = ""
     _busy: int = 0
     _model_name: str = ""
@@ -82,6 +86,11 @@ class QueryEmbedder:
                 self._vectors.popitem(last=False)
         return vector
 
+    def _back_off(self) -> None:
+        self._failures += 1
+        wait = min(RETRY_AFTER_S, RETRY_FIRST_S * 2 ** min(self._failures - 1, 8))
+        self._down_until = time.monotonic() + wait
+
     def context(self, conn: psycopg.Connection, scope: Scope, text: str,
                 mode: str) -> SemanticContext | None:
         if mode == "lexical":
@@ -97,14 +106,14 @@ class QueryEmbedder:
         except Busy as exc:  # over the time budget: this answer is lexical, the next tries
             self._busy += 1
             if self._busy >= BUSY_IN_A_ROW:
-                self._down_until = time.monotonic() + RETRY_AFTER_S
+                self._back_off()
             self._down_reason = f"{exc.message}, busy"
             return self._down(conn, scope)
         except CodenavError as exc:
-            self._down_until = time.monotonic() + RETRY_AFTER_S
+            self._back_off()
             self._down_reason = exc.message
             return self._down(conn, scope)
-        self._busy = 0
+        self._busy = self._failures = 0
         self._model_name = info.name
         model = vectors.find_model(conn, info.name)
         if model is None:
