@@ -222,7 +222,9 @@ def main() -> int:
                               "chunks": emb.get("total"), "vectors": emb.get("embedded")}
             source = source_stack
             database_url = source.info()["database_url"]
-        emb = _embedded(source, repo)
+        deadline = time.monotonic() + 300  # the source's embedder may still be loading
+        while "total" not in (emb := _embedded(source, repo)) and time.monotonic() < deadline:
+            time.sleep(0.5)
         report["source_coverage"] = {"embedded": emb.get("embedded"), "total": emb.get("total")}
         reference: dict[str, tuple[list[tuple[str, int]], Any]] = {}
         for q in QUERIES:  # the source's answer, and what it says about semantic coverage

@@ -212,6 +212,10 @@ def test_a_physical_seed_starts_an_empty_home_with_the_same_answers_and_no_crede
                 assert "truncated" in refused.stderr or "corrupted" in refused.stderr, \
                     refused.stderr[-2000:]
                 assert not (home_c / "pgdata" / "PG_VERSION").exists()
+            merged = subprocess.run([CODENAV, "snapshot", "import", str(seed)],
+                                    env={**env, "CODENAV_HOME": str(home_c)},
+                                    capture_output=True, text=True, timeout=60)
+            assert merged.returncode != 0 and "is a physical seed" in merged.stderr
             # the seed: the same answers on another home, before any index run
             second = start_stack(["--seed", str(seed), "--repo", str(here), "--workers", "0",
                                   "--no-wait"], home_b, tmp_path / "b.log")

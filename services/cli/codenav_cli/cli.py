@@ -642,6 +642,12 @@ def cmd_snapshot(args: argparse.Namespace, settings: Settings) -> int:
               f"{data['seconds']}s")
         return 0
     path = Path(args.file).expanduser()
+    from codenav_cli import pgseed
+
+    if pgseed.is_physical(path):
+        raise ConfigError(f"{path.name} is a physical seed: a copy of a whole store, not "
+                          "merged into one", hint=f"start an empty home from it: codenav up "
+                          f"--seed {path}")
     named, bare = _root_maps(args.root)
     if bare:
         named = {**snapshot.map_roots(snapshot.read_manifest(path), bare), **named}

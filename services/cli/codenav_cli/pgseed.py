@@ -286,8 +286,8 @@ def restore(home: Path, seed: Path, user: homedir.StoreUser) -> dict[str, Any]:
         if user.is_other:
             homedir._chown_tree(staging, user.uid, user.gid)
         os.chmod(staging, 0o700)
-        if pgdata.exists():  # the empty directory a start prepared
-            pgdata.rmdir()
+        if pgdata.exists():  # the empty directory a start prepared (or a killed initdb's)
+            shutil.rmtree(pgdata)
         os.rename(staging, pgdata)
     finally:
         if staging.exists():
