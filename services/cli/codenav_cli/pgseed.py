@@ -233,11 +233,44 @@ def _describe(pg: Any) -> dict[str, Any]:
     return {"repos": repos, "models": models}
 
 
+def _wal_needed(pgdata: Path) -> set[str]:
+    """The WAL segments a cleanly stopped store starts from: from its last checkpoint's
+    redo segment to the checkpoint record's own (one segment after a shutdown). The
+    others are recycled ones (up to ``max_wal_size``, a gigabyte after a large index) that
+    Postgres writes again when it needs them."""
+    from codenav_cli.stores import _pg_bin
+
+    out = subprocess.run([str(_pg_bin() / "pg_controldata"), "-D", str(pgdata)],
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "LC_ALL": "C"}).stdout
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    if fields.get("Database cluster state") != "shut down":
+        raise Unavailable(f"the store of {pgdata.parent} was not stopped cleanly "
+                          f"({fields.get('Database cluster state')})",
+                          hint="start and stop `codenav up` once, then export")
+    first = fields["Latest checkpoint's REDO WAL file"]
+    high, low = (int(part, 16) for part in fields["Latest checkpoint location"].split("/"))
+    segment = int(fields.get("Bytes per WAL segment", str(16 << 20)))
+    per_id = (1 << 32) // segment
+    lsn = (high << 32) | low
+    last = f"{first[:8]}{lsn // segment // per_id:08X}{lsn // segment % per_id:08X}"
+    keep = {first, last}
+    for name in os.listdir(pgdata / "pg_wal"):
+        if len(name) == 24 and first <= name <= last:
+            keep.add(name)
+    return keep
+
+
 def _walk(root: Path) -> Any:
+    wal = _wal_needed(root)
     yield root
     for path in sorted(root.rglob("*")):
         if path.relative_to(root).as_posix() in LEFT_OUT or path.name == ADOPT_MARK:
             continue
+        if path.parent.name == "pg_wal" and path.parent.parent == root and \
+                len(path.name) == 24 and path.name not in wal:
+            continue  # a recycled segment
         if path.is_symlink():
             raise ConfigError(f"{path} is a symbolic link: a physical seed copies a data "
                               "directory without tablespaces or linked WAL")
