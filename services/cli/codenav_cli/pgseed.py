@@ -32,6 +32,7 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from codenav.archive import add_bytes
 from codenav.errors import ConfigError, Unavailable
 from codenav.snapshot import SnapshotError
 from codenav.versions import CHUNKER_VERSION, GRAPH_VERSION, SCHEMA_VERSION
@@ -168,7 +169,7 @@ def export(home: Path, out: Path) -> dict[str, Any]:
         with tmp.open("wb") as raw, \
                 zstandard.ZstdCompressor(level=LEVEL, threads=-1).stream_writer(raw) as packed, \
                 tarfile.open(fileobj=packed, mode="w|") as tar:
-            _add(tar, MANIFEST, json.dumps(manifest, indent=1).encode())
+            add_bytes(tar, MANIFEST, json.dumps(manifest, indent=1).encode())
             for path in _walk(pg.pgdata):
                 rel = path.relative_to(pg.pgdata).as_posix()
                 name = f"pgdata/{rel}" if rel != "." else "pgdata"
@@ -183,7 +184,7 @@ def export(home: Path, out: Path) -> dict[str, Any]:
                     size += info.size
                 elif info.isdir():
                     tar.addfile(info)
-            _add(tar, TRAILER, json.dumps({"sha256": digest.hexdigest(), "files": files,
+            add_bytes(tar, TRAILER, json.dumps({"sha256": digest.hexdigest(), "files": files,
                                            "bytes": size}).encode())
         os.replace(tmp, out)
     finally:
@@ -287,14 +288,6 @@ class _Hashing:
         data = self.handle.read(size)
         self.digest.update(data)
         return data
-
-
-def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    import io
-
-    info = tarfile.TarInfo(name)
-    info.size, info.mtime, info.mode = len(data), int(time.time()), 0o600
-    tar.addfile(info, io.BytesIO(data))
 
 
 # --- restore -----------------------------------------------------------------------------

@@ -1816,7 +1816,7 @@ GLOBAL = frozenset({
 """Statements the query path may run without the visibility predicate, and why."""
 
 
-# --- physical seeds (codenav_cli.pgseed) -----------------------------------------------------
+# --- physical seeds (codenav snapshot export --physical, codenav up --seed) ---------------
 # What a stopped store holds, for the seed's manifest; at the first start of a restored
 # store, no credential or developer state of the store it came from stays usable.
 SEED_REPOS = """
