@@ -324,6 +324,13 @@ def restore(home: Path, seed: Path, user: homedir.StoreUser) -> dict[str, Any]:
 
 
 def _extract(seed: Path, staging: Path) -> tuple[int, int]:
+    try:
+        return _extract_into(seed, staging)
+    except OSError as exc:  # a member that collides with another, a full disk
+        raise SnapshotError(f"{seed.name} could not be restored: {exc}") from None
+
+
+def _extract_into(seed: Path, staging: Path) -> tuple[int, int]:
     digest = hashlib.sha256()
     files = size = 0
     trailer: dict[str, Any] | None = None
