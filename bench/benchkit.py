@@ -65,3 +65,20 @@ def stop_services(procs: list[subprocess.Popen[bytes]], timeout: float = 30) -> 
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout)
+
+
+def wait_ready(url: str, timeout: float = 120) -> None:
+    """Until the API at ``url`` answers ``/readyz``."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit("the API did not become ready")

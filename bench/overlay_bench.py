@@ -201,17 +201,6 @@ async def trials(url: str, token: str, root: Path, files: list[str], n_trials: i
     return out
 
 
-def wait_ready(url: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("the API did not become ready")
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -264,7 +253,7 @@ def main() -> int:
                                                          "overlay"], env, logs)]
             try:
                 url = f"http://127.0.0.1:{port}"
-                wait_ready(url)
+                benchkit.wait_ready(url)
                 with psycopg.connect(st.pg.url, autocommit=True) as conn:
                     ci, _ = create_token(conn, "bench-ci", "write")
                     dev_token, _ = create_token(conn, "bench-dev", "read")

@@ -161,7 +161,7 @@ def publish_round(home: Path, root: Path, head: str, work: Path) -> dict[str, An
                                   home / "logs")]
         try:
             url = f"http://127.0.0.1:{port}"
-            _wait_ready(url)
+            benchkit.wait_ready(url)
             with psycopg.connect(st.pg.url, autocommit=True) as conn:
                 token, _ = create_token(conn, "bench-ci", "write")
             clone, edited = ten_file_commit(root, head, work)
@@ -186,19 +186,6 @@ def publish_round(home: Path, root: Path, head: str, work: Path) -> dict[str, An
             benchkit.stop_services(procs)
     return out
 
-
-def _wait_ready(url: str, timeout: float = 60) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit("the API did not become ready")
 
 
 def main() -> int:

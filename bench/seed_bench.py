@@ -232,15 +232,8 @@ def main() -> int:
             reference[q] = (_top(answer), answer.get("note"))
 
         snap = work / "corpus.snap"
-        started = time.monotonic()
-        done = subprocess.run([CODENAV, "snapshot", "export", "--repo", repo, str(snap),
-                               "--json"], capture_output=True, text=True,
-                              env=_env(source.home, allowed), check=False)
-        if done.returncode != 0:
-            raise SystemExit(done.stderr)
-        exported = json.loads(done.stdout)
-        report["export"] = {"wall_s": round(time.monotonic() - started, 1),
-                            "size_mb": round(snap.stat().st_size / 1e6, 1),
+        exported, wall = _export(["--repo", repo, str(snap)], source.home, allowed)
+        report["export"] = {"wall_s": wall, "size_mb": round(snap.stat().st_size / 1e6, 1),
                             "rows": exported["rows"]}
         if source_stack is not None:
             source_stack.stop()
@@ -254,14 +247,8 @@ def main() -> int:
 
         physical = work / "corpus.seed"
         if args.physical:
-            started = time.monotonic()
-            done = subprocess.run([CODENAV, "snapshot", "export", "--physical", str(physical),
-                                   "--json"], capture_output=True, text=True,
-                                  env=_env(source.home, allowed), check=False)
-            if done.returncode != 0:
-                raise SystemExit(done.stderr)
-            made = json.loads(done.stdout)
-            report["export_physical"] = {"wall_s": round(time.monotonic() - started, 1),
+            made, wall = _export(["--physical", str(physical)], source.home, allowed)
+            report["export_physical"] = {"wall_s": wall,
                                          "size_mb": round(made["bytes"] / 1e6, 1),
                                          "store_mb": round(made["store_bytes"] / 1e6, 1)}
         here = _copy_corpus(corpus, allowed / "elsewhere" / "corpus", stdlib) \
@@ -288,6 +275,17 @@ def main() -> int:
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _export(args: list[str], home: Path, allowed: Path) -> tuple[dict[str, Any], float]:
+    """``codenav snapshot export ARGS --json`` on ``home``: its answer, and the seconds."""
+    started = time.monotonic()
+    done = subprocess.run([CODENAV, "snapshot", "export", *args, "--json"],
+                          capture_output=True, text=True, env=_env(home, allowed), check=False)
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data, round(time.monotonic() - started, 1)
 
 
 def _seeded(snap: Path, here: Path, home: Path, allowed: Path, repo: str,

@@ -48,7 +48,6 @@ from codenav.index.defaults import path_reason
 from codenav.index.ingest import FileResult, Ingester, checked
 from codenav.index.walk import FileEntry
 from codenav.lang import language_for
-from codenav.tokens import path_tsvector
 from codenav.versions import CHUNKER_VERSION
 
 log = logging.getLogger("codenav.overlays")
@@ -374,6 +373,8 @@ def build_one(settings: Settings, conn: psycopg.Connection,
                          len(changes[1]))
                 stored = version
                 pending = changes
+                if not changes[0] and not changes[1]:
+                    continue  # empty: its graph is its base's (else built on the next round)
             elif graphed < stored:  # a build a stop or a newer state cut short
                 pending = _stored_changes(conn, overlay_id, int(tree), int(base))
             else:
@@ -486,22 +487,17 @@ def _store_files(settings: Settings, conn: psycopg.Connection, overlay_id: str, 
     with conn.transaction():
         commits.clear_tree(conn, tree)
         commits.layer_on(conn, tree, base, changed + deleted)
-        conn.execute(q.FILES_STAGE_CREATE)
-        with conn.cursor().copy(q.FILES_STAGE_COPY) as copy:
-            for r in files:
-                copy.write_row((r.path, r.content_id, r.sha, r.language, r.size, 0,
-                                path_tsvector(r.path)))
-        conn.execute(q.FILES_UPSERT, (repo_id, tree))
-        if deleted:  # rows a copied layer held for them
-            conn.execute(q.FILES_DELETE, (tree, deleted))
-        if skips:
-            with conn.cursor() as cur:
-                cur.executemany(q.SKIPPED_UPSERT, [(repo_id, tree, p, r, d, 0, 0)
-                                                   for p, (r, d) in skips.items()])
+        commits.write_rows(conn, repo_id, tree, files, deleted,
+                           [(p, r, d, 0) for p, (r, d) in skips.items()])
         conn.execute(q.OVERLAY_SKIPS, (paths, [skips.get(p, (None,))[0] for p in paths],
                                        overlay_id))
         conn.execute(q.TREE_FILES_CHANGED, (tree,))
         conn.execute(q.OVERLAY_STORED, (version, base_version, overlay_id))
+        if not changed and not deleted and graph.is_current(conn, base):
+            # it reads as its base again, graph included (as when it was opened)
+            graph.update(conn, tree, [], [], current=True)
+            conn.execute(q.TREE_READY, (0, tree))
+            conn.execute(q.OVERLAY_GRAPHED, (version, overlay_id))
     previous = {p: known[p].content_id for p in changed if p in known}
     return changed, deleted, previous
 

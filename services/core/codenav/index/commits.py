@@ -304,6 +304,26 @@ def index_commit(settings: Settings, conn: psycopg.Connection, repo: Repo, gdir:
     return summary
 
 
+def write_rows(conn: psycopg.Connection, repo_id: int, tree_id: int,
+               written: list[FileResult], deleted: list[str],
+               skips: list[tuple[str, str, str | None, int]]) -> None:
+    """A git-read tree's own rows (in the caller's transaction): its files, the removal of
+    rows a copied layer held for deleted paths, and its skips (path, reason, detail,
+    size)."""
+    conn.execute(q.FILES_STAGE_CREATE)
+    with conn.cursor().copy(q.FILES_STAGE_COPY) as copy:
+        for r in written:
+            copy.write_row((r.path, r.content_id, r.sha, r.language, r.size, 0,
+                            path_tsvector(r.path)))
+    conn.execute(q.FILES_UPSERT, (repo_id, tree_id))
+    if deleted:  # rows a copied layer held for them
+        conn.execute(q.FILES_DELETE, (tree_id, deleted))
+    if skips:
+        with conn.cursor() as cur:
+            cur.executemany(q.SKIPPED_UPSERT, [(repo_id, tree_id, path, reason, detail,
+                                                size, 0) for path, reason, detail, size in skips])
+
+
 def build_tree(settings: Settings, conn: psycopg.Connection, repo_id: int, commit: str,
                files: list[FileResult], skips: list[Skip], gitignored: int, base: int | None,
                summary: CommitSummary, with_graph: bool = True) -> None:
@@ -332,18 +352,8 @@ def build_tree(settings: Settings, conn: psycopg.Connection, repo_id: int, commi
             written = [by_path[p] for p in changed]
         else:
             written = files
-        conn.execute(q.FILES_STAGE_CREATE)
-        with conn.cursor().copy(q.FILES_STAGE_COPY) as copy:
-            for r in written:
-                copy.write_row((r.path, r.content_id, r.sha, r.language, r.size, 0,
-                                path_tsvector(r.path)))
-        conn.execute(q.FILES_UPSERT, (repo_id, tree_id))
-        if deleted:  # rows a copied layer held for them
-            conn.execute(q.FILES_DELETE, (tree_id, deleted))
-        if skips:
-            with conn.cursor() as cur:
-                cur.executemany(q.SKIPPED_UPSERT, [(repo_id, tree_id, s.path, s.reason,
-                                                    s.detail, s.size, 0) for s in skips])
+        write_rows(conn, repo_id, tree_id, written, deleted,
+                   [(s.path, s.reason, s.detail, s.size) for s in skips])
     lap = summary.lap("files", lap)
     if not with_graph:
         conn.execute(q.TREE_READY, (gitignored, tree_id))
