@@ -16,8 +16,6 @@ from multiprocessing.pool import Pool
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
-POOL_JOIN_S = 30.0
-"""How long a closed pool's processes get to leave before they are killed."""
 
 
 def python_argv(module: str, *args: str) -> list[str]:
@@ -122,26 +120,15 @@ def _pool_start(init: Callable[..., None], args: tuple[object, ...]) -> None:
 @contextlib.contextmanager
 def fork_pool(processes: int, init: Callable[..., None],
               args: tuple[object, ...] = ()) -> Iterator[Pool]:
-    """A pool of forked processes (each runs ``init(*args)`` first) that is always gone
-    when the block ends: closed and joined after a normal end, killed after an error, and
-    a process that does not leave within ``POOL_JOIN_S`` (a deadlocked fork) is killed
-    instead of being waited for forever, as ``Pool.terminate`` would."""
+    """A pool of forked processes (each runs ``init(*args)`` first), terminated when the
+    block ends. Each process restores SIGTERM's default action first: a parent that
+    ignores SIGTERM or handles it gracefully (a service, a stopping stack) would otherwise
+    pass that on, and ``Pool.terminate`` would wait forever for a process it cannot stop.
+    (The processes are not SIGKILLed: one killed while it holds the task queue's lock
+    would leave ``terminate`` waiting for that lock.)"""
     pool = multiprocessing.get_context("fork").Pool(processes, initializer=_pool_start,
                                                     initargs=(init, args))
-    members = list(pool._pool)  # type: ignore[attr-defined]
-    ok = False
     try:
         yield pool
-        ok = True
     finally:
-        members += [p for p in pool._pool if p not in members]  # type: ignore[attr-defined]
-        if ok:
-            pool.close()
-            deadline = time.monotonic() + POOL_JOIN_S
-            for member in members:
-                member.join(max(0.0, deadline - time.monotonic()))
-        for member in members:
-            if member.exitcode is None:
-                member.kill()
-                member.join(5.0)
         pool.terminate()
