@@ -32,7 +32,7 @@ import psutil
 import psycopg
 
 import bench_queries as bq
-from benchkit import QUOTED, service, stores
+from benchkit import QUOTED, service, stores, wait_ready
 from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
@@ -170,17 +170,6 @@ def start_services(logs: Path, api_env: dict[str, str], worker_env: dict[str, st
     api = service("api", ["codenav_api", "--port", str(api_port)], api_env, logs)
     worker = service("worker", ["codenav_worker"], worker_env, logs)
     return api, worker, f"http://127.0.0.1:{api_port}"
-
-
-def wait_ready(url: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
 
 
 def wait_job(r: Any, job_id: str | None) -> dict[str, Any]:
