@@ -42,3 +42,26 @@ def test_a_failed_enqueue_leaves_no_flag_behind(settings: Settings) -> None:
         assert job and enqueue.waiting(admin, 42) == {"full": job}
     finally:
         admin.acl_deluser("codenav-flags-only")
+
+
+def test_a_change_seen_again_while_a_job_runs_stays_pending(settings: Settings) -> None:
+    """A path saved again in the same way (``changed`` twice) after a job read the pending
+    set, and before it finished, may hold content newer than what the job indexed: the
+    job's ``done_paths`` must leave it for the next job (the lost-save race of editors
+    that rename a temporary file over the original a hundred times in a row)."""
+    conn = enqueue.connect_redis(settings)
+    repo_id = 43
+    enqueue.request_paths(conn, settings, repo_id, {"src/a.py": "changed",
+                                                    "src/b.py": "unindexed"})
+    read_by_job = enqueue.pending_marks(conn, repo_id)
+    assert enqueue.pending_changes(conn, repo_id) == {"src/a.py": "changed",
+                                                      "src/b.py": "unindexed"}
+    enqueue.request_paths(conn, settings, repo_id, {"src/a.py": "changed"})  # saved again
+    enqueue.done_paths(conn, repo_id, read_by_job)
+    assert enqueue.pending_changes(conn, repo_id) == {"src/a.py": "changed"}
+    assert enqueue.pending_kinds(conn, repo_id, ["src/a.py", "src/b.py"]) == {
+        "src/a.py": "changed"}
+    assert enqueue.pending_counts(conn, repo_id) == {"changed": 1}
+    enqueue.done_paths(conn, repo_id, enqueue.pending_marks(conn, repo_id))
+    assert enqueue.pending_changes(conn, repo_id) == {}
+    assert enqueue.pending_since(conn, repo_id) is None

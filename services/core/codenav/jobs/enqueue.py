@@ -141,12 +141,15 @@ def request_paths(conn: redis.Redis, settings: Settings, repo_id: int,
     ``unindexed`` for a new file, ``deleted``); until reconciled, answers flag results from
     these paths as stale and ``status`` lists them."""
     given: dict[str, str] = paths if isinstance(paths, dict) else {p: "changed" for p in paths}
-    kinds = {p: k for p, k in given.items() if p}
-    if not kinds:
+    # Each request marks its paths anew, so a job that read a path before this change
+    # cannot take it for the one it reconciled (see ``done_paths``).
+    mark = uuid.uuid4().hex[:10]
+    marks = {p: f"{k}@{mark}" for p, k in given.items() if p}
+    if not marks:
         return None
     try:
         pipe = conn.pipeline(transaction=False)
-        pipe.hset(keys.PENDING.format(repo_id=repo_id), mapping=kinds)  # type: ignore[arg-type]
+        pipe.hset(keys.PENDING.format(repo_id=repo_id), mapping=marks)  # type: ignore[arg-type]
         pipe.set(keys.PENDING_SINCE.format(repo_id=repo_id), f"{time.time():.3f}", nx=True)
         pipe.execute()
     except redis.RedisError as exc:
@@ -252,10 +255,21 @@ def decode(value: object) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else str(value)
 
 
-def pending_changes(conn: redis.Redis, repo_id: int) -> dict[str, str]:
-    """Paths seen changing on disk and not reconciled yet, with what happened to them."""
+def _kind(mark: bytes | str) -> str:
+    """What happened to a pending path, from its mark (``changed@<request>``)."""
+    return decode(mark).split("@", 1)[0]
+
+
+def pending_marks(conn: redis.Redis, repo_id: int) -> dict[str, str]:
+    """Pending paths with the mark of the request that last saw each change: a job reads
+    these before it reconciles and hands them to ``done_paths`` after."""
     raw = conn.hgetall(keys.PENDING.format(repo_id=repo_id))
     return {decode(k): decode(v) for k, v in raw.items()}
+
+
+def pending_changes(conn: redis.Redis, repo_id: int) -> dict[str, str]:
+    """Paths seen changing on disk and not reconciled yet, with what happened to them."""
+    return {path: _kind(mark) for path, mark in pending_marks(conn, repo_id).items()}
 
 
 def pending_paths(conn: redis.Redis, repo_id: int) -> list[str]:
@@ -267,7 +281,7 @@ def pending_kinds(conn: redis.Redis, repo_id: int, paths: list[str]) -> dict[str
     if not paths:
         return {}
     values = conn.hmget(keys.PENDING.format(repo_id=repo_id), paths)
-    return {p: decode(v) for p, v in zip(paths, values, strict=True) if v is not None}
+    return {p: _kind(v) for p, v in zip(paths, values, strict=True) if v is not None}
 
 
 def pending_counts(conn: redis.Redis, repo_id: int) -> dict[str, int]:
@@ -280,19 +294,21 @@ def pending_counts(conn: redis.Redis, repo_id: int) -> dict[str, int]:
         return {"changed": total}
     counts: dict[str, int] = {}
     for value in conn.hvals(key):
-        kind = decode(value)
+        kind = _kind(value)
         counts[kind] = counts.get(kind, 0) + 1
     return counts
 
 
-def done_paths(conn: redis.Redis, repo_id: int, changes: dict[str, str]) -> None:
-    """Forget reconciled paths, unless they changed again while the job ran."""
-    if not changes:
+def done_paths(conn: redis.Redis, repo_id: int, marks: dict[str, str]) -> None:
+    """Forget reconciled paths (``marks`` as ``pending_marks`` read them before the job
+    read the disk), unless a request marked them again while the job ran: that change
+    may be newer than what the job saw, so the path stays pending for the next job."""
+    if not marks:
         return
     key = keys.PENDING.format(repo_id=repo_id)
-    current = conn.hmget(key, list(changes))
-    stale = [p for (p, kind), now in zip(changes.items(), current, strict=True)
-             if now is not None and decode(now) == kind]
+    current = conn.hmget(key, list(marks))
+    stale = [p for (p, mark), now in zip(marks.items(), current, strict=True)
+             if now is not None and decode(now) == mark]
     if stale:
         conn.hdel(key, *stale)
     if not conn.hlen(key):

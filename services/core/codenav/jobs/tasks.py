@@ -115,7 +115,7 @@ def reconcile_repo(repo_id: int) -> dict[str, Any]:
     s = settings()
     conn = enqueue.connect_redis(s)
     enqueue.claim_started(conn, "full", repo_id)
-    covered = enqueue.pending_changes(conn, repo_id)  # a full pass reconciles these too
+    covered = enqueue.pending_marks(conn, repo_id)  # a full pass reconciles these too
     summary = reconcile(s, repo_id, None, job_id=_job_id(), defer_graph=True, stop=STOP)
     enqueue.done_paths(conn, repo_id, covered)
     if summary.refused:  # not retried: nothing changes until the repository does
@@ -223,7 +223,7 @@ def reconcile_pending(repo_id: int) -> dict[str, Any]:
     s = settings()
     conn = enqueue.connect_redis(s)
     enqueue.claim_started(conn, "paths", repo_id)
-    changes = enqueue.pending_changes(conn, repo_id)
+    changes = enqueue.pending_marks(conn, repo_id)
     if not changes:
         return {"paths": 0}
     summary = reconcile(s, repo_id, sorted(changes), job_id=_job_id(), stop=STOP)
