@@ -33,7 +33,7 @@ from tree_sitter import Node, Query, QueryCursor
 
 from codenav.graph import bindings as import_rules
 from codenav.graph.patterns import PATTERNS
-from codenav.lang import STRUCTURED
+from codenav.lang import STRUCTURED, find_language
 from codenav.parse.model import Symbol
 
 log = logging.getLogger("codenav.graph")
@@ -68,28 +68,10 @@ _WRAPPERS = frozenset({"Optional", "Box", "Rc", "Arc", "RefCell", "Cell", "uniqu
                        "shared_ptr", "weak_ptr", "Ref", "RefMut", "Weak", "Nullable",
                        "Lazy", "Provider", "Supplier", "ClassVar", "Final", "Annotated",
                        "Type", "type"})
-_NOT_CALLS = {"python": frozenset({"super"}), "javascript": frozenset({"require"}),
-              "ruby": frozenset({"require", "require_relative", "load", "include", "extend",
-                                 "prepend", "attr_accessor", "attr_reader", "attr_writer",
-                                 "private", "public", "protected", "module_function",
-                                 "autoload"}),
-              "typescript": frozenset({"require"}), "tsx": frozenset({"require"})}
 _THIS = frozenset({"this", "self", "$this", "Self", "static", "cls", "me"})
 _SUPER = frozenset({"super", "base", "parent", "super()"})
 _NO_TYPE = frozenset({"var", "val", "let", "auto", "None", "void", "Any", "any", "object",
                       "dynamic", "unknown"})
-_BUILTIN_TYPES = {
-    "go": frozenset({"int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16",
-                     "uint32", "uint64", "uintptr", "float32", "float64", "complex64",
-                     "complex128", "string", "bool", "byte", "rune", "error", "any",
-                     "comparable"}),
-    "python": frozenset({"int", "str", "float", "bool", "bytes", "list", "dict", "set",
-                         "tuple", "frozenset", "type", "object", "complex", "bytearray"}),
-    "c": frozenset({"size_t", "ssize_t", "int8_t", "int16_t", "int32_t", "int64_t",
-                    "uint8_t", "uint16_t", "uint32_t", "uint64_t", "uintptr_t", "intptr_t",
-                    "ptrdiff_t", "bool", "FILE", "va_list"}),
-}
-_BUILTIN_TYPES["cpp"] = _BUILTIN_TYPES["c"]
 
 
 _ROLE_ORDER = ("import", "var.name", "field.name", "ret.name", "tparam", "local", "extends",
@@ -436,8 +418,9 @@ def _references(language: str, root: Node, src: bytes, enclosing: _Enclosing) ->
                 qualifier = normalize_qualifier(
                     src[start:node.start_byte].decode("utf-8", "replace"), language)
         candidates[node.start_byte] = (prio, role, qualifier, node)
-    not_calls = _NOT_CALLS.get(language, frozenset())
-    builtins = _BUILTIN_TYPES.get(language, frozenset())
+    known = find_language(language)
+    not_calls = known.not_calls if known is not None else frozenset()
+    builtins = known.builtin_types if known is not None else frozenset()
     for _prio, cap, qualifier, node in candidates.values():
         line = node.start_point[0] + 1
         scope = by_line[line] if line < len(by_line) else ""

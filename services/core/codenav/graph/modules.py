@@ -18,14 +18,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from codenav.lang import members
+
 CONFIG_RE = (r"(^|/)(go\.mod|tsconfig[^/]*\.json|jsconfig\.json|package\.json|Cargo\.toml|"
              r"composer\.json)$")
 """Files whose content changes how imports resolve (a change rebuilds the whole graph)."""
 _CONFIG = re.compile(CONFIG_RE)
 
-JVM = frozenset({"java", "kotlin"})
-JS = frozenset({"javascript", "typescript", "tsx"})
-C_FAMILY = frozenset({"c", "cpp"})
+JVM = members("jvm")
+JS = members("js")
+C_FAMILY = members("c")
 _JS_EXTS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 _PY_EXTS = (".py", ".pyi")
 _JSON_COMMENT = re.compile(r'//[^\n"]*$|/\*.*?\*/', re.S | re.M)

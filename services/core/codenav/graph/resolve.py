@@ -34,8 +34,9 @@ from codenav.graph.context import (
 )
 from codenav.graph.modules import C_FAMILY, JS
 from codenav.graph.scope import EdgeRow, FileScope, ScopeBuilder
+from codenav.lang import LANGUAGES
 
-IMPLICIT_THIS = frozenset({"java", "kotlin", "csharp", "cpp", "ruby"})
+IMPLICIT_THIS = frozenset(language.name for language in LANGUAGES if language.implicit_this)
 """Languages where a bare name inside a class body can be a member of that class."""
 MAX_BASES = 8
 MAX_CANDIDATES = 5

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from codenav.graph.context import TYPE_KINDS, Context, Fact, Target
 from codenav.graph.modules import JS, JVM
+from codenav.lang import family
 
 EdgeRow = tuple[str, int, int, str, str, str, str, bool, str]
 """(src_path, ord, line, src_scope, kind, dst_path, dst_qual, verified, how)"""
@@ -98,7 +99,7 @@ class ScopeBuilder:
         package = self.index.package(path)
         sc = FileScope(path, language, package)
         facts = self.ctx.facts(path)
-        bind = _BINDERS.get(language)
+        bind = _BINDERS.get(family(language))
         if bind is not None:
             for fact in facts.imports:
                 bind(self, sc, fact)
@@ -541,14 +542,13 @@ class ScopeBuilder:
 
 _BINDERS = {
     "python": ScopeBuilder.bind_python,
-    "javascript": ScopeBuilder.bind_js, "typescript": ScopeBuilder.bind_js,
-    "tsx": ScopeBuilder.bind_js,
+    "js": ScopeBuilder.bind_js,
     "go": ScopeBuilder.bind_go,
-    "java": ScopeBuilder.bind_jvm, "kotlin": ScopeBuilder.bind_jvm,
+    "jvm": ScopeBuilder.bind_jvm,
     "csharp": ScopeBuilder.bind_csharp,
     "php": ScopeBuilder.bind_php,
     "ruby": ScopeBuilder.bind_ruby,
-    "c": ScopeBuilder.bind_c, "cpp": ScopeBuilder.bind_c,
+    "c": ScopeBuilder.bind_c,
     "rust": ScopeBuilder.bind_rust,
 }
 

@@ -3,8 +3,10 @@ extracts from it.
 
 Every language with AST chunking has a module here, ``codenav.lang.<language>``, declaring
 its ``Language`` (``codenav.lang.base``): extensions, the node tables of its chunks and
-symbols, the tree-sitter patterns of its references. The pipeline stages read them through
-this registry (``LANGUAGES``, ``get``, ``SPECS``, ``codenav.graph.patterns.PATTERNS``).
+symbols, the tree-sitter patterns of its references, how it imports, its resolution
+family, and its ecosystem's conventions. The pipeline stages read them through this
+registry (``LANGUAGES``, ``get``/``find``, ``SPECS``, ``family``/``members``,
+``codenav.graph.patterns.PATTERNS``, ``codenav.lang.conventions``).
 Adding a language: its module, a line below, and its fixtures. Other text files are known
 by extension (``_TEXT_EXTENSIONS``) and searched in line windows.
 """
@@ -44,6 +46,26 @@ SPECS: dict[str, LangSpec] = {lang.name: lang.spec for lang in LANGUAGES}
 
 def get(name: str) -> Language:
     return _BY_NAME[name]
+
+
+def find(name: str) -> Language | None:
+    """The structured language of that name, or None (a text language, ``text``)."""
+    return _BY_NAME.get(name)
+
+
+find_language = find
+"""``find``, for modules where ``lang`` names a local."""
+
+
+def family(name: str) -> str:
+    """A language's resolution family (``codenav.lang.base.FAMILIES``), '' for none."""
+    found = _BY_NAME.get(name)
+    return found.family if found is not None else ""
+
+
+def members(family_name: str) -> frozenset[str]:
+    """The languages of one resolution family."""
+    return frozenset(lang.name for lang in LANGUAGES if lang.family == family_name)
 
 
 _TEXT_EXTENSIONS: dict[str, str] = {

@@ -17,91 +17,75 @@ in Python but a library package in Go.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 
-from codenav.lang import language_for
+from codenav.lang import LANGUAGES, language_for
+from codenav.lang.base import (
+    BENCH,
+    DIR,
+    DOCS,
+    END,
+    EXAMPLE,
+    FIXTURE,
+    GENERATED,
+    ROLES,
+    SOURCE,
+    TEST,
+    VENDORED,
+    Convention,
+)
 
-SOURCE = "source"
-TEST = "test"
-FIXTURE = "fixture"
-EXAMPLE = "example"
-DOCS = "docs"
-BENCH = "bench"
-GENERATED = "generated"
-VENDORED = "vendored"
-ROLES = (SOURCE, TEST, FIXTURE, EXAMPLE, DOCS, BENCH, GENERATED, VENDORED)
+__all__ = ["BENCH", "DOCS", "EXAMPLE", "FIXTURE", "GENERATED", "ROLES", "SOURCE", "TEST",
+           "VENDORED", "Convention", "asked_roles", "is_test", "role"]
 
-JVM = ("java", "kotlin", "scala")
-JS = ("javascript", "typescript", "tsx")
-C = ("c", "cpp")
 ANY: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Convention:
-    role: str
-    languages: tuple[str, ...]
-    """The languages it applies to (empty: every language)."""
-    pattern: str
-    """A regular expression searched in the repo-relative path."""
-    why: str
-
-
-_DIR = r"(^|/)"
-_END = r"(/|$)"
-
-CONVENTIONS: list[Convention] = [
+_GENERIC: list[Convention] = [
     # --- fixtures first: test data is a fixture even inside a test tree ------------------
-    Convention(FIXTURE, ANY, _DIR + r"(fixtures?|__fixtures__|testdata|test[-_]data|"
-               r"__snapshots__|__mocks__|mocks?)" + _END, "test data and mocks"),
+    Convention(FIXTURE, ANY, DIR + r"(fixtures?|__fixtures__|testdata|test[-_]data|"
+               r"__snapshots__|__mocks__|mocks?)" + END, "test data and mocks"),
     Convention(FIXTURE, ANY, r"\.snap$", "snapshot files"),
     # --- tests ------------------------------------------------------------------------------
-    Convention(TEST, ANY, _DIR + r"(tests?|__tests__|e2e|tests?[-_][^/]*|integration[-_]tests?|"
-               r"unit[-_]tests?)" + _END, "test directories"),
-    Convention(TEST, ANY, _DIR + r"[^/]*[._-]([Tt]ests?|UnitTests|IntegrationTests|[Ss]pecs?)"
-               + _END, "test projects (C# Foo.Tests, foo-tests)"),
-    Convention(TEST, ANY, _DIR + r"(test_[^/]*|[^/]*_test|[^/]*[._-](test|spec)s?)"
+    Convention(TEST, ANY, DIR + r"(tests?|__tests__|e2e|tests?[-_][^/]*|integration[-_]tests?|"
+               r"unit[-_]tests?)" + END, "test directories"),
+    Convention(TEST, ANY, DIR + r"[^/]*[._-]([Tt]ests?|UnitTests|IntegrationTests|[Ss]pecs?)"
+               + END, "test projects (C# Foo.Tests, foo-tests)"),
+    Convention(TEST, ANY, DIR + r"(test_[^/]*|[^/]*_test|[^/]*[._-](test|spec)s?)"
                r"\.[A-Za-z0-9]+$", "test_x, x_test, x.test, x.spec files"),
-    Convention(TEST, ANY, _DIR + r"[^/]*(Tests?|Spec)\.[A-Za-z0-9]+$",
+    Convention(TEST, ANY, DIR + r"[^/]*(Tests?|Spec)\.[A-Za-z0-9]+$",
                "FooTest, FooTests, FooSpec classes"),
-    Convention(TEST, JVM, _DIR + r"[^/]*(Suite|IT)\.[A-Za-z0-9]+$", "FooSuite, FooIT classes"),
-    Convention(TEST, JVM, r"(^|/)src/(test|it|integrationTest|testFixtures|androidTest|"
-               r"commonTest|jvmTest|jsTest|nativeTest)/", "Maven/Gradle test source sets"),
-    Convention(TEST, ("python",), _DIR + r"(testing|conftest\.py$)", "pytest helpers"),
-    Convention(TEST, ("python",), _DIR + r"tests\.py$", "Django-style tests.py"),
-    Convention(TEST, ("rust",), _DIR + r"tests\.rs$", "Rust test modules"),
-    Convention(TEST, ("ruby", *JS), _DIR + r"(spec|specs|features|cypress|playwright)" + _END,
-               "RSpec, Cucumber and browser-test trees"),
-    Convention(TEST, ("c", "cpp"), _DIR + r"[^/]*_unittest\.[A-Za-z0-9]+$", "gtest files"),
-    Convention(TEST, ("go",), r"_test\.go$", "Go tests"),
     # --- examples and playgrounds -----------------------------------------------------------
-    Convention(EXAMPLE, ANY, _DIR + r"([^/]*[._-])?(examples?|samples?|demos?|playgrounds?|"
-               r"sandbox|tutorials?|cookbook|galler(y|ies))" + _END,
+    Convention(EXAMPLE, ANY, DIR + r"([^/]*[._-])?(examples?|samples?|demos?|playgrounds?|"
+               r"sandbox|tutorials?|cookbook|galler(y|ies))" + END,
                "example apps, samples, playgrounds, galleries"),
-    Convention(EXAMPLE, JS, r"\.stories\.[A-Za-z0-9]+$", "Storybook stories"),
     # --- documentation ----------------------------------------------------------------------
-    Convention(DOCS, ANY, _DIR + r"(docs?|documentation|docs_src|website|man)" + _END,
+    Convention(DOCS, ANY, DIR + r"(docs?|documentation|docs_src|website|man)" + END,
                "documentation trees"),
     Convention(DOCS, ANY, r"\.(md|mdx|markdown|rst|adoc|txt)$", "prose files"),
     # --- benchmarks -------------------------------------------------------------------------
-    Convention(BENCH, ANY, _DIR + r"([^/]*[._-])?(benchmarks?|bench|benches|perf|jmh|"
-               r"asv_bench)" + _END, "benchmark trees (Rust benches/, JMH, asv)"),
-    Convention(BENCH, ANY, _DIR + r"[^/]*([._-]bench|Benchmarks?)\.[A-Za-z0-9]+$",
+    Convention(BENCH, ANY, DIR + r"([^/]*[._-])?(benchmarks?|bench|benches|perf|jmh|"
+               r"asv_bench)" + END, "benchmark trees (Rust benches/, JMH, asv)"),
+    Convention(BENCH, ANY, DIR + r"[^/]*([._-]bench|Benchmarks?)\.[A-Za-z0-9]+$",
                "benchmark files"),
     # --- generated and vendored code --------------------------------------------------------
-    Convention(GENERATED, ANY, _DIR + r"(generated|__generated__|autogen|gen-src)" + _END,
+    Convention(GENERATED, ANY, DIR + r"(generated|__generated__|autogen|gen-src)" + END,
                "generated trees"),
     Convention(GENERATED, ANY, r"([._-](pb|pb2|generated|gen|min)\.[A-Za-z0-9]+$|_pb2(_grpc)?"
                r"\.py$|(^|/|_)parsetab\.py$|(^|/)lextab\.py$|\.(g|[Dd]esigner)\.cs$)",
                "generated files (protobuf, parser tables, designer files, declarations)"),
-    Convention(GENERATED, ("python",), r"(^|/)migrations/\d{4}_[^/]*\.py$",
-               "Django/Alembic migration files"),
-    Convention(VENDORED, ANY, _DIR + r"(vendor|vendored|_vendor|third[-_]party|node_modules|"
-               r"externals?|extern|bower_components)" + _END, "vendored dependencies"),
-    Convention(VENDORED, C, _DIR + r"deps" + _END, "C/C++ vendored deps/"),
+    Convention(VENDORED, ANY, DIR + r"(vendor|vendored|_vendor|third[-_]party|node_modules|"
+               r"externals?|extern|bower_components)" + END, "vendored dependencies"),
 ]
-"""Checked in order; the first convention that matches names the role."""
+"""The conventions of every ecosystem; each language module adds its own
+(``Language.conventions``)."""
+
+_SECTIONS = (FIXTURE, TEST, EXAMPLE, DOCS, BENCH, GENERATED, VENDORED)
+"""Fixtures first (test data is a fixture even inside a test tree), then the rest."""
+
+CONVENTIONS: list[Convention] = sorted(
+    dict.fromkeys(_GENERIC + [c for lang in LANGUAGES for c in lang.conventions]),
+    key=lambda c: (_SECTIONS.index(c.role), c.languages != ANY))
+"""Checked in order; the first convention that matches names the role (within a role,
+the order does not change the answer)."""
 
 _COMPILED = [(c.role, frozenset(c.languages), re.compile(c.pattern)) for c in CONVENTIONS]
 

@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
-from codenav.lang.base import Language
+from codenav.lang.base import Imports, Language
+from codenav.lang.c import BUILTIN_TYPES, CONVENTIONS
+from codenav.lang.c import IMPORTS as C_IMPORTS
 from codenav.lang.c import REFERENCES as C_REFERENCES
 from codenav.lang.spec import LangSpec
 
@@ -40,4 +42,16 @@ SPEC = LangSpec(
     visibility_markers=True,
 )
 
-LANGUAGE = Language("cpp", (".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".ipp", ".inl"), SPEC, REFERENCES)
+
+IMPORTS = Imports(nodes=C_IMPORTS.nodes, specs=C_IMPORTS.specs, bindings=C_IMPORTS.bindings,
+                  query=C_IMPORTS.query + " (using_declaration) @u")
+
+
+LANGUAGE = Language(
+    "cpp", (".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".ipp", ".inl"), SPEC, REFERENCES,
+    family="c",
+    imports=IMPORTS,
+    builtin_types=BUILTIN_TYPES,
+    implicit_this=True,
+    conventions=CONVENTIONS,
+)

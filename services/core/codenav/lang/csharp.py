@@ -5,8 +5,13 @@
 
 from __future__ import annotations
 
-from codenav.lang.base import Language
+from tree_sitter import Node
+
+from codenav.lang.base import Imports, Language
 from codenav.lang.spec import LangSpec
+from codenav.lang.syntax import Binding
+from codenav.lang.syntax import node_text as _text
+from codenav.lang.syntax import span as _t
 
 REFERENCES = r"""
 (invocation_expression function: (identifier) @call) @call.expr
@@ -55,4 +60,44 @@ SPEC = LangSpec(
     file_scopes=frozenset({"file_scoped_namespace_declaration"}),
 )
 
-LANGUAGE = Language("csharp", (".cs",), SPEC, REFERENCES)
+
+def _import_specs(node: Node) -> list[str]:
+    if node.type != "using_directive":
+        return []
+    text = _text(node).strip().removeprefix("global").strip().removeprefix("using").strip()
+    text = text.removesuffix(";").strip().removeprefix("static ").strip()
+    if "=" in text:
+        text = text.split("=", 1)[1].strip()
+    return [text] if text else []
+
+
+def _import_bindings(cap: str, node: Node, src: bytes) -> list[Binding]:
+    if cap == "p":
+        return [("package", _t(src, node).replace(" ", ""), "", "")]
+    alias_node = node.child_by_field_name("name")
+    names = [c for c in node.named_children if c.type in ("qualified_name", "identifier",
+                                                            "generic_name")
+             and (alias_node is None or c.start_byte != alias_node.start_byte)]
+    if not names:
+        return []
+    path = _t(src, names[-1]).replace(" ", "").removeprefix("global::")
+    if alias_node is not None:
+        return [("import", path.rsplit(".", 1)[-1], path, _t(src, alias_node))]
+    return [("import", "*", path, "")]
+
+
+IMPORTS = Imports(
+    nodes=frozenset({"using_directive"}),
+    specs=_import_specs,
+    query="""(using_directive) @i (namespace_declaration name: (_) @p)
+    (file_scoped_namespace_declaration name: (_) @p)""",
+    bindings=_import_bindings,
+)
+
+
+LANGUAGE = Language(
+    "csharp", (".cs",), SPEC, REFERENCES,
+    family="csharp",
+    imports=IMPORTS,
+    implicit_this=True,
+)

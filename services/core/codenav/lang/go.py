@@ -3,8 +3,14 @@
 
 from __future__ import annotations
 
-from codenav.lang.base import Language
+from tree_sitter import Node
+
+from codenav.lang.base import TEST, Convention, Imports, Language
 from codenav.lang.spec import LangSpec
+from codenav.lang.syntax import Binding
+from codenav.lang.syntax import node_text as _text
+from codenav.lang.syntax import span as _t
+from codenav.lang.syntax import unquote as _unquote
 
 REFERENCES = r"""
 (call_expression function: (identifier) @call) @call.expr
@@ -41,4 +47,46 @@ SPEC = LangSpec(
     imports=frozenset({"import_declaration"}),
 )
 
-LANGUAGE = Language("go", (".go",), SPEC, REFERENCES)
+
+def _import_specs(node: Node) -> list[str]:
+    out = []
+    for child in node.named_children:
+        specs = child.named_children if child.type == "import_spec_list" else [child]
+        for spec in specs:
+            if spec.type == "import_spec":
+                out.append(_text(spec.child_by_field_name("path")).strip('"`'))
+    return out
+
+
+def _import_bindings(cap: str, node: Node, src: bytes) -> list[Binding]:
+    if cap == "p":
+        names = [c for c in node.named_children if c.type == "package_identifier"]
+        return [("package", _t(src, names[0]), "", "")] if names else []
+    path = _unquote(_t(src, node.child_by_field_name("path")))
+    alias = _t(src, node.child_by_field_name("name"))
+    return [("import", "", path, alias)]
+
+
+IMPORTS = Imports(
+    nodes=frozenset({"import_declaration"}),
+    specs=_import_specs,
+    query="(import_spec) @i (package_clause) @p",
+    bindings=_import_bindings,
+)
+
+CONVENTIONS = (Convention(TEST, ("go",), r"_test\.go$", "Go tests"),)
+
+
+BUILTIN_TYPES = frozenset({
+    "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64",
+    "uintptr", "float32", "float64", "complex64", "complex128", "string", "bool", "byte",
+    "rune", "error", "any", "comparable"
+})
+
+LANGUAGE = Language(
+    "go", (".go",), SPEC, REFERENCES,
+    family="go",
+    imports=IMPORTS,
+    builtin_types=BUILTIN_TYPES,
+    conventions=CONVENTIONS,
+)

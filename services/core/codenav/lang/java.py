@@ -5,8 +5,13 @@
 
 from __future__ import annotations
 
-from codenav.lang.base import Language
+from tree_sitter import Node
+
+from codenav.lang.base import DIR, TEST, Convention, Imports, Language
 from codenav.lang.spec import LangSpec
+from codenav.lang.syntax import Binding
+from codenav.lang.syntax import node_text as _text
+from codenav.lang.syntax import span as _t
 
 REFERENCES = r"""
 (method_invocation name: (identifier) @call) @call.expr
@@ -54,4 +59,45 @@ SPEC = LangSpec(
     public_keywords=frozenset({"public", "protected"}),
 )
 
-LANGUAGE = Language("java", (".java",), SPEC, REFERENCES)
+
+def _import_specs(node: Node) -> list[str]:
+    text = _text(node).strip().removeprefix("import").strip().removesuffix(";").strip()
+    text = text.removeprefix("static ").strip()
+    return [text.replace(" ", "")] if text else []
+
+
+def _import_bindings(cap: str, node: Node, src: bytes) -> list[Binding]:
+    named = [c for c in node.named_children if c.type in ("scoped_identifier", "identifier")]
+    if not named:
+        return []
+    path = _t(src, named[0]).replace(" ", "")
+    if cap == "p":
+        return [("package", path, "", "")]
+    if any(c.type == "asterisk" for c in node.named_children):
+        return [("import", "*", path, "")]
+    return [("import", path.rsplit(".", 1)[-1], path, "")]
+
+
+IMPORTS = Imports(
+    nodes=frozenset({"import_declaration"}),
+    specs=_import_specs,
+    query="(import_declaration) @i (package_declaration) @p",
+    bindings=_import_bindings,
+)
+
+JVM_NAMES = ("java", "kotlin", "scala")
+CONVENTIONS = (
+    Convention(TEST, JVM_NAMES, DIR + r"[^/]*(Suite|IT)\.[A-Za-z0-9]+$", "FooSuite, FooIT classes"),
+    Convention(TEST, JVM_NAMES, r"(^|/)src/(test|it|integrationTest|testFixtures|androidTest|"
+               r"commonTest|jvmTest|jsTest|nativeTest)/", "Maven/Gradle test source sets"),
+)
+"""The JVM ecosystem's (Maven and Gradle layouts, for Kotlin and Scala too)."""
+
+
+LANGUAGE = Language(
+    "java", (".java",), SPEC, REFERENCES,
+    family="jvm",
+    imports=IMPORTS,
+    implicit_this=True,
+    conventions=CONVENTIONS,
+)

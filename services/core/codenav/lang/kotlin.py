@@ -5,8 +5,14 @@
 
 from __future__ import annotations
 
-from codenav.lang.base import Language
+from tree_sitter import Node
+
+from codenav.lang.base import Imports, Language
+from codenav.lang.java import CONVENTIONS
 from codenav.lang.spec import LangSpec
+from codenav.lang.syntax import Binding
+from codenav.lang.syntax import node_text as _text
+from codenav.lang.syntax import span as _t
 
 REFERENCES = r"""
 (call_expression . (simple_identifier) @call) @call.expr
@@ -36,4 +42,45 @@ SPEC = LangSpec(
     private_keywords=frozenset({"private", "internal"}),
 )
 
-LANGUAGE = Language("kotlin", (".kt", ".kts"), SPEC, REFERENCES)
+
+def _import_specs(node: Node) -> list[str]:
+    if node.type != "import_header":
+        return []
+    text = _text(node).strip().removeprefix("import").strip()
+    text = text.split(" as ")[0].strip()
+    return [text.replace(" ", "")] if text else []
+
+
+def _import_bindings(cap: str, node: Node, src: bytes) -> list[Binding]:
+    ident = [c for c in node.named_children if c.type == "identifier"]
+    if not ident:
+        return []
+    path = _t(src, ident[0]).replace(" ", "")
+    if cap == "p":
+        return [("package", path, "", "")]
+    if any(c.type == "wildcard_import" for c in node.named_children):
+        return [("import", "*", path, "")]
+    alias_node = [c for c in node.named_children if c.type == "import_alias"]
+    alias = ""
+    if alias_node:
+        names = [c for c in alias_node[0].named_children
+                 if c.type in ("type_identifier", "simple_identifier")]
+        alias = _t(src, names[0]) if names else ""
+    return [("import", path.rsplit(".", 1)[-1], path, alias)]
+
+
+IMPORTS = Imports(
+    nodes=frozenset({"import_header"}),
+    specs=_import_specs,
+    query="(import_header) @i (package_header) @p",
+    bindings=_import_bindings,
+)
+
+
+LANGUAGE = Language(
+    "kotlin", (".kt", ".kts"), SPEC, REFERENCES,
+    family="jvm",
+    imports=IMPORTS,
+    implicit_this=True,
+    conventions=CONVENTIONS,
+)

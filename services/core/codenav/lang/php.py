@@ -5,8 +5,14 @@
 
 from __future__ import annotations
 
-from codenav.lang.base import Language
+from tree_sitter import Node
+
+from codenav.lang.base import Imports, Language
 from codenav.lang.spec import LangSpec
+from codenav.lang.syntax import Binding
+from codenav.lang.syntax import node_text as _text
+from codenav.lang.syntax import span as _t
+from codenav.lang.syntax import unquote as _unquote
 
 REFERENCES = r"""
 (function_call_expression function: (name) @call) @call.expr
@@ -51,4 +57,95 @@ SPEC = LangSpec(
     private_keywords=frozenset({"private", "protected"}),
 )
 
-LANGUAGE = Language("php", (".php",), SPEC, REFERENCES)
+
+def _php_path(node: Node) -> str:
+    """``'x.php'``, or ``__DIR__ . '/x.php'`` as ``./x.php``."""
+    for child in node.named_children:
+        if child.type in ("string", "encapsed_string"):
+            return _text(child).strip("\"'")
+        if child.type == "binary_expression":
+            left, right = child.child_by_field_name("left"), child.child_by_field_name("right")
+            if left is not None and _text(left) == "__DIR__" and right is not None and \
+                    right.type in ("string", "encapsed_string"):
+                return "." + _text(right).strip("\"'")
+    return ""
+
+
+def _import_specs(node: Node) -> list[str]:
+    out: list[str] = []
+    if node.type == "namespace_use_declaration":
+        prefix = ""
+        group = None
+        for child in node.named_children:
+            if child.type == "namespace_name":
+                prefix = _text(child)
+            if child.type == "namespace_use_group":
+                group = child
+        clauses = group.named_children if group is not None else node.named_children
+        for clause in clauses:
+            if clause.type in ("namespace_use_clause", "namespace_use_group_clause"):
+                name = _text(clause).split(" as ")[0].strip()
+                name = name.removeprefix("function ").removeprefix("const ").strip()
+                out.append(f"{prefix}\\{name}" if prefix else name)
+    elif node.type == "expression_statement":
+        for child in node.named_children:
+            if child.type in ("require_expression", "require_once_expression",
+                              "include_expression", "include_once_expression"):
+                path = _php_path(child)
+                if path:
+                    out.append(path)
+    return out
+
+
+def _import_bindings(cap: str, node: Node, src: bytes) -> list[Binding]:
+    if cap == "p":
+        return [("package", _t(src, node).replace(" ", "").strip("\\"), "", "")]
+    if cap == "f":
+        for child in node.named_children:
+            if child.type in ("string", "encapsed_string"):
+                return [("import", "", _unquote(_t(src, child)), "")]
+            if child.type == "binary_expression":
+                left = child.child_by_field_name("left")
+                right = child.child_by_field_name("right")
+                if _t(src, left) == "__DIR__" and right is not None:
+                    return [("import", "", "." + _unquote(_t(src, right)), "")]
+        return []
+    prefix = ""
+    group = None
+    for child in node.named_children:
+        if child.type == "namespace_name":
+            prefix = _t(src, child)
+        elif child.type == "namespace_use_group":
+            group = child
+    clauses = group.named_children if group is not None else node.named_children
+    out: list[Binding] = []
+    for clause in clauses:
+        if clause.type not in ("namespace_use_clause", "namespace_use_group_clause"):
+            continue
+        alias_node = clause.child_by_field_name("alias")
+        names = [c for c in clause.named_children if c.type in ("qualified_name", "name")
+                 and (alias_node is None or c.start_byte != alias_node.start_byte)]
+        if not names:
+            continue
+        path = _t(src, names[0]).strip("\\")
+        if prefix:
+            path = f"{prefix.strip(chr(92))}\\{path}"
+        out.append(("import", path.rsplit("\\", 1)[-1], path, _t(src, alias_node)))
+    return out
+
+
+IMPORTS = Imports(
+    nodes=frozenset({"namespace_use_declaration", "expression_statement"}),
+    specs=_import_specs,
+    query="""(namespace_use_declaration) @i (namespace_definition name: (_) @p)
+    (require_once_expression) @f (require_expression) @f (include_expression) @f
+    (include_once_expression) @f""",
+    bindings=_import_bindings,
+)
+
+
+LANGUAGE = Language(
+    "php", (".php",), SPEC, REFERENCES,
+    family="php",
+    imports=IMPORTS,
+)

@@ -5,8 +5,15 @@
 
 from __future__ import annotations
 
-from codenav.lang.base import Language
+from tree_sitter import Node
+
+from codenav.lang.base import Imports, Language
+from codenav.lang.javascript import SPEC_TREES
 from codenav.lang.spec import LangSpec
+from codenav.lang.syntax import Binding
+from codenav.lang.syntax import node_text as _text
+from codenav.lang.syntax import span as _t
+from codenav.lang.syntax import unquote as _unquote
 
 REFERENCES = r"""
 (call method: (identifier) @call) @call.expr
@@ -56,4 +63,58 @@ SPEC = LangSpec(
     visibility_markers=True,
 )
 
-LANGUAGE = Language("ruby", (".rb", ".rake", ".gemspec"), SPEC, REFERENCES, filenames=("Rakefile", "Gemfile"))
+
+def _import_specs(node: Node) -> list[str]:
+    if node.type != "call":
+        return []
+    method = _text(node.child_by_field_name("method"))
+    if method not in ("require", "require_relative", "load", "autoload"):
+        return []
+    args = node.child_by_field_name("arguments")
+    if args is None:
+        return []
+    for arg in args.named_children:
+        if arg.type == "string":
+            value = _text(arg).strip("\"'")
+            return [f"./{value}" if method == "require_relative" else value]
+    return []
+
+
+def _import_bindings(cap: str, node: Node, src: bytes) -> list[Binding]:
+    method = _t(src, node.child_by_field_name("method"))
+    args = node.child_by_field_name("arguments")
+    if args is None:
+        return []
+    for arg in args.named_children:
+        if arg.type == "string":
+            value = _unquote(_t(src, arg))
+            if method == "require_relative":
+                value = value if value.startswith(".") else "./" + value
+            return [("import", "", value, "")]
+    return []
+
+
+IMPORTS = Imports(
+    nodes=frozenset({"call"}),
+    specs=_import_specs,
+    query="""(call method: (identifier) @_m (#match? @_m "^(require|require_relative|load)$"))
+    @i""",
+    bindings=_import_bindings,
+)
+
+
+NOT_CALLS = frozenset({
+    "require", "require_relative", "load", "include", "extend", "prepend", "attr_accessor",
+    "attr_reader", "attr_writer", "private", "public", "protected", "module_function",
+    "autoload"
+})
+
+LANGUAGE = Language(
+    "ruby", (".rb", ".rake", ".gemspec"), SPEC, REFERENCES,
+    filenames=("Rakefile", "Gemfile"),
+    family="ruby",
+    imports=IMPORTS,
+    implicit_this=True,
+    not_calls=NOT_CALLS,
+    conventions=(SPEC_TREES,),
+)

@@ -5,8 +5,13 @@
 
 from __future__ import annotations
 
-from codenav.lang.base import Language
+from tree_sitter import Node
+
+from codenav.lang.base import DIR, TEST, Convention, Imports, Language
 from codenav.lang.spec import LangSpec
+from codenav.lang.syntax import Binding
+from codenav.lang.syntax import node_text as _text
+from codenav.lang.syntax import span as _t
 
 REFERENCES = r"""
 (call_expression function: (identifier) @call) @call.expr
@@ -47,4 +52,82 @@ SPEC = LangSpec(
     attached=frozenset({"attribute_item"}),
 )
 
-LANGUAGE = Language("rust", (".rs",), SPEC, REFERENCES)
+
+def _import_specs(node: Node) -> list[str]:
+    if node.type == "use_declaration":
+        arg = node.child_by_field_name("argument")
+        return [_text(arg).replace(" ", "").replace("\n", "")] if arg is not None else []
+    if node.type == "extern_crate_declaration":
+        return [_text(node.child_by_field_name("name"))]
+    if node.type == "mod_item" and node.child_by_field_name("body") is None:
+        return [f"mod {_text(node.child_by_field_name('name'))}"]
+    return []
+
+
+def _rust_use(node: Node, src: bytes, prefix: str, kind: str, out: list[Binding]) -> None:
+    t = node.type
+    if t in ("scoped_identifier", "identifier", "crate", "self", "super", "metavariable"):
+        path = _t(src, node).replace(" ", "")
+        full = f"{prefix}::{path}" if prefix else path
+        last = full.rsplit("::", 1)[-1]
+        if last == "self":
+            full = full.rsplit("::", 1)[0]
+            last = full.rsplit("::", 1)[-1]
+        out.append((kind, last, full, ""))
+    elif t == "use_as_clause":
+        path = _t(src, node.child_by_field_name("path")).replace(" ", "")
+        full = f"{prefix}::{path}" if prefix else path
+        alias = _t(src, node.child_by_field_name("alias"))
+        last = full.rsplit("::", 1)[-1]
+        out.append((kind, last, full, alias if alias != last else ""))
+    elif t == "use_wildcard":
+        inner = [c for c in node.named_children]
+        path = _t(src, inner[0]).replace(" ", "") if inner else ""
+        full = f"{prefix}::{path}" if prefix and path else (prefix or path)
+        out.append((kind, "*", full, ""))
+    elif t == "scoped_use_list":
+        path_node = node.child_by_field_name("path")
+        path = _t(src, path_node).replace(" ", "") if path_node is not None else ""
+        full = f"{prefix}::{path}" if prefix and path else (prefix or path)
+        lst = node.child_by_field_name("list")
+        if lst is not None:
+            for child in lst.named_children:
+                _rust_use(child, src, full, kind, out)
+    elif t == "use_list":
+        for child in node.named_children:
+            _rust_use(child, src, prefix, kind, out)
+
+
+def _import_bindings(cap: str, node: Node, src: bytes) -> list[Binding]:
+    if cap == "m":
+        if node.child_by_field_name("body") is not None:
+            return []
+        name = _t(src, node.child_by_field_name("name"))
+        return [("import", name, f"mod:{name}", "")]
+    if cap == "x":
+        name = _t(src, node.child_by_field_name("name"))
+        return [("import", "", name, "")]
+    public = any(c.type == "visibility_modifier" for c in node.named_children)
+    arg = node.child_by_field_name("argument")
+    out: list[Binding] = []
+    if arg is not None:
+        _rust_use(arg, src, "", "reexport" if public else "import", out)
+    return out
+
+
+IMPORTS = Imports(
+    nodes=frozenset({"use_declaration", "extern_crate_declaration", "mod_item"}),
+    specs=_import_specs,
+    query="(use_declaration) @i (mod_item) @m (extern_crate_declaration) @x",
+    bindings=_import_bindings,
+)
+
+CONVENTIONS = (Convention(TEST, ("rust",), DIR + r"tests\.rs$", "Rust test modules"),)
+
+
+LANGUAGE = Language(
+    "rust", (".rs",), SPEC, REFERENCES,
+    family="rust",
+    imports=IMPORTS,
+    conventions=CONVENTIONS,
+)

@@ -4,10 +4,17 @@
 from __future__ import annotations
 
 from codenav.lang.base import Language
-from codenav.lang.javascript import JS_DEFS, JS_PARTS, JSX
+from codenav.lang.javascript import CONVENTIONS, JS_DEFS, JS_PARTS, JSX, NOT_CALLS
 from codenav.lang.spec import LangSpec
-from codenav.lang.typescript import REFERENCES
+from codenav.lang.typescript import IMPORTS, REFERENCES
 
 SPEC = LangSpec(grammar="tsx", defs=JS_DEFS, **JS_PARTS)  # type: ignore[arg-type]
 
-LANGUAGE = Language("tsx", (".tsx",), SPEC, REFERENCES + JSX)
+
+LANGUAGE = Language(
+    "tsx", (".tsx",), SPEC, REFERENCES + JSX,
+    family="js",
+    imports=IMPORTS,
+    not_calls=NOT_CALLS,
+    conventions=CONVENTIONS,
+)

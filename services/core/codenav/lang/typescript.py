@@ -5,8 +5,16 @@
 
 from __future__ import annotations
 
-from codenav.lang.base import Language
-from codenav.lang.javascript import JS_DEFS, JS_PARTS, REFERENCES_COMMON
+from codenav.lang.base import Imports, Language
+from codenav.lang.javascript import (
+    CONVENTIONS,
+    IMPORT_QUERY,
+    JS_DEFS,
+    JS_PARTS,
+    NOT_CALLS,
+    REFERENCES_COMMON,
+)
+from codenav.lang.javascript import IMPORTS as JS_IMPORTS
 from codenav.lang.spec import LangSpec
 
 REFERENCES = REFERENCES_COMMON + r"""
@@ -38,4 +46,16 @@ REFERENCES = REFERENCES_COMMON + r"""
 
 SPEC = LangSpec(grammar="typescript", defs=JS_DEFS, **JS_PARTS)  # type: ignore[arg-type]
 
-LANGUAGE = Language("typescript", (".ts", ".mts", ".cts"), SPEC, REFERENCES)
+
+IMPORTS = Imports(nodes=JS_IMPORTS.nodes, specs=JS_IMPORTS.specs, bindings=JS_IMPORTS.bindings,
+                  query=IMPORT_QUERY + """
+    (import_statement (import_require_clause) @tsreq)""")
+
+
+LANGUAGE = Language(
+    "typescript", (".ts", ".mts", ".cts"), SPEC, REFERENCES,
+    family="js",
+    imports=IMPORTS,
+    not_calls=NOT_CALLS,
+    conventions=CONVENTIONS,
+)
