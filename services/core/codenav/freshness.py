@@ -7,6 +7,7 @@ waiting), the latest index run, and the watcher's heartbeat; this module only de
 from __future__ import annotations
 
 import time
+from collections.abc import Collection, Iterator
 from typing import Any
 
 SHOWN = 20
@@ -18,8 +19,7 @@ def annotate(answer: dict[str, Any], stale: dict[str, str], pending_total: int,
     """Flag results from files changed on disk since indexing (``stale: true``), say when
     the index is being updated (served from the last complete state), and how many files
     on disk are not indexed yet."""
-    listed: set[str] = set()
-    _flag_stale(answer, stale, listed)
+    listed = _mark(answer, stale, "stale", True)
     if listed:
         answer["stale_paths"] = sorted(listed)[:SHOWN]
     if run is not None and run.get("state") == "running":
@@ -35,44 +35,47 @@ def annotate(answer: dict[str, Any], stale: dict[str, str], pending_total: int,
     return answer
 
 
+def _nodes(answer: Any) -> Iterator[dict[str, Any] | str]:
+    """Every object of an answer (search results, references, impact chains, outline...)
+    and every string held in a list (a list of files), never inside ``content``."""
+    todo = [answer]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            yield node
+            todo += [v for k, v in node.items() if k != "content" and isinstance(v, dict | list)]
+        elif isinstance(node, list):
+            for item in node:
+                if isinstance(item, str):
+                    yield item
+                elif isinstance(item, dict | list):
+                    todo.append(item)
+
+
 def answer_paths(node: Any, limit: int = 1000) -> list[str]:
     """The paths an answer mentions (``path`` fields, and strings in lists), to look up in
     the pending changes; at most ``limit``."""
     found: dict[str, None] = {}
-    todo = [node]
-    while todo and len(found) < limit:
-        item = todo.pop()
-        if isinstance(item, dict):
-            if isinstance(item.get("path"), str):
-                found[item["path"]] = None
-            todo += [v for k, v in item.items() if k != "content" and isinstance(v, dict | list)]
-        elif isinstance(item, list):
-            for child in item:
-                if isinstance(child, str):
-                    found[child] = None
-                elif isinstance(child, dict | list):
-                    todo.append(child)
-    return list(found)[:limit]
+    for item in _nodes(node):
+        path = item.get("path") if isinstance(item, dict) else item
+        if isinstance(path, str):
+            found[path] = None
+            if len(found) >= limit:
+                break
+    return list(found)
 
 
-def _flag_stale(node: Any, stale: dict[str, str], listed: set[str]) -> None:
-    """Every object in the answer (search results, references, impact chains, outline...)
-    whose ``path`` changed on disk since indexing gets ``stale: true``; stale paths that
-    appear only as plain strings (a list of files) are collected into ``listed``."""
-    if isinstance(node, dict):
-        path = node.get("path")
-        if isinstance(path, str) and path in stale:
-            node["stale"] = True
-        for key, value in node.items():
-            if key != "content" and isinstance(value, dict | list):
-                _flag_stale(value, stale, listed)
-    elif isinstance(node, list):
-        for item in node:
-            if isinstance(item, str):
-                if item in stale:
-                    listed.add(item)
-            elif isinstance(item, dict | list):
-                _flag_stale(item, stale, listed)
+def _mark(answer: dict[str, Any], paths: Collection[str], key: str, value: Any) -> set[str]:
+    """Set ``key`` on every object of the answer whose ``path`` is one of ``paths``; the
+    ones that appear only as plain strings are returned."""
+    listed: set[str] = set()
+    for item in _nodes(answer):
+        if isinstance(item, str):
+            if item in paths:
+                listed.add(item)
+        elif isinstance(item.get("path"), str) and item["path"] in paths:
+            item[key] = value
+    return listed
 
 
 def mark_local(answer: dict[str, Any], local: set[str]) -> None:
@@ -81,22 +84,7 @@ def mark_local(answer: dict[str, Any], local: set[str]) -> None:
     ``local_files``)."""
     if not local:
         return
-    listed: set[str] = set()
-    todo: list[Any] = [answer]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, dict):
-            path = node.get("path")
-            if isinstance(path, str) and path in local:
-                node["source"] = "local"
-            todo += [v for k, v in node.items() if k != "content" and isinstance(v, dict | list)]
-        elif isinstance(node, list):
-            for item in node:
-                if isinstance(item, str):
-                    if item in local:
-                        listed.add(item)
-                elif isinstance(item, dict | list):
-                    todo.append(item)
+    listed = _mark(answer, local, "source", "local")
     if listed:
         answer["local_files"] = sorted(listed)
 

@@ -1483,43 +1483,34 @@ SELECT t.repo_id, t.id, s.path, m.id, s.sha, s.language, s.size, s.mtime_ns, s.p
        s.indexed_at
 FROM snap_files s JOIN snap_tree_map tm ON tm.src_id = s.tree_src JOIN trees t ON t.id = tm.id
 JOIN snap_content_map m ON m.src_id = s.content_src"""
-SNAPSHOT_MERGE_SKIPPED = """
-INSERT INTO skipped (repo_id, tree_id, path, reason, detail, size, mtime_ns)
-SELECT t.repo_id, t.id, s.path, s.reason, s.detail, s.size, s.mtime_ns
-FROM snap_skipped s JOIN snap_tree_map tm ON tm.src_id = s.tree_src JOIN trees t ON t.id = tm.id"""
-SNAPSHOT_MERGE_GRAPH_IMPORTS = """
-INSERT INTO graph_imports (repo_id, tree_id, src_path, ord, spec, line, dst_path)
-SELECT t.repo_id, t.id, s.src_path, s.ord, s.spec, s.line, s.dst_path
-FROM snap_graph_imports s JOIN snap_tree_map tm ON tm.src_id = s.tree_src
-JOIN trees t ON t.id = tm.id"""
-SNAPSHOT_MERGE_GRAPH_EDGES = """
-INSERT INTO graph_edges (repo_id, tree_id, src_path, ord, line, src_scope, kind, dst_path,
-                         dst_qual, verified, how)
-SELECT t.repo_id, t.id, s.src_path, s.ord, s.line, s.src_scope, s.kind, s.dst_path, s.dst_qual,
-       s.verified, s.how
-FROM snap_graph_edges s JOIN snap_tree_map tm ON tm.src_id = s.tree_src
-JOIN trees t ON t.id = tm.id"""
-SNAPSHOT_MERGE_GRAPH_LINKS = """
-INSERT INTO graph_links (repo_id, tree_id, src_path, dst_path, imports, refs)
-SELECT t.repo_id, t.id, s.src_path, s.dst_path, s.imports, s.refs
-FROM snap_graph_links s JOIN snap_tree_map tm ON tm.src_id = s.tree_src
-JOIN trees t ON t.id = tm.id"""
-SNAPSHOT_MERGE_GRAPH_LAYER = """
-INSERT INTO graph_layer (tree_id, path)
-SELECT tm.id, s.path FROM snap_graph_layer s JOIN snap_tree_map tm ON tm.src_id = s.tree_src"""
-SNAPSHOT_MERGE_GRAPH_FILES = """
-INSERT INTO graph_files (repo_id, tree_id, path, rank, prior, imported_by)
-SELECT t.repo_id, t.id, s.path, s.rank, s.prior, s.imported_by
-FROM snap_graph_files s JOIN snap_tree_map tm ON tm.src_id = s.tree_src
-JOIN trees t ON t.id = tm.id"""
-SNAPSHOT_MERGE_FILE_LAYER = """
-INSERT INTO file_layer (tree_id, path)
-SELECT tm.id, s.path FROM snap_file_layer s JOIN snap_tree_map tm ON tm.src_id = s.tree_src"""
-SNAPSHOT_MERGE_GRAPH_STATE = """
-INSERT INTO graph_state (repo_id, tree_id, version, built_at, full_build, files_resolved, seconds)
-SELECT t.repo_id, t.id, s.version, s.built_at, s.full_build, s.files_resolved, s.seconds
-FROM snap_graph_state s JOIN snap_tree_map tm ON tm.src_id = s.tree_src
-JOIN trees t ON t.id = tm.id"""
+
+
+def _tree_rows(table: str, columns: str) -> str:
+    """Merge a per-tree table's snapshot rows, each moved to its tree's id in this store."""
+    cols = columns.split(", ")
+    return (f"INSERT INTO {table} (repo_id, tree_id, {columns})\n"
+            f"SELECT t.repo_id, t.id, {', '.join('s.' + c for c in cols)}\n"
+            f"FROM snap_{table} s JOIN snap_tree_map tm ON tm.src_id = s.tree_src\n"
+            "JOIN trees t ON t.id = tm.id")
+
+
+def _layer_rows(table: str) -> str:
+    """Merge a layer's snapshot rows (the paths a layered tree replaces)."""
+    return (f"INSERT INTO {table} (tree_id, path)\n"
+            f"SELECT tm.id, s.path FROM snap_{table} s "
+            "JOIN snap_tree_map tm ON tm.src_id = s.tree_src")
+
+
+SNAPSHOT_MERGE_SKIPPED = _tree_rows("skipped", "path, reason, detail, size, mtime_ns")
+SNAPSHOT_MERGE_GRAPH_IMPORTS = _tree_rows("graph_imports", "src_path, ord, spec, line, dst_path")
+SNAPSHOT_MERGE_GRAPH_EDGES = _tree_rows(
+    "graph_edges", "src_path, ord, line, src_scope, kind, dst_path, dst_qual, verified, how")
+SNAPSHOT_MERGE_GRAPH_LINKS = _tree_rows("graph_links", "src_path, dst_path, imports, refs")
+SNAPSHOT_MERGE_GRAPH_LAYER = _layer_rows("graph_layer")
+SNAPSHOT_MERGE_GRAPH_FILES = _tree_rows("graph_files", "path, rank, prior, imported_by")
+SNAPSHOT_MERGE_FILE_LAYER = _layer_rows("file_layer")
+SNAPSHOT_MERGE_GRAPH_STATE = _tree_rows(
+    "graph_state", "version, built_at, full_build, files_resolved, seconds")
 SNAPSHOT_MERGE_EMBEDDINGS = """
 INSERT INTO embeddings (model_id, text_hash, vec)
 SELECT m.id, s.text_hash, s.vec FROM snap_embeddings s JOIN snap_model_map m ON m.src_id = s.model_src

@@ -75,10 +75,5 @@ CONVENTIONS = (
 )
 
 
-LANGUAGE = Language(
-    "c", (".c", ".h"), SPEC, REFERENCES,
-    family="c",
-    imports=IMPORTS,
-    builtin_types=BUILTIN_TYPES,
-    conventions=CONVENTIONS,
-)
+LANGUAGE = Language("c", (".c", ".h"), SPEC, REFERENCES, family="c", imports=IMPORTS,
+                    builtin_types=BUILTIN_TYPES, conventions=CONVENTIONS)

@@ -47,11 +47,6 @@ IMPORTS = Imports(nodes=C_IMPORTS.nodes, specs=C_IMPORTS.specs, bindings=C_IMPOR
                   query=C_IMPORTS.query + " (using_declaration) @u")
 
 
-LANGUAGE = Language(
-    "cpp", (".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".ipp", ".inl"), SPEC, REFERENCES,
-    family="c",
-    imports=IMPORTS,
-    builtin_types=BUILTIN_TYPES,
-    implicit_this=True,
-    conventions=CONVENTIONS,
-)
+LANGUAGE = Language("cpp", (".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".ipp", ".inl"),
+                    SPEC, REFERENCES, family="c", imports=IMPORTS, builtin_types=BUILTIN_TYPES,
+                    implicit_this=True, conventions=CONVENTIONS)

@@ -95,9 +95,5 @@ IMPORTS = Imports(
 )
 
 
-LANGUAGE = Language(
-    "csharp", (".cs",), SPEC, REFERENCES,
-    family="csharp",
-    imports=IMPORTS,
-    implicit_this=True,
-)
+LANGUAGE = Language("csharp", (".cs",), SPEC, REFERENCES, family="csharp", imports=IMPORTS,
+                    implicit_this=True)

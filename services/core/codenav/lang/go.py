@@ -83,10 +83,5 @@ BUILTIN_TYPES = frozenset({
     "rune", "error", "any", "comparable"
 })
 
-LANGUAGE = Language(
-    "go", (".go",), SPEC, REFERENCES,
-    family="go",
-    imports=IMPORTS,
-    builtin_types=BUILTIN_TYPES,
-    conventions=CONVENTIONS,
-)
+LANGUAGE = Language("go", (".go",), SPEC, REFERENCES, family="go", imports=IMPORTS,
+                    builtin_types=BUILTIN_TYPES, conventions=CONVENTIONS)

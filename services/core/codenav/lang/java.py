@@ -94,10 +94,5 @@ CONVENTIONS = (
 """The JVM ecosystem's (Maven and Gradle layouts, for Kotlin and Scala too)."""
 
 
-LANGUAGE = Language(
-    "java", (".java",), SPEC, REFERENCES,
-    family="jvm",
-    imports=IMPORTS,
-    implicit_this=True,
-    conventions=CONVENTIONS,
-)
+LANGUAGE = Language("java", (".java",), SPEC, REFERENCES, family="jvm", imports=IMPORTS,
+                    implicit_this=True, conventions=CONVENTIONS)

@@ -198,10 +198,6 @@ CONVENTIONS = (
 )
 
 
-LANGUAGE = Language(
-    "javascript", (".js", ".jsx", ".mjs", ".cjs"), SPEC, REFERENCES_COMMON + CLASS_HERITAGE + JSX,
-    family="js",
-    imports=IMPORTS,
-    not_calls=NOT_CALLS,
-    conventions=CONVENTIONS,
-)
+LANGUAGE = Language("javascript", (".js", ".jsx", ".mjs", ".cjs"), SPEC, REFERENCES_COMMON +
+                    CLASS_HERITAGE + JSX, family="js", imports=IMPORTS, not_calls=NOT_CALLS,
+                    conventions=CONVENTIONS)

@@ -77,10 +77,5 @@ IMPORTS = Imports(
 )
 
 
-LANGUAGE = Language(
-    "kotlin", (".kt", ".kts"), SPEC, REFERENCES,
-    family="jvm",
-    imports=IMPORTS,
-    implicit_this=True,
-    conventions=CONVENTIONS,
-)
+LANGUAGE = Language("kotlin", (".kt", ".kts"), SPEC, REFERENCES, family="jvm", imports=IMPORTS,
+                    implicit_this=True, conventions=CONVENTIONS)

@@ -144,8 +144,4 @@ IMPORTS = Imports(
 )
 
 
-LANGUAGE = Language(
-    "php", (".php",), SPEC, REFERENCES,
-    family="php",
-    imports=IMPORTS,
-)
+LANGUAGE = Language("php", (".php",), SPEC, REFERENCES, family="php", imports=IMPORTS)

@@ -118,11 +118,6 @@ BUILTIN_TYPES = frozenset({
     "type", "object", "complex", "bytearray"
 })
 
-LANGUAGE = Language(
-    "python", (".py", ".pyi", ".pyw"), SPEC, REFERENCES,
-    family="python",
-    imports=IMPORTS,
-    not_calls=frozenset({"super"}),
-    builtin_types=BUILTIN_TYPES,
-    conventions=CONVENTIONS,
-)
+LANGUAGE = Language("python", (".py", ".pyi", ".pyw"), SPEC, REFERENCES, family="python",
+                    imports=IMPORTS, not_calls=frozenset({"super"}), builtin_types=BUILTIN_TYPES,
+                    conventions=CONVENTIONS)

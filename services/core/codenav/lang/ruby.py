@@ -109,12 +109,6 @@ NOT_CALLS = frozenset({
     "autoload"
 })
 
-LANGUAGE = Language(
-    "ruby", (".rb", ".rake", ".gemspec"), SPEC, REFERENCES,
-    filenames=("Rakefile", "Gemfile"),
-    family="ruby",
-    imports=IMPORTS,
-    implicit_this=True,
-    not_calls=NOT_CALLS,
-    conventions=(SPEC_TREES,),
-)
+LANGUAGE = Language("ruby", (".rb", ".rake", ".gemspec"), SPEC, REFERENCES, filenames=("Rakefile",
+                    "Gemfile"), family="ruby", imports=IMPORTS, implicit_this=True,
+                    not_calls=NOT_CALLS, conventions=(SPEC_TREES,))

@@ -125,9 +125,5 @@ IMPORTS = Imports(
 CONVENTIONS = (Convention(TEST, ("rust",), DIR + r"tests\.rs$", "Rust test modules"),)
 
 
-LANGUAGE = Language(
-    "rust", (".rs",), SPEC, REFERENCES,
-    family="rust",
-    imports=IMPORTS,
-    conventions=CONVENTIONS,
-)
+LANGUAGE = Language("rust", (".rs",), SPEC, REFERENCES, family="rust", imports=IMPORTS,
+                    conventions=CONVENTIONS)

@@ -11,10 +11,5 @@ from codenav.lang.typescript import IMPORTS, REFERENCES
 SPEC = LangSpec(grammar="tsx", defs=JS_DEFS, **JS_PARTS)  # type: ignore[arg-type]
 
 
-LANGUAGE = Language(
-    "tsx", (".tsx",), SPEC, REFERENCES + JSX,
-    family="js",
-    imports=IMPORTS,
-    not_calls=NOT_CALLS,
-    conventions=CONVENTIONS,
-)
+LANGUAGE = Language("tsx", (".tsx",), SPEC, REFERENCES + JSX, family="js", imports=IMPORTS,
+                    not_calls=NOT_CALLS, conventions=CONVENTIONS)

@@ -52,10 +52,5 @@ IMPORTS = Imports(nodes=JS_IMPORTS.nodes, specs=JS_IMPORTS.specs, bindings=JS_IM
     (import_statement (import_require_clause) @tsreq)""")
 
 
-LANGUAGE = Language(
-    "typescript", (".ts", ".mts", ".cts"), SPEC, REFERENCES,
-    family="js",
-    imports=IMPORTS,
-    not_calls=NOT_CALLS,
-    conventions=CONVENTIONS,
-)
+LANGUAGE = Language("typescript", (".ts", ".mts", ".cts"), SPEC, REFERENCES, family="js",
+                    imports=IMPORTS, not_calls=NOT_CALLS, conventions=CONVENTIONS)
