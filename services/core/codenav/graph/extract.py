@@ -31,9 +31,10 @@ from typing import Any
 
 from tree_sitter import Node, Query, QueryCursor
 
+from codenav import lang
 from codenav.graph import bindings as import_rules
 from codenav.graph.patterns import PATTERNS
-from codenav.lang import STRUCTURED, find_language
+from codenav.lang import STRUCTURED
 from codenav.parse.model import Symbol
 
 log = logging.getLogger("codenav.graph")
@@ -418,7 +419,7 @@ def _references(language: str, root: Node, src: bytes, enclosing: _Enclosing) ->
                 qualifier = normalize_qualifier(
                     src[start:node.start_byte].decode("utf-8", "replace"), language)
         candidates[node.start_byte] = (prio, role, qualifier, node)
-    known = find_language(language)
+    known = lang.find(language)
     not_calls = known.not_calls if known is not None else frozenset()
     builtins = known.builtin_types if known is not None else frozenset()
     for _prio, cap, qualifier, node in candidates.values():

@@ -53,10 +53,6 @@ def find(name: str) -> Language | None:
     return _BY_NAME.get(name)
 
 
-find_language = find
-"""``find``, for modules where ``lang`` names a local."""
-
-
 def family(name: str) -> str:
     """A language's resolution family (``codenav.lang.base.FAMILIES``), '' for none."""
     found = _BY_NAME.get(name)
