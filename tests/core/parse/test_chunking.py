@@ -251,6 +251,22 @@ SYMBOLS: dict[str, set[tuple[str, str, int, int]]] = {
         ("Event", "class", 66, 68),
         ("Event.Loaned", "class", 67, 67),
     },
+    "Broker.scala": {
+        ("Log", "interface", 8, 11),
+        ("Log.append", "method", 9, 9),
+        ("Log.read", "method", 10, 10),
+        ("ReplicaManager", "class", 14, 26),
+        ("ReplicaManager.fetch", "method", 18, 21),
+        ("ReplicaManager.evict", "method", 23, 23),
+        ("ReplicaManager.close", "method", 25, 25),
+        ("ReplicaManager", "class", 28, 32),  # the companion object
+        ("ReplicaManager.apply", "method", 31, 31),
+        ("Record", "class", 34, 36),
+        ("Record.compare", "method", 35, 35),
+        ("Role", "enum", 38, 40),
+        ("Offsets", "type", 42, 42),
+        ("describe", "function", 44, 44),
+    },
 }
 
 # Symbols that are NOT exported; every other symbol of the file is.
@@ -287,6 +303,8 @@ NOT_EXPORTED: dict[str, set[str]] = {
     "UserRepository.php": {"UserRepository.load", "UserRepository.table"},
     # private or internal
     "Library.kt": {"Library.audit", "Library.reset", "log"},
+    # private or protected
+    "Broker.scala": {"ReplicaManager.evict"},
 }
 
 BASES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -305,6 +323,7 @@ BASES: dict[str, dict[str, tuple[str, ...]]] = {
         "UserRepository": ("BaseRepository", "Repository", "Cacheable", "Timestamps")},
     "Library.kt": {"Book": ("Comparable", "java.io.Serializable"), "Library": ("Borrowable",),
                    "Event.Loaned": ("Event",)},
+    "Broker.scala": {"Record": ("Ordered",), "Log": ()},
 }
 
 IMPORTS: dict[str, list[str]] = {
@@ -331,6 +350,8 @@ IMPORTS: dict[str, list[str]] = {
                            "App\\Contracts\\Countable", "App\\Support\\slugify",
                            "./bootstrap.php", "helpers.php"],
     "Library.kt": ["java.time.LocalDate", "kotlin.collections.*", "org.example.util.Clock"],
+    "Broker.scala": ["scala.collection.mutable", "org.example.common.{TopicPartition,Uuid=>Id}",
+                     "org.example.util._"],
 }
 
 
@@ -683,6 +704,16 @@ def test_kotlin_companion_objects_constructors_and_expression_bodies() -> None:
     text = "class A(val x: Int) {\n    constructor(s: String) : this(1) {}\n}\n"
     kinds = {s.qualname: s.kind for s in parse_file(text, "kotlin").symbols}
     assert kinds == {"A": "class", "A.constructor": "constructor"}
+
+
+def test_scala_companion_objects_traits_and_the_types_a_class_mixes_in() -> None:
+    parsed = _parse("Broker.scala")
+    manager = [s for s in parsed.symbols if s.qualname == "ReplicaManager"]
+    assert [(s.start_line, s.signature.split()[0]) for s in manager] == [(14, "class"),
+                                                                        (28, "object")]
+    assert manager[0].bases == ("Logging", "AutoCloseable")  # extends A with B
+    assert manager[0].doc == "Keeps the logs of the partitions this broker leads."
+    assert _symbol(parsed, "Log").kind == "interface"  # a trait
 
 
 def test_cpp_members_are_private_in_a_class_until_an_access_specifier() -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from codenav.graph.context import TYPE_KINDS, Context, Fact, Target
 from codenav.graph.modules import JS, JVM
-from codenav.lang import family
+from codenav.lang import family, family_extensions
 
 EdgeRow = tuple[str, int, int, str, str, str, str, bool, str]
 """(src_path, ord, line, src_scope, kind, dst_path, dst_qual, verified, how)"""
@@ -334,7 +334,7 @@ class ScopeBuilder:
             if found is not None:
                 return found
             break
-        exts = (".java", ".kt", ".kts", ".scala")
+        exts = family_extensions("jvm")
         for k in range(len(parts), min(3, len(parts)) - 1, -1):  # by path (no package line)
             found_paths = self.index.by_path_suffix(parts[:k], exts)
             if found_paths:

@@ -27,6 +27,7 @@ from codenav.lang import (
     python,
     ruby,
     rust,
+    scala,
     tsx,
     typescript,
 )
@@ -35,6 +36,7 @@ from codenav.lang.spec import LangSpec
 
 LANGUAGES: tuple[Language, ...] = tuple(m.LANGUAGE for m in (
     python, typescript, tsx, javascript, go, java, rust, c, cpp, csharp, ruby, php, kotlin,
+    scala,
 ))
 _BY_NAME = {lang.name: lang for lang in LANGUAGES}
 
@@ -64,9 +66,14 @@ def members(family_name: str) -> frozenset[str]:
     return frozenset(lang.name for lang in LANGUAGES if lang.family == family_name)
 
 
+def family_extensions(family_name: str) -> tuple[str, ...]:
+    """The file suffixes of one resolution family's languages."""
+    return tuple(e for lang in LANGUAGES if lang.family == family_name for e in lang.extensions)
+
+
 _TEXT_EXTENSIONS: dict[str, str] = {
     ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst",
-    ".scala": "scala", ".swift": "swift", ".dart": "dart", ".lua": "lua", ".pl": "perl",
+    ".swift": "swift", ".dart": "dart", ".lua": "lua", ".pl": "perl",
     ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".ps1": "powershell",
     ".sql": "sql", ".graphql": "graphql", ".proto": "protobuf",
     ".html": "html", ".htm": "html", ".vue": "vue", ".svelte": "svelte", ".css": "css",

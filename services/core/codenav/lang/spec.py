@@ -312,6 +312,11 @@ def bases_of(spec: LangSpec, node: Node) -> tuple[str, ...]:
         bl = _first_of(node, ("base_class_clause",))
         if bl is not None:
             out = [_text(c) for c in bl.named_children if c.type not in ("access_specifier",)]
+    elif g == "scala":
+        ext = _field(node, "extend")
+        if ext is not None:
+            out = [_text(c).split("[")[0] for c in ext.named_children
+                   if c.type.endswith("type_identifier") or c.type.endswith("_type")]
     elif g == "rust" and node.type == "impl_item":
         trait = _field(node, "trait")
         if trait is not None:
