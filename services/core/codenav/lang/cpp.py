@@ -5,11 +5,14 @@
 
 from __future__ import annotations
 
+from tree_sitter import Node
+
 from codenav.lang.base import Imports, Language
 from codenav.lang.c import BUILTIN_TYPES, CONVENTIONS
 from codenav.lang.c import IMPORTS as C_IMPORTS
 from codenav.lang.c import REFERENCES as C_REFERENCES
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, first_of
+from codenav.lang.syntax import node_text as _text
 
 REFERENCES = C_REFERENCES + r"""
 (call_expression function: (qualified_identifier name: (identifier) @call) @call.expr)
@@ -29,6 +32,13 @@ REFERENCES = C_REFERENCES + r"""
 """
 
 
+def _bases(node: Node) -> list[str]:
+    bl = first_of(node, ("base_class_clause",))
+    if bl is None:
+        return []
+    return [_text(c) for c in bl.named_children if c.type not in ("access_specifier",)]
+
+
 SPEC = LangSpec(
     grammar="cpp",
     defs={"function_definition": "function", "class_specifier": "class",
@@ -40,6 +50,7 @@ SPEC = LangSpec(
     bodies=frozenset({"field_declaration_list", "declaration_list"}),
     imports=frozenset({"preproc_include"}),
     visibility_markers=True,
+    bases=_bases,
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from codenav.lang.base import Imports, Language
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, first_of
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -45,6 +45,11 @@ REFERENCES = r"""
 """
 
 
+def _bases(node: Node) -> list[str]:
+    bl = first_of(node, ("base_list",))
+    return [_text(c) for c in bl.named_children] if bl is not None else []
+
+
 SPEC = LangSpec(
     grammar="csharp",
     defs={"class_declaration": "class", "interface_declaration": "interface",
@@ -58,6 +63,7 @@ SPEC = LangSpec(
     imports=frozenset({"using_directive"}),
     public_keywords=frozenset({"public", "protected"}),
     file_scopes=frozenset({"file_scoped_namespace_declaration"}),
+    bases=_bases,
 )
 
 

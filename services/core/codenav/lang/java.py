@@ -8,7 +8,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from codenav.lang.base import DIR, TEST, Convention, Imports, Language
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, field_of, first_of
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -44,6 +44,22 @@ REFERENCES = r"""
 """
 
 
+def _bases(node: Node) -> list[str]:
+    out: list[str] = []
+    sup = field_of(node, "superclass")
+    if sup is not None:
+        out += [_text(c) for c in sup.named_children]
+    part = field_of(node, "interfaces")
+    if part is not None:
+        for tl in part.named_children:
+            out += [_text(c) for c in tl.named_children]
+    ext = first_of(node, ("extends_interfaces",))
+    if ext is not None:
+        for tl in ext.named_children:
+            out += [_text(c) for c in tl.named_children]
+    return out
+
+
 SPEC = LangSpec(
     grammar="java",
     defs={"class_declaration": "class", "interface_declaration": "interface",
@@ -57,6 +73,7 @@ SPEC = LangSpec(
     comments=frozenset({"block_comment", "line_comment", "comment"}),
     imports=frozenset({"import_declaration"}),
     public_keywords=frozenset({"public", "protected"}),
+    bases=_bases,
 )
 
 

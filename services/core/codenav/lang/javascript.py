@@ -8,7 +8,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from codenav.lang.base import DIR, END, EXAMPLE, TEST, Convention, Imports, Language
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, first_of
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -25,6 +25,22 @@ JS_DEFS = {
     "function_expression": "function", "arrow_function": "function",
 }
 """Declarations of the JavaScript family (TypeScript and TSX too)."""
+def _bases(node: Node) -> list[str]:
+    out: list[str] = []
+    heritage = first_of(node, ("class_heritage",))
+    if heritage is not None:
+        for clause in heritage.named_children:
+            out += [_text(c) for c in clause.named_children
+                    if c.type in ("identifier", "type_identifier", "member_expression",
+                                  "nested_type_identifier", "generic_type")]
+        if not out:
+            out = [_text(c) for c in heritage.named_children]
+    ext = first_of(node, ("extends_type_clause",))
+    if ext is not None:
+        out += [_text(c) for c in ext.named_children]
+    return out
+
+
 JS_PARTS = dict(
     wrappers=frozenset({"export_statement", "ambient_declaration", "expression_statement"}),
     scopes={"internal_module": "module", "module": "module"},
@@ -32,8 +48,9 @@ JS_PARTS = dict(
                       "enum_body"}),
     imports=frozenset({"import_statement"}),
     export_wrappers=frozenset({"export_statement"}),
+    bases=_bases,
 )
-"""The rest of the family's node tables."""
+"""The rest of the family's node tables and hooks."""
 
 REFERENCES_COMMON = r"""
 (call_expression function: (identifier) @call) @call.expr

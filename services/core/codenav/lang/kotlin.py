@@ -31,6 +31,11 @@ REFERENCES = r"""
 """
 
 
+def _bases(node: Node) -> list[str]:
+    return [_text(d).split("(")[0].strip() for d in node.named_children
+            if d.type == "delegation_specifier"]
+
+
 SPEC = LangSpec(
     grammar="kotlin",
     defs={"class_declaration": "class", "object_declaration": "class",
@@ -40,6 +45,7 @@ SPEC = LangSpec(
     comments=frozenset({"comment", "multiline_comment", "line_comment"}),
     imports=frozenset({"import_list", "import_header"}),
     private_keywords=frozenset({"private", "internal"}),
+    bases=_bases,
 )
 
 

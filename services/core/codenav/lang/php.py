@@ -8,7 +8,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from codenav.lang.base import Imports, Language
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, field_of
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -46,6 +46,19 @@ REFERENCES = r"""
 """
 
 
+def _bases(node: Node) -> list[str]:
+    out: list[str] = []
+    for clause in node.named_children:
+        if clause.type in ("base_clause", "class_interface_clause"):
+            out += [_text(c) for c in clause.named_children]
+    body = field_of(node, "body")
+    for member in body.named_children if body is not None else ():
+        if member.type == "use_declaration":  # traits: use A, B;
+            out += [_text(c) for c in member.named_children
+                    if c.type in ("name", "qualified_name")]
+    return out
+
+
 SPEC = LangSpec(
     grammar="php",
     defs={"class_declaration": "class", "interface_declaration": "interface",
@@ -55,6 +68,7 @@ SPEC = LangSpec(
     bodies=frozenset({"declaration_list", "compound_statement", "enum_declaration_list"}),
     imports=frozenset({"namespace_use_declaration"}),
     private_keywords=frozenset({"private", "protected"}),
+    bases=_bases,
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from codenav.lang.base import DIR, GENERATED, TEST, Convention, Imports, Language
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, field_of
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -42,6 +42,14 @@ REFERENCES = r"""
 """
 
 
+def _bases(node: Node) -> list[str]:
+    supers = field_of(node, "superclasses")
+    if supers is None:
+        return []
+    return [_text(c).split("[")[0] for c in supers.named_children
+            if c.type in ("identifier", "attribute", "subscript")]
+
+
 SPEC = LangSpec(
     grammar="python",
     defs={"function_definition": "function", "class_definition": "class"},
@@ -50,6 +58,7 @@ SPEC = LangSpec(
     imports=frozenset({"import_statement", "import_from_statement",
                        "future_import_statement"}),
     python_docstrings=True,
+    bases=_bases,
 )
 
 

@@ -9,7 +9,7 @@ from tree_sitter import Node
 
 from codenav.lang.base import Imports, Language
 from codenav.lang.javascript import SPEC_TREES
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, field_of
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -54,6 +54,11 @@ REFERENCES = r"""
 """
 
 
+def _bases(node: Node) -> list[str]:
+    sup = field_of(node, "superclass")
+    return [_text(c) for c in sup.named_children] if sup is not None else []
+
+
 SPEC = LangSpec(
     grammar="ruby",
     defs={"class": "class", "module": "module", "method": "method",
@@ -61,6 +66,7 @@ SPEC = LangSpec(
     scopes={"singleton_class": ""},
     bodies=frozenset({"body_statement"}),
     visibility_markers=True,
+    bases=_bases,
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from codenav.lang.base import DIR, TEST, Convention, Imports, Language
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, field_of
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -40,6 +40,11 @@ REFERENCES = r"""
 """
 
 
+def _bases(node: Node) -> list[str]:
+    trait = field_of(node, "trait") if node.type == "impl_item" else None
+    return [_text(trait)] if trait is not None else []
+
+
 SPEC = LangSpec(
     grammar="rust",
     defs={"function_item": "function", "function_signature_item": "function",
@@ -50,6 +55,7 @@ SPEC = LangSpec(
     comments=frozenset({"line_comment", "block_comment"}),
     imports=frozenset({"use_declaration", "extern_crate_declaration"}),
     attached=frozenset({"attribute_item"}),
+    bases=_bases,
 )
 
 

@@ -9,7 +9,7 @@ from tree_sitter import Node
 
 from codenav.lang.base import Imports, Language
 from codenav.lang.java import CONVENTIONS
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, field_of
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -31,6 +31,14 @@ REFERENCES = r"""
 """
 
 
+def _bases(node: Node) -> list[str]:
+    ext = field_of(node, "extend")
+    if ext is None:
+        return []
+    return [_text(c).split("[")[0] for c in ext.named_children
+            if c.type.endswith("type_identifier") or c.type.endswith("_type")]
+
+
 SPEC = LangSpec(
     grammar="scala",
     defs={"class_definition": "class", "object_definition": "class",
@@ -41,6 +49,7 @@ SPEC = LangSpec(
     comments=frozenset({"comment", "block_comment"}),
     imports=frozenset({"import_declaration"}),
     private_keywords=frozenset({"private", "protected"}),
+    bases=_bases,
 )
 
 

@@ -46,6 +46,8 @@ class LangSpec:
     """Scopes declared by a statement that covers the rest of the file (C# ``namespace X;``)."""
     visibility_markers: bool = False
     """Class bodies hold statements that set the visibility of what follows (C++, Ruby)."""
+    bases: Callable[[Node], list[str]] | None = None
+    """The types a class-like declaration node extends or implements, as written."""
 
 
 def _text(node: Node | None) -> str:
@@ -54,11 +56,11 @@ def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", "replace")
 
 
-def _field(node: Node, name: str) -> Node | None:
+def field_of(node: Node, name: str) -> Node | None:
     return node.child_by_field_name(name)
 
 
-def _first_of(node: Node, types: tuple[str, ...]) -> Node | None:
+def first_of(node: Node, types: tuple[str, ...]) -> Node | None:
     for child in node.named_children:
         if child.type in types:
             return child
@@ -67,7 +69,7 @@ def _first_of(node: Node, types: tuple[str, ...]) -> Node | None:
 
 def c_declarator_name(node: Node) -> tuple[str, str | None]:
     """Name (and qualifier, for ``A::f``) at the bottom of a C/C++ declarator chain."""
-    current: Node | None = _field(node, "declarator")
+    current: Node | None = field_of(node, "declarator")
     for _ in range(12):
         if current is None:
             return "", None
@@ -75,21 +77,21 @@ def c_declarator_name(node: Node) -> tuple[str, str | None]:
                             "operator_name", "destructor_name"):
             return _text(current), None
         if current.type == "qualified_identifier":
-            scope = _field(current, "scope")
-            name = _field(current, "name")
+            scope = field_of(current, "scope")
+            name = field_of(current, "name")
             inner_name, inner_scope = ("", None)
             if name is not None and name.type == "qualified_identifier":
                 inner_name, inner_scope = c_declarator_name_from_qualified(name)
                 return inner_name, _join(_text(scope), inner_scope)
             return _text(name), _text(scope) or None
-        current = _field(current, "declarator") or (
+        current = field_of(current, "declarator") or (
             current.named_children[0] if current.named_children else None)
     return "", None
 
 
 def c_declarator_name_from_qualified(node: Node) -> tuple[str, str | None]:
-    scope = _field(node, "scope")
-    name = _field(node, "name")
+    scope = field_of(node, "scope")
+    name = field_of(node, "name")
     if name is not None and name.type == "qualified_identifier":
         inner, inner_scope = c_declarator_name_from_qualified(name)
         return inner, _join(_text(scope), inner_scope)
@@ -103,9 +105,9 @@ def _join(a: str | None, b: str | None) -> str | None:
 
 def _go_receiver_type(node: Node) -> str | None:
     """``Cache`` from ``func (c *Cache[K, V]) Get()``."""
-    receiver = _field(node, "receiver")
-    param = _first_of(receiver, ("parameter_declaration",)) if receiver is not None else None
-    current = _field(param, "type") if param is not None else None
+    receiver = field_of(node, "receiver")
+    param = first_of(receiver, ("parameter_declaration",)) if receiver is not None else None
+    current = field_of(param, "type") if param is not None else None
     for _ in range(4):
         if current is None:
             return None
@@ -114,7 +116,7 @@ def _go_receiver_type(node: Node) -> str | None:
         if current.type == "pointer_type":
             current = current.named_children[0] if current.named_children else None
         else:
-            current = _field(current, "type")
+            current = field_of(current, "type")
     return None
 
 
@@ -125,10 +127,10 @@ _JS_FUNCTION_VALUES = ("arrow_function", "function_expression", "function",
 def js_value(node: Node) -> Node | None:
     """The function or class a ``const x = ...`` or ``exports.x = ...`` declares."""
     if node.type in ("lexical_declaration", "variable_declaration"):
-        decl = _first_of(node, ("variable_declarator",))
-        value = _field(decl, "value") if decl is not None else None
+        decl = first_of(node, ("variable_declarator",))
+        value = field_of(decl, "value") if decl is not None else None
     elif node.type == "assignment_expression":
-        value = _field(node, "right")
+        value = field_of(node, "right")
     else:
         return None
     return value if value is not None and value.type in _JS_FUNCTION_VALUES else None
@@ -137,11 +139,11 @@ def js_value(node: Node) -> Node | None:
 def _js_assignment_target(node: Node) -> tuple[str, str | None, bool]:
     """For ``exports.x = f``, ``module.exports.x = f``, ``A.prototype.x = f``:
     (name, owner, exported); empty name for any other assignment."""
-    left = _field(node, "left")
+    left = field_of(node, "left")
     if left is None or left.type != "member_expression":
         return "", None, False
-    prop = _text(_field(left, "property"))
-    obj = _text(_field(left, "object"))
+    prop = _text(field_of(left, "property"))
+    obj = _text(field_of(left, "object"))
     if obj in ("exports", "module.exports"):
         return prop, None, True
     if obj.endswith(".prototype") and obj.count(".") == 1:
@@ -168,33 +170,33 @@ def _name_of(spec: LangSpec, node: Node) -> tuple[str, str | None]:
     if g in ("c", "cpp") and t == "type_definition":
         declared, _scope = c_declarator_name(node)
         if not declared:  # a declarator the grammar misread: its last identifier
-            words = _IDENTIFIER.findall(_text(_field(node, "declarator")))
+            words = _IDENTIFIER.findall(_text(field_of(node, "declarator")))
             declared = words[-1] if words else ""
         return declared, None
     if g == "go" and t == "method_declaration":
-        return _text(_field(node, "name")), _go_receiver_type(node)
+        return _text(field_of(node, "name")), _go_receiver_type(node)
     if g == "kotlin":
         if t == "secondary_constructor":
             return "constructor", None
-        found = _first_of(node, ("type_identifier", "simple_identifier"))
+        found = first_of(node, ("type_identifier", "simple_identifier"))
         if found is None and t == "companion_object":
             return "Companion", None
         return _text(found), None
     if g == "ruby" and t == "singleton_method":
-        return _text(_field(node, "name")), None
+        return _text(field_of(node, "name")), None
     if g == "rust" and t == "impl_item":
-        return _text(_field(node, "type")).split("<")[0], None
+        return _text(field_of(node, "type")).split("<")[0], None
     if t in ("lexical_declaration", "variable_declaration"):
-        decl = _first_of(node, ("variable_declarator",))
-        return (_text(_field(decl, "name")) if decl else ""), None
+        decl = first_of(node, ("variable_declarator",))
+        return (_text(field_of(decl, "name")) if decl else ""), None
     if t == "assignment_expression":
         target, owner, _exported = _js_assignment_target(node)
         return target, owner
-    name = _field(node, "name")
+    name = field_of(node, "name")
     if name is None:
         parent = node.parent
         if g in ("javascript", "typescript", "tsx") and parent is not None and \
-                parent.type == "export_statement" and _field(parent, "value") == node:
+                parent.type == "export_statement" and field_of(parent, "value") == node:
             return "default", None  # export default function () {...}
         return "", None
     if g == "typescript" or g == "tsx":
@@ -228,7 +230,7 @@ def refine_kind(spec: LangSpec, node: Node, kind: str) -> str:
         if value is not None and value.type == "class":
             return "class"
     if g == "go" and node.type == "type_spec":
-        typ = _field(node, "type")
+        typ = field_of(node, "type")
         if typ is not None and typ.type == "interface_type":
             return "interface"
         if typ is not None and typ.type == "struct_type":
@@ -243,85 +245,21 @@ def is_declaration(spec: LangSpec, node: Node) -> bool:
         decls = [c for c in node.named_children if c.type == "variable_declarator"]
         if len(decls) != 1:
             return False
-        value = _field(decls[0], "value")
+        value = field_of(decls[0], "value")
         return value is not None and value.type in _JS_FUNCTION_VALUES
     if node.type == "assignment_expression":
         return js_value(node) is not None and bool(_js_assignment_target(node)[0])
     if g in ("c", "cpp") and node.type in ("struct_specifier", "class_specifier",
                                            "enum_specifier", "union_specifier"):
-        return _field(node, "body") is not None and _field(node, "name") is not None
+        return field_of(node, "body") is not None and field_of(node, "name") is not None
     return True
 
 
 def bases_of(spec: LangSpec, node: Node) -> tuple[str, ...]:
-    """Names a class-like declaration extends or implements, as written."""
-    g = spec.grammar
-    out: list[str] = []
-    if g == "python":
-        supers = _field(node, "superclasses")
-        if supers is not None:
-            out = [_text(c).split("[")[0] for c in supers.named_children
-                   if c.type in ("identifier", "attribute", "subscript")]
-    elif g in ("typescript", "tsx", "javascript"):
-        heritage = _first_of(node, ("class_heritage",))
-        if heritage is not None:
-            for clause in heritage.named_children:
-                out += [_text(c) for c in clause.named_children
-                        if c.type in ("identifier", "type_identifier", "member_expression",
-                                      "nested_type_identifier", "generic_type")]
-            if not out:
-                out = [_text(c) for c in heritage.named_children]
-        ext = _first_of(node, ("extends_type_clause",))
-        if ext is not None:
-            out += [_text(c) for c in ext.named_children]
-    elif g == "java":
-        sup = _field(node, "superclass")
-        if sup is not None:
-            out += [_text(c) for c in sup.named_children]
-        for fname in ("interfaces",):
-            part = _field(node, fname)
-            if part is not None:
-                for tl in part.named_children:
-                    out += [_text(c) for c in tl.named_children]
-        ext = _first_of(node, ("extends_interfaces",))
-        if ext is not None:
-            for tl in ext.named_children:
-                out += [_text(c) for c in tl.named_children]
-    elif g == "kotlin":
-        for d in node.named_children:
-            if d.type == "delegation_specifier":
-                out.append(_text(d).split("(")[0].strip())
-    elif g == "csharp":
-        bl = _first_of(node, ("base_list",))
-        if bl is not None:
-            out = [_text(c) for c in bl.named_children]
-    elif g == "php":
-        for clause in node.named_children:
-            if clause.type in ("base_clause", "class_interface_clause"):
-                out += [_text(c) for c in clause.named_children]
-        body = _field(node, "body")
-        for member in body.named_children if body is not None else ():
-            if member.type == "use_declaration":  # traits: use A, B;
-                out += [_text(c) for c in member.named_children
-                        if c.type in ("name", "qualified_name")]
-    elif g == "ruby":
-        sup = _field(node, "superclass")
-        if sup is not None:
-            out = [_text(c) for c in sup.named_children]
-    elif g == "cpp":
-        bl = _first_of(node, ("base_class_clause",))
-        if bl is not None:
-            out = [_text(c) for c in bl.named_children if c.type not in ("access_specifier",)]
-    elif g == "scala":
-        ext = _field(node, "extend")
-        if ext is not None:
-            out = [_text(c).split("[")[0] for c in ext.named_children
-                   if c.type.endswith("type_identifier") or c.type.endswith("_type")]
-    elif g == "rust" and node.type == "impl_item":
-        trait = _field(node, "trait")
-        if trait is not None:
-            out = [_text(trait)]
-    return tuple(o.split("<")[0].strip() for o in out if o)
+    """Names a class-like declaration extends or implements, as written (each language's
+    ``LangSpec.bases`` reads them), without type arguments."""
+    found = spec.bases(node) if spec.bases is not None else []
+    return tuple(o.split("<")[0].strip() for o in found if o)
 
 
 def modifiers_text(node: Node) -> str:
@@ -379,9 +317,9 @@ def visibility_marker(spec: LangSpec, node: Node) -> tuple[str, Node | None]:
     if node.type == "identifier" and spec.grammar == "ruby":
         word = _text(node)
         return (word, None) if word in _VISIBILITY else ("", None)
-    if node.type == "call" and spec.grammar == "ruby" and _field(node, "receiver") is None:
-        word = _text(_field(node, "method"))
-        args = _field(node, "arguments")
+    if node.type == "call" and spec.grammar == "ruby" and field_of(node, "receiver") is None:
+        word = _text(field_of(node, "method"))
+        args = field_of(node, "arguments")
         if word in _VISIBILITY and args is not None and len(args.named_children) == 1 and \
                 args.named_children[0].type in ("method", "singleton_method"):
             return word, args.named_children[0]
@@ -396,20 +334,20 @@ def js_exported_names(root: Node) -> set[str]:
     names: set[str] = set()
     for child in root.named_children:
         if child.type == "export_statement":
-            if _field(child, "declaration") is not None or _field(child, "source") is not None:
+            if field_of(child, "declaration") is not None or field_of(child, "source") is not None:
                 continue
             for part in child.named_children:
                 if part.type == "export_clause":
-                    names.update(_text(_field(s, "name")) for s in part.named_children
+                    names.update(_text(field_of(s, "name")) for s in part.named_children
                                  if s.type == "export_specifier")
                 elif part.type == "identifier":
                     names.add(_text(part))
         elif child.type == "expression_statement" and child.named_children:
             assign = child.named_children[0]
             if assign.type != "assignment_expression" or \
-                    _text(_field(assign, "left")) != "module.exports":
+                    _text(field_of(assign, "left")) != "module.exports":
                 continue
-            right = _field(assign, "right")
+            right = field_of(assign, "right")
             if right is None:
                 continue
             if right.type == "identifier":
@@ -419,7 +357,7 @@ def js_exported_names(root: Node) -> set[str]:
                     if prop.type == "shorthand_property_identifier":
                         names.add(_text(prop))
                     elif prop.type == "pair":
-                        value = _field(prop, "value")
+                        value = field_of(prop, "value")
                         if value is not None and value.type == "identifier":
                             names.add(_text(value))
     names.discard("")
