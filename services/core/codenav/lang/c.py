@@ -5,10 +5,12 @@
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from codenav.lang.base import DIR, END, TEST, VENDORED, Convention, Imports, Language
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, field_of, modifiers_text
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -30,6 +32,70 @@ REFERENCES = r"""
 """C's references, which C++ extends."""
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def _join(a: str | None, b: str | None) -> str | None:
+    parts = [p for p in (a, b) if p]
+    return "::".join(parts) if parts else None
+
+
+def c_declarator_name(node: Node) -> tuple[str, str | None]:
+    """Name (and qualifier, for ``A::f``) at the bottom of a C/C++ declarator chain."""
+    current: Node | None = field_of(node, "declarator")
+    for _ in range(12):
+        if current is None:
+            return "", None
+        if current.type in ("identifier", "field_identifier", "type_identifier",
+                            "operator_name", "destructor_name"):
+            return _text(current), None
+        if current.type == "qualified_identifier":
+            scope = field_of(current, "scope")
+            name = field_of(current, "name")
+            inner_name, inner_scope = ("", None)
+            if name is not None and name.type == "qualified_identifier":
+                inner_name, inner_scope = c_declarator_name_from_qualified(name)
+                return inner_name, _join(_text(scope), inner_scope)
+            return _text(name), _text(scope) or None
+        current = field_of(current, "declarator") or (
+            current.named_children[0] if current.named_children else None)
+    return "", None
+
+
+def c_declarator_name_from_qualified(node: Node) -> tuple[str, str | None]:
+    scope = field_of(node, "scope")
+    name = field_of(node, "name")
+    if name is not None and name.type == "qualified_identifier":
+        inner, inner_scope = c_declarator_name_from_qualified(name)
+        return inner, _join(_text(scope), inner_scope)
+    return _text(name), _text(scope) or None
+
+
+def c_name(node: Node) -> tuple[str, str | None] | None:
+    """Functions and typedefs are named at the bottom of their declarator chain."""
+    if node.type == "function_definition":
+        return c_declarator_name(node)
+    if node.type == "type_definition":
+        declared, _scope = c_declarator_name(node)
+        if not declared:  # a declarator the grammar misread: its last identifier
+            words = _IDENTIFIER.findall(_text(field_of(node, "declarator")))
+            declared = words[-1] if words else ""
+        return declared, None
+    return None
+
+
+def c_declaration(node: Node) -> bool:
+    """A struct, class, enum or union is declared where it has a body and a name."""
+    if node.type in ("struct_specifier", "class_specifier", "enum_specifier",
+                     "union_specifier"):
+        return field_of(node, "body") is not None and field_of(node, "name") is not None
+    return True
+
+
+def c_exported(node: Node, name: str) -> bool:
+    return "static" not in modifiers_text(node).split()
+
+
 SPEC = LangSpec(
     grammar="c",
     defs={"function_definition": "function", "struct_specifier": "class",
@@ -37,6 +103,9 @@ SPEC = LangSpec(
           "type_definition": "type"},
     bodies=frozenset({"field_declaration_list"}),
     imports=frozenset({"preproc_include"}),
+    name=c_name,
+    declaration=c_declaration,
+    exported=c_exported,
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from codenav.lang.base import Imports, Language
-from codenav.lang.c import BUILTIN_TYPES, CONVENTIONS
+from codenav.lang.c import BUILTIN_TYPES, CONVENTIONS, c_declaration, c_exported, c_name
 from codenav.lang.c import IMPORTS as C_IMPORTS
 from codenav.lang.c import REFERENCES as C_REFERENCES
 from codenav.lang.spec import LangSpec, first_of
@@ -39,6 +39,10 @@ def _bases(node: Node) -> list[str]:
     return [_text(c) for c in bl.named_children if c.type not in ("access_specifier",)]
 
 
+def _constructor(node: Node, name: str, parent: str | None) -> bool:
+    return parent is not None and name == parent
+
+
 SPEC = LangSpec(
     grammar="cpp",
     defs={"function_definition": "function", "class_specifier": "class",
@@ -51,6 +55,10 @@ SPEC = LangSpec(
     imports=frozenset({"preproc_include"}),
     visibility_markers=True,
     bases=_bases,
+    name=c_name,
+    declaration=c_declaration,
+    exported=c_exported,
+    constructor=_constructor,
 )
 
 

@@ -50,6 +50,12 @@ def _bases(node: Node) -> list[str]:
     return [_text(c) for c in bl.named_children] if bl is not None else []
 
 
+def _exported(node: Node, name: str) -> bool | None:
+    if node.type in ("namespace_declaration", "file_scoped_namespace_declaration"):
+        return True
+    return None
+
+
 SPEC = LangSpec(
     grammar="csharp",
     defs={"class_declaration": "class", "interface_declaration": "interface",
@@ -64,6 +70,7 @@ SPEC = LangSpec(
     public_keywords=frozenset({"public", "protected"}),
     file_scopes=frozenset({"file_scoped_namespace_declaration"}),
     bases=_bases,
+    exported=_exported,
 )
 
 

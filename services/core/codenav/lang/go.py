@@ -6,7 +6,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from codenav.lang.base import TEST, Convention, Imports, Language
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, field_of, first_of
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -38,6 +38,43 @@ REFERENCES = r"""
 """
 
 
+def _go_receiver_type(node: Node) -> str | None:
+    """``Cache`` from ``func (c *Cache[K, V]) Get()``."""
+    receiver = field_of(node, "receiver")
+    param = first_of(receiver, ("parameter_declaration",)) if receiver is not None else None
+    current = field_of(param, "type") if param is not None else None
+    for _ in range(4):
+        if current is None:
+            return None
+        if current.type == "type_identifier":
+            return _text(current)
+        if current.type == "pointer_type":
+            current = current.named_children[0] if current.named_children else None
+        else:
+            current = field_of(current, "type")
+    return None
+
+
+def _name(node: Node) -> tuple[str, str | None] | None:
+    if node.type == "method_declaration":
+        return _text(field_of(node, "name")), _go_receiver_type(node)
+    return None
+
+
+def _kind(node: Node, kind: str) -> str:
+    if node.type == "type_spec":
+        typ = field_of(node, "type")
+        if typ is not None and typ.type == "interface_type":
+            return "interface"
+        if typ is not None and typ.type == "struct_type":
+            return "class"
+    return kind
+
+
+def _exported(node: Node, name: str) -> bool:
+    return name[:1].isupper()
+
+
 SPEC = LangSpec(
     grammar="go",
     defs={"function_declaration": "function", "method_declaration": "method",
@@ -45,6 +82,9 @@ SPEC = LangSpec(
     scopes={"type_declaration": ""},
     bodies=frozenset({"interface_type"}),
     imports=frozenset({"import_declaration"}),
+    name=_name,
+    kind=_kind,
+    exported=_exported,
 )
 
 

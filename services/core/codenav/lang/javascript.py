@@ -8,7 +8,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from codenav.lang.base import DIR, END, EXAMPLE, TEST, Convention, Imports, Language
-from codenav.lang.spec import LangSpec, first_of
+from codenav.lang.spec import LangSpec, field_of, first_of
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -41,6 +41,34 @@ def _bases(node: Node) -> list[str]:
     return out
 
 
+_ASSIGNED = ("lexical_declaration", "variable_declaration", "assignment_expression")
+
+
+def js_name(node: Node) -> tuple[str, str | None] | None:
+    """``export default function () {...}`` is named ``default``."""
+    if node.type in _ASSIGNED or field_of(node, "name") is not None:
+        return None
+    parent = node.parent
+    if parent is not None and parent.type == "export_statement" and \
+            field_of(parent, "value") == node:
+        return "default", None
+    return None
+
+
+def ts_name(node: Node) -> tuple[str, str | None] | None:
+    """As ``js_name``; a quoted name (``declare module "x"``) loses its quotes."""
+    name = field_of(node, "name") if node.type not in _ASSIGNED else None
+    return (_text(name).strip("\"'"), None) if name is not None else js_name(node)
+
+
+def _constructor(node: Node, name: str, parent: str | None) -> bool:
+    return node.type == "method_definition" and name == "constructor"
+
+
+def _exported(node: Node, name: str) -> bool:
+    return False  # only by an export statement or an export list (the walker's)
+
+
 JS_PARTS = dict(
     wrappers=frozenset({"export_statement", "ambient_declaration", "expression_statement"}),
     scopes={"internal_module": "module", "module": "module"},
@@ -49,6 +77,8 @@ JS_PARTS = dict(
     imports=frozenset({"import_statement"}),
     export_wrappers=frozenset({"export_statement"}),
     bases=_bases,
+    constructor=_constructor,
+    exported=_exported,
 )
 """The rest of the family's node tables and hooks."""
 
@@ -73,7 +103,7 @@ JSX = r"""
 """Components used in JSX (JavaScript and TSX)."""
 
 
-SPEC = LangSpec(grammar="javascript", defs=JS_DEFS, **JS_PARTS)  # type: ignore[arg-type]
+SPEC = LangSpec(grammar="javascript", defs=JS_DEFS, name=js_name, **JS_PARTS)  # type: ignore[arg-type]
 
 
 _REQUIRE_DEPTH = 6

@@ -9,7 +9,7 @@ from tree_sitter import Node
 
 from codenav.lang.base import Imports, Language
 from codenav.lang.java import CONVENTIONS
-from codenav.lang.spec import LangSpec
+from codenav.lang.spec import LangSpec, first_of
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -36,6 +36,25 @@ def _bases(node: Node) -> list[str]:
             if d.type == "delegation_specifier"]
 
 
+def _name(node: Node) -> tuple[str, str | None]:
+    if node.type == "secondary_constructor":
+        return "constructor", None
+    found = first_of(node, ("type_identifier", "simple_identifier"))
+    if found is None and node.type == "companion_object":
+        return "Companion", None
+    return _text(found), None
+
+
+def _kind(node: Node, kind: str) -> str:
+    if node.type == "class_declaration":
+        words = {c.type for c in node.children if not c.is_named}
+        if "interface" in words:
+            return "interface"
+        if "enum" in words:
+            return "enum"
+    return kind
+
+
 SPEC = LangSpec(
     grammar="kotlin",
     defs={"class_declaration": "class", "object_declaration": "class",
@@ -46,6 +65,8 @@ SPEC = LangSpec(
     imports=frozenset({"import_list", "import_header"}),
     private_keywords=frozenset({"private", "internal"}),
     bases=_bases,
+    name=_name,
+    kind=_kind,
 )
 
 

@@ -59,6 +59,10 @@ def _bases(node: Node) -> list[str]:
     return out
 
 
+def _constructor(node: Node, name: str, parent: str | None) -> bool:
+    return name == "__construct"
+
+
 SPEC = LangSpec(
     grammar="php",
     defs={"class_declaration": "class", "interface_declaration": "interface",
@@ -69,6 +73,7 @@ SPEC = LangSpec(
     imports=frozenset({"namespace_use_declaration"}),
     private_keywords=frozenset({"private", "protected"}),
     bases=_bases,
+    constructor=_constructor,
 )
 
 

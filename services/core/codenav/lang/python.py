@@ -50,6 +50,10 @@ def _bases(node: Node) -> list[str]:
             if c.type in ("identifier", "attribute", "subscript")]
 
 
+def _exported(node: Node, name: str) -> bool:
+    return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
+
+
 SPEC = LangSpec(
     grammar="python",
     defs={"function_definition": "function", "class_definition": "class"},
@@ -59,6 +63,7 @@ SPEC = LangSpec(
                        "future_import_statement"}),
     python_docstrings=True,
     bases=_bases,
+    exported=_exported,
 )
 
 

@@ -59,6 +59,22 @@ def _bases(node: Node) -> list[str]:
     return [_text(c) for c in sup.named_children] if sup is not None else []
 
 
+_VISIBILITY = frozenset({"public", "private", "protected"})
+
+
+def _visibility(node: Node) -> tuple[str, Node | None]:
+    if node.type == "identifier":
+        word = _text(node)
+        return (word, None) if word in _VISIBILITY else ("", None)
+    if node.type == "call" and field_of(node, "receiver") is None:
+        word = _text(field_of(node, "method"))
+        args = field_of(node, "arguments")
+        if word in _VISIBILITY and args is not None and len(args.named_children) == 1 and \
+                args.named_children[0].type in ("method", "singleton_method"):
+            return word, args.named_children[0]
+    return "", None
+
+
 SPEC = LangSpec(
     grammar="ruby",
     defs={"class": "class", "module": "module", "method": "method",
@@ -67,6 +83,7 @@ SPEC = LangSpec(
     bodies=frozenset({"body_statement"}),
     visibility_markers=True,
     bases=_bases,
+    visibility=_visibility,
 )
 
 

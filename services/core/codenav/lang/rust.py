@@ -8,7 +8,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from codenav.lang.base import DIR, TEST, Convention, Imports, Language
-from codenav.lang.spec import LangSpec, field_of
+from codenav.lang.spec import LangSpec, field_of, modifiers_text
 from codenav.lang.syntax import Binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
@@ -45,6 +45,16 @@ def _bases(node: Node) -> list[str]:
     return [_text(trait)] if trait is not None else []
 
 
+def _name(node: Node) -> tuple[str, str | None] | None:
+    if node.type == "impl_item":
+        return _text(field_of(node, "type")).split("<")[0], None
+    return None
+
+
+def _exported(node: Node, name: str) -> bool:
+    return any(m.startswith("pub") for m in modifiers_text(node).split())
+
+
 SPEC = LangSpec(
     grammar="rust",
     defs={"function_item": "function", "function_signature_item": "function",
@@ -56,6 +66,8 @@ SPEC = LangSpec(
     imports=frozenset({"use_declaration", "extern_crate_declaration"}),
     attached=frozenset({"attribute_item"}),
     bases=_bases,
+    name=_name,
+    exported=_exported,
 )
 
 

@@ -13,6 +13,7 @@ from codenav.lang.javascript import (
     JS_PARTS,
     NOT_CALLS,
     REFERENCES_COMMON,
+    ts_name,
 )
 from codenav.lang.javascript import IMPORTS as JS_IMPORTS
 from codenav.lang.spec import LangSpec
@@ -44,7 +45,7 @@ REFERENCES = REFERENCES_COMMON + r"""
 """
 
 
-SPEC = LangSpec(grammar="typescript", defs=JS_DEFS, **JS_PARTS)  # type: ignore[arg-type]
+SPEC = LangSpec(grammar="typescript", defs=JS_DEFS, name=ts_name, **JS_PARTS)  # type: ignore[arg-type]
 
 
 IMPORTS = Imports(nodes=JS_IMPORTS.nodes, specs=JS_IMPORTS.specs, bindings=JS_IMPORTS.bindings,
