@@ -59,6 +59,7 @@ SPEC = LangSpec(
     declaration=c_declaration,
     exported=c_exported,
     constructor=_constructor,
+    private_members=frozenset({"class_specifier"}),
 )
 
 

@@ -85,6 +85,9 @@ SPEC = LangSpec(
     name=_name,
     kind=_kind,
     exported=_exported,
+    signature_prefix={"type_spec": "type", "type_alias": "type"},
+    signature_whole=frozenset({"type_spec"}),
+    members_export_alone=True,
 )
 
 

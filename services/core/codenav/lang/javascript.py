@@ -61,6 +61,48 @@ def ts_name(node: Node) -> tuple[str, str | None] | None:
     return (_text(name).strip("\"'"), None) if name is not None else js_name(node)
 
 
+def js_exported_names(root: Node) -> set[str]:
+    """Top-level names exported apart from their declaration: ``export { a, b as c }``,
+    ``export default a``, ``export = a``, ``module.exports = a`` or ``= { a, b: c }``."""
+    names: set[str] = set()
+    for child in root.named_children:
+        if child.type == "export_statement":
+            if field_of(child, "declaration") is not None or field_of(child, "source") is not None:
+                continue
+            for part in child.named_children:
+                if part.type == "export_clause":
+                    names.update(_text(field_of(s, "name")) for s in part.named_children
+                                 if s.type == "export_specifier")
+                elif part.type == "identifier":
+                    names.add(_text(part))
+        elif child.type == "expression_statement" and child.named_children:
+            assign = child.named_children[0]
+            if assign.type != "assignment_expression" or \
+                    _text(field_of(assign, "left")) != "module.exports":
+                continue
+            right = field_of(assign, "right")
+            if right is None:
+                continue
+            if right.type == "identifier":
+                names.add(_text(right))
+            elif right.type == "object":
+                for prop in right.named_children:
+                    if prop.type == "shorthand_property_identifier":
+                        names.add(_text(prop))
+                    elif prop.type == "pair":
+                        value = field_of(prop, "value")
+                        if value is not None and value.type == "identifier":
+                            names.add(_text(value))
+    names.discard("")
+    return names
+
+
+def _member_exported(node: Node, name: str, src: bytes) -> bool:
+    """A class member is public unless ``#private`` or TypeScript's ``private``."""
+    mods = src[node.start_byte:node.start_byte + 16].decode("utf-8", "replace")
+    return not name.startswith("#") and not mods.startswith(("private", "#"))
+
+
 def _constructor(node: Node, name: str, parent: str | None) -> bool:
     return node.type == "method_definition" and name == "constructor"
 
@@ -79,6 +121,8 @@ JS_PARTS = dict(
     bases=_bases,
     constructor=_constructor,
     exported=_exported,
+    exported_names=js_exported_names,
+    member_exported=_member_exported,
 )
 """The rest of the family's node tables and hooks."""
 

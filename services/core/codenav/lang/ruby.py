@@ -84,6 +84,7 @@ SPEC = LangSpec(
     visibility_markers=True,
     bases=_bases,
     visibility=_visibility,
+    bare_methods_are_functions=True,
 )
 
 

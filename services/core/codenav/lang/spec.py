@@ -64,6 +64,23 @@ class LangSpec:
     visibility: Callable[[Node], tuple[str, Node | None]] | None = None
     """A class-body statement that sets visibility: the word and the one declaration it
     applies to (None: what follows); ``("", None)`` for any other statement."""
+    private_members: frozenset[str] = frozenset()
+    """Class-like node types whose members are private until said otherwise (C++ ``class``)."""
+    members_export_alone: bool = False
+    """A member's own visibility decides, whatever its type's (Go: capitalization)."""
+    member_exported: Callable[[Node, str, bytes], bool] | None = None
+    """Whether a member (node, name, the file's bytes) of an exported class is visible
+    outside (None: its own modifiers decide)."""
+    exported_names: Callable[[Node], set[str]] | None = None
+    """Top-level names a file exports apart from their declarations (from the root node)."""
+    bare_methods_are_functions: bool = False
+    """A method declared outside a class is a function (a top-level Ruby ``def``)."""
+    signature_prefix: dict[str, str] = field(default_factory=dict)
+    """Node types whose text lacks the keyword that declares them, and that keyword (a Go
+    ``type_spec`` is ``type``'s child)."""
+    signature_whole: frozenset[str] = frozenset()
+    """Node types whose signature is their whole first line: the body the walker finds is
+    part of the declaration itself (a Go interface or struct type)."""
 
 
 def _text(node: Node | None) -> str:
@@ -216,39 +233,3 @@ def visibility_marker(spec: LangSpec, node: Node) -> tuple[str, Node | None]:
     return spec.visibility(node) if spec.visibility is not None else ("", None)
 
 ImportExtractor = Callable[[Node], list[str]]
-
-
-def js_exported_names(root: Node) -> set[str]:
-    """Top-level names exported apart from their declaration: ``export { a, b as c }``,
-    ``export default a``, ``export = a``, ``module.exports = a`` or ``= { a, b: c }``."""
-    names: set[str] = set()
-    for child in root.named_children:
-        if child.type == "export_statement":
-            if field_of(child, "declaration") is not None or field_of(child, "source") is not None:
-                continue
-            for part in child.named_children:
-                if part.type == "export_clause":
-                    names.update(_text(field_of(s, "name")) for s in part.named_children
-                                 if s.type == "export_specifier")
-                elif part.type == "identifier":
-                    names.add(_text(part))
-        elif child.type == "expression_statement" and child.named_children:
-            assign = child.named_children[0]
-            if assign.type != "assignment_expression" or \
-                    _text(field_of(assign, "left")) != "module.exports":
-                continue
-            right = field_of(assign, "right")
-            if right is None:
-                continue
-            if right.type == "identifier":
-                names.add(_text(right))
-            elif right.type == "object":
-                for prop in right.named_children:
-                    if prop.type == "shorthand_property_identifier":
-                        names.add(_text(prop))
-                    elif prop.type == "pair":
-                        value = field_of(prop, "value")
-                        if value is not None and value.type == "identifier":
-                            names.add(_text(value))
-    names.discard("")
-    return names

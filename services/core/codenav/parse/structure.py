@@ -20,7 +20,6 @@ from codenav.lang.spec import (
     exported_of,
     is_constructor,
     is_declaration,
-    js_exported_names,
     js_value,
     name_of,
     refine_kind,
@@ -30,7 +29,6 @@ from codenav.lang.spec import (
 _WS = re.compile(r"\s+")
 _PY_STRING_START = re.compile(r"[rRbBuUfF]{0,2}(\"\"\"|'''|\"|')")
 _XML_DOC_TAGS = re.compile(r"</?(?:summary|remarks|para)>")
-_JS_GRAMMARS = frozenset({"javascript", "typescript", "tsx"})
 MAX_SIGNATURE = 240
 MAX_DOC = 600
 MAX_DEPTH = 40
@@ -101,8 +99,8 @@ def _header_end(spec: LangSpec, node: Node, body: Node | None) -> tuple[int, int
 
 def _signature(spec: LangSpec, src: bytes, node: Node, body: Node | None,
                header_end: int | None = None) -> str:
-    if spec.grammar == "go" and node.type == "type_spec":
-        body = None  # the "body" is the interface type, keyword included
+    if node.type in spec.signature_whole:
+        body = None
     if body is not None and body.start_byte > node.start_byte:
         end = header_end if header_end is not None else _header_end(spec, node, body)[0]
         data = src[node.start_byte:min(end, node.start_byte + 2000)]
@@ -113,8 +111,8 @@ def _signature(spec: LangSpec, src: bytes, node: Node, body: Node | None,
     text = _WS.sub(" ", data.decode("utf-8", "replace")).strip().rstrip("{:; ")
     if text.endswith(" ="):  # Ruby/Kotlin/Scala-style `def f(x) = ...`
         text = text[:-2].rstrip()
-    if spec.grammar == "go" and node.type in ("type_spec", "type_alias"):
-        text = "type " + text
+    if node.type in spec.signature_prefix:
+        text = f"{spec.signature_prefix[node.type]} {text}"
     return text[:MAX_SIGNATURE]
 
 
@@ -195,8 +193,8 @@ class Walker:
         decls = self._members(root, [], None, 0, in_class=False)
         if self._impl_traits:
             self._add_impl_traits(decls)
-        if self.spec.grammar in _JS_GRAMMARS:
-            names = js_exported_names(root)
+        if self.spec.exported_names is not None:
+            names = self.spec.exported_names(root)
             for decl in decls:
                 if decl.name in names and not decl.exported and not decl.scope_only:
                     decl.exported = True
@@ -355,8 +353,8 @@ class Walker:
             in_class = True
         if kind == "function" and in_class:
             kind = "method"
-        elif kind == "method" and not in_class and spec.grammar == "ruby":
-            kind = "function"  # a top-level Ruby def
+        elif kind == "method" and not in_class and spec.bare_methods_are_functions:
+            kind = "function"
         if kind in ("function", "method") and in_class and \
                 is_constructor(spec, node, name, parent):
             kind = "constructor"
@@ -390,22 +388,22 @@ class Walker:
 
 
 def _default_visibility(spec: LangSpec, container: Node) -> str:
-    """C++ class members are private until said otherwise; struct members public."""
+    """Members are public until said otherwise, but in ``spec.private_members`` (C++
+    ``class``; a ``struct``'s are public)."""
     owner = container.parent
-    if spec.grammar == "cpp" and owner is not None and owner.type == "class_specifier":
+    if owner is not None and owner.type in spec.private_members:
         return "private"
     return "public"
 
 
 def _member_exported(spec: LangSpec, owner: Decl, member: Decl, src: bytes) -> bool:
     """A member is visible outside when its class is, and it is not private itself."""
-    if spec.grammar == "go":  # capitalization alone decides
+    if spec.members_export_alone:
         return member.exported
     if not owner.exported:
         return False
     if owner.kind == "interface":
         return True
-    if spec.grammar in _JS_GRAMMARS:
-        mods = src[member.node.start_byte:member.node.start_byte + 16].decode("utf-8", "replace")
-        return not member.name.startswith("#") and not mods.startswith(("private", "#"))
+    if spec.member_exported is not None:
+        return spec.member_exported(member.node, member.name, src)
     return member.exported
