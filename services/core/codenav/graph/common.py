@@ -13,6 +13,7 @@ from codenav.access import Scope
 from codenav.answers import empty_reason
 from codenav.db import queries as q
 from codenav.graph.patterns import PATTERNS
+from codenav.lang import family
 from codenav.versions import GRAPH_VERSION
 
 NON_CODE = ("text", "markdown", "rst", "json", "yaml", "toml", "ini", "xml", "properties",
@@ -125,7 +126,7 @@ def full_name(path: str, language: str, package: str, qualname: str) -> str:
         return f"{module}.{qualname}"
     if language == "php" and package:
         return f"{package}\\{qualname.replace('.', chr(92))}"
-    if package and language in ("java", "kotlin", "go"):
+    if package and family(language) in ("jvm", "go"):
         return f"{package}.{qualname}"
     return qualname
 

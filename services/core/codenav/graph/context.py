@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from codenav.graph.modules import ModuleIndex
+from codenav.graph.modules import C_FAMILY, ModuleIndex
 
 
 class Sym(NamedTuple):
@@ -192,7 +192,7 @@ class Context:
         found = self._definitions.get(qual)
         if found is None:
             name = qual.rsplit(".", 1)[-1]
-            rows = self.loader.definitions([name], ("c", "cpp"))
+            rows = self.loader.definitions([name], tuple(sorted(C_FAMILY)))
             found = [(p, Sym(n, q, k, d, e, ln)) for p, n, q, k, d, e, ln in rows
                      if q == qual or q.endswith("." + qual)]
             self._definitions[qual] = found

@@ -32,7 +32,7 @@ from codenav.graph.context import (
     SymbolTable,
     Target,
 )
-from codenav.graph.modules import C_FAMILY, JS
+from codenav.graph.modules import C_FAMILY, JS, JVM
 from codenav.graph.scope import EdgeRow, FileScope, ScopeBuilder
 from codenav.lang import LANGUAGES
 
@@ -390,7 +390,7 @@ class Resolver:
         lang = sc.language
         for k in range(len(segs), 1, -1):
             dotted = ".".join(segs[:k])
-            if lang in ("java", "kotlin"):
+            if lang in JVM:
                 path, qual = self.scopes.jvm_class(lang, dotted)
                 if path and qual and qual.rsplit(".", 1)[-1] == segs[k - 1]:
                     return [Target(path, qual, "qualified")], segs[k:]
