@@ -110,8 +110,6 @@ SPEC = LangSpec(
 
 
 def _import_specs(node: Node) -> list[str]:
-    if node.type != "preproc_include":
-        return []
     return [_text(node.child_by_field_name("path")).strip()]
 
 

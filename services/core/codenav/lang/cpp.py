@@ -5,13 +5,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tree_sitter import Node
 
 from codenav.lang.base import Imports, Language
-from codenav.lang.c import BUILTIN_TYPES, CONVENTIONS, c_declaration, c_exported, c_name
+from codenav.lang.c import BUILTIN_TYPES, CONVENTIONS
 from codenav.lang.c import IMPORTS as C_IMPORTS
 from codenav.lang.c import REFERENCES as C_REFERENCES
-from codenav.lang.spec import LangSpec, first_of
+from codenav.lang.c import SPEC as C_SPEC
+from codenav.lang.spec import first_of
 from codenav.lang.syntax import node_text as _text
 
 REFERENCES = C_REFERENCES + r"""
@@ -43,24 +46,19 @@ def _constructor(node: Node, name: str, parent: str | None) -> bool:
     return parent is not None and name == parent
 
 
-SPEC = LangSpec(
-    grammar="cpp",
-    defs={"function_definition": "function", "class_specifier": "class",
-          "struct_specifier": "class", "union_specifier": "class",
-          "enum_specifier": "enum", "type_definition": "type",
-          "alias_declaration": "type", "concept_definition": "type"},
+SPEC = replace(
+    C_SPEC, grammar="cpp",
+    defs={**C_SPEC.defs, "class_specifier": "class", "alias_declaration": "type",
+          "concept_definition": "type"},
     wrappers=frozenset({"template_declaration"}),
     scopes={"namespace_definition": "module", "linkage_specification": ""},
-    bodies=frozenset({"field_declaration_list", "declaration_list"}),
-    imports=frozenset({"preproc_include"}),
+    bodies=C_SPEC.bodies | {"declaration_list"},
     visibility_markers=True,
     bases=_bases,
-    name=c_name,
-    declaration=c_declaration,
-    exported=c_exported,
     constructor=_constructor,
     private_members=frozenset({"class_specifier"}),
 )
+"""C's tables and hooks, with classes, namespaces, templates and member visibility."""
 
 
 IMPORTS = Imports(nodes=C_IMPORTS.nodes, specs=C_IMPORTS.specs, bindings=C_IMPORTS.bindings,

@@ -75,8 +75,6 @@ SPEC = LangSpec(
 
 
 def _import_specs(node: Node) -> list[str]:
-    if node.type != "using_directive":
-        return []
     text = _text(node).strip().removeprefix("global").strip().removeprefix("using").strip()
     text = text.removesuffix(";").strip().removeprefix("static ").strip()
     if "=" in text:

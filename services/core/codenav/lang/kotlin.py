@@ -71,8 +71,6 @@ SPEC = LangSpec(
 
 
 def _import_specs(node: Node) -> list[str]:
-    if node.type != "import_header":
-        return []
     text = _text(node).strip().removeprefix("import").strip()
     text = text.split(" as ")[0].strip()
     return [text.replace(" ", "")] if text else []

@@ -89,8 +89,6 @@ SPEC = LangSpec(
 
 
 def _import_specs(node: Node) -> list[str]:
-    if node.type != "call":
-        return []
     method = _text(node.child_by_field_name("method"))
     if method not in ("require", "require_relative", "load", "autoload"):
         return []
