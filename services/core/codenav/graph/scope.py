@@ -29,6 +29,8 @@ EdgeRow = tuple[str, int, int, str, str, str, str, bool, str]
 ImportRow = tuple[str, int, str, int, str | None]
 """(src_path, ord, spec, line, dst_path or None)"""
 
+_JVM_EXTENSIONS = family_extensions("jvm")
+
 MAX_FOLLOW = 6
 """How many re-export hops are followed from an import to its declaration."""
 
@@ -334,9 +336,8 @@ class ScopeBuilder:
             if found is not None:
                 return found
             break
-        exts = family_extensions("jvm")
         for k in range(len(parts), min(3, len(parts)) - 1, -1):  # by path (no package line)
-            found_paths = self.index.by_path_suffix(parts[:k], exts)
+            found_paths = self.index.by_path_suffix(parts[:k], _JVM_EXTENSIONS)
             if found_paths:
                 located = self._jvm_in(found_paths, parts[k - 1], parts[k:])
                 return located if located is not None else (found_paths[0], "")
