@@ -11,8 +11,9 @@
 -- that differ; every other row is the base's. Between the two may sit one more layered
 -- tree (mid_id, layered on the same base): its rows come before the base's. So a branch's
 -- commits each hold their changes since a recent commit, not since the base.
--- tree_files(t), tree_imports(t), tree_edges(t), tree_links(t) and tree_ranks(t) read what
--- a tree holds. A tree with no base holds all of its rows itself.
+-- tree_ranks(t) here, and tree_files(t), tree_imports(t), tree_edges(t), tree_links(t) in
+-- 0011 (which gives them their lasting form), read what a tree holds. A tree with no base
+-- holds all of its rows itself.
 CREATE TABLE trees (
     id serial PRIMARY KEY,
     repo_id integer NOT NULL REFERENCES repos (id) ON DELETE CASCADE,
@@ -148,18 +149,6 @@ CREATE TABLE file_layer (
     PRIMARY KEY (tree_id, path)
 );
 
-CREATE FUNCTION tree_files(t integer) RETURNS SETOF files LANGUAGE sql STABLE AS $$
-    SELECT g.* FROM files g WHERE g.tree_id = t
-    UNION ALL
-    SELECT g.* FROM trees l JOIN files g ON g.tree_id = l.mid_id
-    WHERE l.id = t
-      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = t AND x.path = g.path)
-    UNION ALL
-    SELECT g.* FROM trees l JOIN files g ON g.tree_id = l.base_id
-    WHERE l.id = t
-      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = t AND x.path = g.path)
-      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = l.mid_id AND x.path = g.path)
-$$;
 CREATE FUNCTION tree_ranks(t integer) RETURNS SETOF graph_files LANGUAGE sql STABLE AS $$
     SELECT g.* FROM graph_files g WHERE g.tree_id = t
     UNION ALL
@@ -174,42 +163,6 @@ CREATE FUNCTION tree_ranks(t integer) RETURNS SETOF graph_files LANGUAGE sql STA
                       AND o.path = g.path)
       AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id IN (t, l.mid_id)
                       AND x.path = g.path)
-$$;
-CREATE FUNCTION tree_imports(t integer) RETURNS SETOF graph_imports LANGUAGE sql STABLE AS $$
-    SELECT g.* FROM graph_imports g WHERE g.tree_id = t
-    UNION ALL
-    SELECT g.* FROM trees l JOIN graph_imports g ON g.tree_id = l.mid_id
-    WHERE l.id = t
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-    UNION ALL
-    SELECT g.* FROM trees l JOIN graph_imports g ON g.tree_id = l.base_id
-    WHERE l.id = t
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = l.mid_id AND x.path = g.src_path)
-$$;
-CREATE FUNCTION tree_edges(t integer) RETURNS SETOF graph_edges LANGUAGE sql STABLE AS $$
-    SELECT g.* FROM graph_edges g WHERE g.tree_id = t
-    UNION ALL
-    SELECT g.* FROM trees l JOIN graph_edges g ON g.tree_id = l.mid_id
-    WHERE l.id = t
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-    UNION ALL
-    SELECT g.* FROM trees l JOIN graph_edges g ON g.tree_id = l.base_id
-    WHERE l.id = t
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = l.mid_id AND x.path = g.src_path)
-$$;
-CREATE FUNCTION tree_links(t integer) RETURNS SETOF graph_links LANGUAGE sql STABLE AS $$
-    SELECT g.* FROM graph_links g WHERE g.tree_id = t
-    UNION ALL
-    SELECT g.* FROM trees l JOIN graph_links g ON g.tree_id = l.mid_id
-    WHERE l.id = t
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-    UNION ALL
-    SELECT g.* FROM trees l JOIN graph_links g ON g.tree_id = l.base_id
-    WHERE l.id = t
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = l.mid_id AND x.path = g.src_path)
 $$;
 
 -- The text a chunk is embedded as depends only on its path and the chunk (not on the

@@ -60,16 +60,33 @@ CREATE FUNCTION tree_mid(t integer) RETURNS integer LANGUAGE plpgsql STABLE AS $
 BEGIN
     RETURN (SELECT mid_id FROM trees WHERE id = t);
 END $$;
-CREATE OR REPLACE FUNCTION tree_files(t integer) RETURNS SETOF files LANGUAGE sql STABLE AS $$
-    SELECT g.* FROM files g WHERE g.tree_id = t
+-- tree_files, tree_imports, tree_edges and tree_links have one shape: a tree's own rows of
+-- the table, then its mid's and its base's for the paths no layer above lists (file_layer
+-- for files, graph_layer, keyed by the source path, for the graph).
+DO $do$
+DECLARE
+    f record;
+BEGIN
+    FOR f IN SELECT * FROM (VALUES
+        ('tree_files', 'files', 'file_layer', 'path'),
+        ('tree_imports', 'graph_imports', 'graph_layer', 'src_path'),
+        ('tree_edges', 'graph_edges', 'graph_layer', 'src_path'),
+        ('tree_links', 'graph_links', 'graph_layer', 'src_path')) AS v (fn, tbl, layer, col)
+    LOOP
+        EXECUTE format($f$
+CREATE OR REPLACE FUNCTION %1$I(t integer) RETURNS SETOF %2$I LANGUAGE sql STABLE AS $$
+    SELECT g.* FROM %2$I g WHERE g.tree_id = t
     UNION ALL
-    SELECT g.* FROM files g WHERE g.tree_id = tree_mid(t)
-      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = t AND x.path = g.path)
+    SELECT g.* FROM %2$I g WHERE g.tree_id = tree_mid(t)
+      AND NOT EXISTS (SELECT 1 FROM %3$I x WHERE x.tree_id = t AND x.path = g.%4$I)
     UNION ALL
-    SELECT g.* FROM files g WHERE g.tree_id = tree_base(t)
-      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = t AND x.path = g.path)
-      AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id = tree_mid(t) AND x.path = g.path)
-$$;
+    SELECT g.* FROM %2$I g WHERE g.tree_id = tree_base(t)
+      AND NOT EXISTS (SELECT 1 FROM %3$I x WHERE x.tree_id = t AND x.path = g.%4$I)
+      AND NOT EXISTS (SELECT 1 FROM %3$I x WHERE x.tree_id = tree_mid(t) AND x.path = g.%4$I)
+$$
+$f$, f.fn, f.tbl, f.layer, f.col);
+    END LOOP;
+END $do$;
 CREATE OR REPLACE FUNCTION tree_ranks(t integer) RETURNS SETOF graph_files LANGUAGE sql STABLE AS $$
     SELECT g.* FROM graph_files g WHERE g.tree_id = t
     UNION ALL
@@ -82,34 +99,4 @@ CREATE OR REPLACE FUNCTION tree_ranks(t integer) RETURNS SETOF graph_files LANGU
                       AND o.path = g.path)
       AND NOT EXISTS (SELECT 1 FROM file_layer x WHERE x.tree_id IN (t, tree_mid(t))
                       AND x.path = g.path)
-$$;
-CREATE OR REPLACE FUNCTION tree_imports(t integer) RETURNS SETOF graph_imports LANGUAGE sql STABLE AS $$
-    SELECT g.* FROM graph_imports g WHERE g.tree_id = t
-    UNION ALL
-    SELECT g.* FROM graph_imports g WHERE g.tree_id = tree_mid(t)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-    UNION ALL
-    SELECT g.* FROM graph_imports g WHERE g.tree_id = tree_base(t)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = tree_mid(t) AND x.path = g.src_path)
-$$;
-CREATE OR REPLACE FUNCTION tree_edges(t integer) RETURNS SETOF graph_edges LANGUAGE sql STABLE AS $$
-    SELECT g.* FROM graph_edges g WHERE g.tree_id = t
-    UNION ALL
-    SELECT g.* FROM graph_edges g WHERE g.tree_id = tree_mid(t)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-    UNION ALL
-    SELECT g.* FROM graph_edges g WHERE g.tree_id = tree_base(t)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = tree_mid(t) AND x.path = g.src_path)
-$$;
-CREATE OR REPLACE FUNCTION tree_links(t integer) RETURNS SETOF graph_links LANGUAGE sql STABLE AS $$
-    SELECT g.* FROM graph_links g WHERE g.tree_id = t
-    UNION ALL
-    SELECT g.* FROM graph_links g WHERE g.tree_id = tree_mid(t)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-    UNION ALL
-    SELECT g.* FROM graph_links g WHERE g.tree_id = tree_base(t)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = t AND x.path = g.src_path)
-      AND NOT EXISTS (SELECT 1 FROM graph_layer x WHERE x.tree_id = tree_mid(t) AND x.path = g.src_path)
 $$;
