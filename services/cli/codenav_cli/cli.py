@@ -816,6 +816,16 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _command(sub: Any, name: str, help: str, *, repo: bool = False
+             ) -> argparse.ArgumentParser:
+    """A subcommand with the flags most share: ``--json`` and, with ``repo``, ``--repo``."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help)
+    if repo:
+        parser.add_argument("--repo", help="repository name (default: the only one)")
+    parser.add_argument("--json", action="store_true", help="print the structured result")
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codenav", description="Team-shared code navigation "
                                      "for AI coding agents.")
@@ -853,7 +863,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="keep the last N earlier commits of each followed ref queryable")
     idx.set_defaults(func=cmd_index)
 
-    pub = sub.add_parser("publish", help="CI: index this checkout's commit locally and send the "
+    pub = _command(sub, "publish", help="CI: index this checkout's commit locally and send the "
                          "server only what it lacks, then move REF there (write token)")
     pub.add_argument("path", nargs="?", default=".", help="the checkout (default: .)")
     pub.add_argument("--url", help="the server (default: CODENAV_URL)")
@@ -872,40 +882,33 @@ def build_parser() -> argparse.ArgumentParser:
                      help="return once the server has the commit, before the ref moves")
     pub.add_argument("--embed-url", help="an embedder for the job to embed the commit's texts "
                      "with, sending the vectors the server lacks (same model as the server's)")
-    pub.add_argument("--json", action="store_true")
     pub.set_defaults(func=cmd_publish)
 
     rf = sub.add_parser("ref", help="refs of a repository: list, add (index from git), rm")
     rfsub = rf.add_subparsers(dest="ref_cmd", metavar="ACTION", required=True)
-    rfl = rfsub.add_parser("list", help="the indexed refs, their commits and kept commits")
-    rfl.add_argument("--repo", help="repository name (default: the only one)")
-    rfl.add_argument("--json", action="store_true")
-    rfa = rfsub.add_parser("add", help="index refs from the repository's git (write)")
+    _command(rfsub, "list", help="the indexed refs, their commits and kept commits", repo=True)
+    rfa = _command(rfsub, "add", help="index refs from the repository's git (write)", repo=True)
     rfa.add_argument("names", nargs="*", metavar="NAME[=REV]")
-    rfa.add_argument("--repo", help="repository name (default: the only one)")
     rfa.add_argument("--follow", action="append", metavar="PATTERN",
                      help="the refs to follow from now on (replaces the list)")
     rfa.add_argument("--keep", type=int, metavar="N")
     rfa.add_argument("--no-wait", action="store_true")
-    rfa.add_argument("--json", action="store_true")
-    rfr = rfsub.add_parser("rm", help="drop a ref; what only it used is collected (write)")
+    rfr = _command(rfsub, "rm", help="drop a ref; what only it used is collected (write)",
+                   repo=True)
     rfr.add_argument("name")
-    rfr.add_argument("--repo", help="repository name (default: the only one)")
-    rfr.add_argument("--json", action="store_true")
     rf.set_defaults(func=cmd_ref)
 
     for tool in TOOLS.values():
         add_tool_parser(sub, tool)
 
-    sta = sub.add_parser("stats", help="token economy: tokens returned vs reading the files "
+    sta = _command(sub, "stats", help="token economy: tokens returned vs reading the files "
                          "whole, per tool and day")
     sta.add_argument("--days", type=int, default=7, help="the last N days (default 7)")
-    sta.add_argument("--json", action="store_true", help="print the structured result")
     sta.set_defaults(func=cmd_stats)
 
     tok = sub.add_parser("token", help="manage API tokens (admin)")
     tsub = tok.add_subparsers(dest="token_cmd", metavar="ACTION", required=True)
-    tc = tsub.add_parser("create", help="create a token (printed once)")
+    tc = _command(tsub, "create", help="create a token (printed once)")
     tc.add_argument("--name", default="cli")
     tc.add_argument("--role", choices=("read", "write", "admin"), default="read",
                     help="read: every query tool; write: also register and reindex; "
@@ -913,32 +916,25 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--team", help="the token's team (default: yours); a new name creates it")
     tc.add_argument("--repos", help="limit the token to these repositories (a,b)")
     tc.add_argument("--expires", help="expiry from now: 12h, 30d, 2w (default: none)")
-    tc.add_argument("--json", action="store_true")
-    tl = tsub.add_parser("list", help="list your team's tokens")
-    tl.add_argument("--json", action="store_true")
-    tr = tsub.add_parser("revoke", help="revoke a token")
+    _command(tsub, "list", help="list your team's tokens")
+    tr = _command(tsub, "revoke", help="revoke a token")
     tr.add_argument("id", type=int)
-    tr.add_argument("--json", action="store_true")
     tok.set_defaults(func=cmd_token)
 
     team = sub.add_parser("team", help="teams (admin)")
     teamsub = team.add_subparsers(dest="team_cmd", metavar="ACTION", required=True)
-    teaml = teamsub.add_parser("list", help="list teams")
-    teaml.add_argument("--json", action="store_true")
+    _command(teamsub, "list", help="list teams")
     team.set_defaults(func=cmd_team)
 
     rp = sub.add_parser("repo", help="repositories")
     rsub = rp.add_subparsers(dest="repo_cmd", metavar="ACTION", required=True)
-    rl = rsub.add_parser("list", help="the repositories your token sees")
-    rl.add_argument("--json", action="store_true")
-    rr = rsub.add_parser("rm", help="delete a repository and its index (admin)")
+    _command(rsub, "list", help="the repositories your token sees")
+    rr = _command(rsub, "rm", help="delete a repository and its index (admin)")
     rr.add_argument("name")
-    rr.add_argument("--json", action="store_true")
     rp.set_defaults(func=cmd_repo)
 
-    au = sub.add_parser("audit", help="the audit trail of admin actions (admin)")
+    au = _command(sub, "audit", help="the audit trail of admin actions (admin)")
     au.add_argument("--limit", type=int, default=100)
-    au.add_argument("--json", action="store_true")
     au.set_defaults(func=cmd_audit)
 
     m = sub.add_parser("mcp", help="run the stdio MCP adapter (for your agent's MCP config)")
@@ -946,7 +942,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sn = sub.add_parser("snapshot", help="export or import a snapshot of the index (admin)")
     snsub = sn.add_subparsers(dest="snapshot_cmd", metavar="ACTION", required=True)
-    se = snsub.add_parser("export", help="write repositories' index (contents, chunks, "
+    se = _command(snsub, "export", help="write repositories' index (contents, chunks, "
                           "symbols, graph, vectors) to FILE")
     se.add_argument("file")
     se.add_argument("--repo", action="append", help="repository to export (repeatable; "
@@ -955,8 +951,7 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--physical", action="store_true",
                     help="copy this machine's stopped local store (CODENAV_HOME) as a seed "
                     "that `codenav up --seed` starts an empty home from in seconds")
-    se.add_argument("--json", action="store_true")
-    si = snsub.add_parser("import", help="load a snapshot into this store (merges by "
+    si = _command(snsub, "import", help="load a snapshot into this store (merges by "
                           "content; a repository of the same name is replaced)")
     si.add_argument("file")
     si.add_argument("--root", action="append", metavar="[NAME=]PATH",
@@ -970,7 +965,6 @@ def build_parser() -> argparse.ArgumentParser:
     si.add_argument("--local-roots", action="store_true",
                     help="put each repository under CODENAV_ALLOWED_ROOTS (the directory of "
                     "its name, or the only one)")
-    si.add_argument("--json", action="store_true")
     sn.set_defaults(func=cmd_snapshot)
 
     mg = sub.add_parser("migrate", help="apply database migrations")
