@@ -118,9 +118,21 @@ class Harness:
                  for p in self.probes(ctx)]
         return "no " + ", no ".join(parts)
 
+    entry_first: ClassVar[dict[str, str] | None] = None
+    """Members its MCP entry starts with (``{"type": "stdio"}`` where the harness wants it)."""
+
     def plan(self, ctx: Context, ws: Workspace, remove: bool) -> list[str]:
-        """Set (or remove) the MCP entry and the rules on ``ws``; returns notes to print."""
-        raise NotImplementedError
+        """Set (or remove) the MCP entry and the rules on ``ws``; returns notes to print.
+        Unless a harness says otherwise: the entry, naming the token as
+        ``${CODENAV_TOKEN}``, in its MCP file, and the rules block in its shared Markdown
+        file (``rules_md``)."""
+        if self.rules_md is None:
+            raise NotImplementedError
+        entry = ctx.server.entry("${CODENAV_TOKEN}", first=self.entry_first)
+        files.json_member(ws, self.mcp_file(ctx), [self.servers_key, NAME], entry, remove)
+        rules = self.rules_file(ctx, ws)
+        assert rules is not None
+        return shared_rules(ctx, ws, rules, remove, self)
 
     def configured(self, ctx: Context, ws: Workspace) -> bool:
         """Whether its MCP config holds codenav's entry (in the planned state)."""
@@ -132,15 +144,6 @@ class Harness:
     def rules_file(self, ctx: Context, ws: Workspace) -> Path | None:
         """The Markdown file holding its rules block, when it shares one with others."""
         return ctx.project / self.rules_md if self.rules_md else None
-
-    def entry_and_shared_rules(self, ctx: Context, ws: Workspace, remove: bool,
-                               entry: dict[str, Any]) -> list[str]:
-        """A plan of two edits: ``entry`` in its MCP file, the rules block in its shared
-        Markdown file."""
-        files.json_member(ws, self.mcp_file(ctx), [self.servers_key, NAME], entry, remove)
-        rules = self.rules_file(ctx, ws)
-        assert rules is not None
-        return shared_rules(ctx, ws, rules, remove, self)
 
 
 def dot_folder(ctx: Context, command: str, folder: str) -> list[Path | str]:

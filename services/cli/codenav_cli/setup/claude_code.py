@@ -11,8 +11,7 @@ Source: code.claude.com/docs/en/mcp. ``.mcp.json`` holds ``{"mcpServers": {name:
 
 from __future__ import annotations
 
-from codenav_cli.setup.base import Context, Harness
-from codenav_cli.setup.files import Workspace
+from codenav_cli.setup.base import Harness
 
 
 class ClaudeCode(Harness):
@@ -23,7 +22,4 @@ class ClaudeCode(Harness):
     project_mcp = ".mcp.json"
 
     rules_md = "CLAUDE.md"
-
-    def plan(self, ctx: Context, ws: Workspace, remove: bool) -> list[str]:
-        return self.entry_and_shared_rules(
-            ctx, ws, remove, ctx.server.entry("${CODENAV_TOKEN}", first={"type": "stdio"}))
+    entry_first = {"type": "stdio"}

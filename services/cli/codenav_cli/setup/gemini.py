@@ -11,8 +11,7 @@ environment unless ``env`` names them, so the token is ``"CODENAV_TOKEN": "${COD
 
 from __future__ import annotations
 
-from codenav_cli.setup.base import Context, Harness
-from codenav_cli.setup.files import Workspace
+from codenav_cli.setup.base import Harness
 
 
 class Gemini(Harness):
@@ -23,7 +22,3 @@ class Gemini(Harness):
     project_mcp = ".gemini/settings.json"
 
     rules_md = "GEMINI.md"
-
-    def plan(self, ctx: Context, ws: Workspace, remove: bool) -> list[str]:
-        return self.entry_and_shared_rules(
-            ctx, ws, remove, ctx.server.entry("${CODENAV_TOKEN}"))
