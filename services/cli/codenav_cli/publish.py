@@ -55,8 +55,10 @@ VECTORS_PER_PART = 4000
 class Sent:
     blobs: int = 0
     bytes: int = 0
+    """Bytes on the wire of every counted request, compressed (the printed ``M bytes``)."""
     requests: int = 0
     parts: int = 0
+    """Tars of contents or vectors uploaded (each at most ``--part-bytes`` of contents)."""
     vectors: int = 0
     notes: list[str] = field(default_factory=list)
 

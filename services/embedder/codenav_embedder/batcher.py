@@ -36,6 +36,7 @@ Encode = Callable[[list[str]], np.ndarray]
 @dataclass
 class Stats:
     requests: int = 0
+    """Embedding requests answered (a request holds one or more texts)."""
     texts: int = 0
     batches: int = 0
     """encode calls; fewer than ``requests`` means requests were grouped"""

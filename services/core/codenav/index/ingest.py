@@ -34,11 +34,10 @@ from codenav.versions import CHUNKER_VERSION
 
 
 @dataclass(frozen=True)
-class FileResult:
-    path: str
-    size: int
-    mtime_ns: int
-    sha: str = ""
+class FileResult(FileEntry):
+    """A walked file once read: its language and content (``sha`` computed from the bytes
+    when the entry came without one), or why it was skipped."""
+
     language: str = ""
     content_id: int = 0
     skip: str = ""

@@ -49,7 +49,9 @@ class RunSummary:
     run_id: int
     files_total: int = 0
     files_changed: int = 0
+    """Files whose size, mtime or chunker differ from what the index holds: read again."""
     files_parsed: int = 0
+    """Of those, the ones whose content was new to the store, so parsed."""
     files_deleted: int = 0
     files_skipped: int = 0
     seconds: float = 0.0

@@ -31,7 +31,9 @@ class RankedFile:
     path: str
     score: float
     counts: dict[int, float] = field(default_factory=dict)
+    """Term frequency of each query group (by index) in the file, its path included."""
     path_groups: set[int] = field(default_factory=set)
+    """The groups its path matches."""
 
 
 def usable_groups(groups: list[Group], n_chunks: int = 0) -> list[Group]:

@@ -152,10 +152,13 @@ def like_pattern(literal: str) -> str:
 @dataclass
 class _Scan:
     shown: int = 0
+    """Matching lines put in the answer (at most ``limit``)."""
     total: int = 0
+    """Matching lines seen, shown or only counted."""
     files_matched: int = 0
     files_searched: int = 0
     bytes_counted: int = 0
+    """Bytes read past ``limit`` only to count (bounded by ``COUNT_BUDGET_BYTES``)."""
     stopped: str = ""
     """Why counting stopped before the last candidate: ``count_budget`` or ``timeout``."""
 
