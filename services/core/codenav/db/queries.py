@@ -557,10 +557,9 @@ SELECT f.path, c.symbol, c.kind,
        array(SELECT g.i FROM g WHERE c.tsv @@ g.q) AS groups,
        (SELECT sum(g.w * ts_rank('{0.1, 0.3, 0.6, 1.0}', c.tsv, g.q)) FROM g)
            / (0.6 + 0.4 * c.n_terms / %(avg_terms)s) AS score
-FROM chunks c
-JOIN tree_files(%(tree)s) f ON f.content_id = c.content_id
-  AND f.repo_id = ANY(%(visible)s::int[])
-WHERE c.tsv @@ %(any)s::tsquery
+FROM tree_files(%(tree)s) f JOIN chunks c ON c.content_id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
+  AND c.tsv @@ %(any)s::tsquery
 ORDER BY score DESC
 LIMIT %(k)s"""
 
@@ -1130,12 +1129,15 @@ GROUP BY f.path"""
 
 # --- find_files: per-candidate features (codenav.search.features) --------------------------------
 # Declared names (and the start of their doc comments) of candidate files: the symbol and
-# doc fields of fielded file scoring.
+# doc fields of fielded file scoring. Only rows holding a query term (``likes``: each
+# '%term%') can count, so only those are sent: a fifth of them on Apache Kafka.
 FILE_DECLARED = """
-SELECT f.path, s.name, s.depth, left(s.doc, 400)
+SELECT f.path, s.name, s.depth, d.doc
 FROM tree_files(%(tree)s) f JOIN symbols s ON s.content_id = f.content_id
+CROSS JOIN LATERAL (SELECT left(s.doc, 400) AS doc) d
 WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
   AND s.depth <= 2
+  AND (lower(s.name) LIKE ANY(%(likes)s) OR lower(d.doc) LIKE ANY(%(likes)s))
 LIMIT %(k)s"""
 # Centrality and importer count of candidate files (absent: the graph has not ranked them).
 FILE_GRAPH_RANKS = """

@@ -151,13 +151,15 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     best = max((r.score for r in ranked), default=0.0) or 1.0
     bm_rank = {p: i for i, p in enumerate(lexical_order)}
 
-    # 2. chunks (short queries): the best chunk of each file, declarations matching a group
+    # 2. chunks (short queries): the best chunk of each file, declarations matching a group,
+    # among the files BM25 ranked best
     chunk_best: dict[str, float] = {}
     chunk_cov: dict[str, int] = {}
-    if groups and not long_query:
+    chunk_files = [r.path for r in ranked[:W.CHUNK_FILES]]
+    if chunk_files and not long_query:
         rows = conn.execute(q.FIND_CHUNKS, {
             "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
-            "any": tsquery_for([t for g in groups for t in g.terms]),
+            "any": tsquery_for([t for g in groups for t in g.terms]), "paths": chunk_files,
             "avg_terms": avg_terms, **scope.params(), "k": W.CHUNK_DEPTH}).fetchall()
         for path, symbol, kind, matched, score in rows:
             cand = get(path)
@@ -253,8 +255,9 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         for t in terms:
             term_group[t].append(i)
     if paths and groups:
+        likes = [f"%{_like(t)}%" for t in term_group]
         for path, name, depth, doc in conn.execute(q.FILE_DECLARED, scope.params(
-                paths=paths, k=W.DECLARED_ROWS)):
+                paths=paths, likes=likes, k=W.DECLARED_ROWS)):
             for t in identifier_terms(name):
                 for i in term_group.get(t, ()):
                     sym_hits[path].add(i)
