@@ -9,7 +9,7 @@ from tree_sitter import Node
 
 from codenav.lang.base import DIR, TEST, Convention, Imports, Language
 from codenav.lang.spec import LangSpec, field_of, first_of
-from codenav.lang.syntax import Binding
+from codenav.lang.syntax import Binding, dotted_binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
 
@@ -87,12 +87,8 @@ def _import_bindings(cap: str, node: Node, src: bytes) -> list[Binding]:
     named = [c for c in node.named_children if c.type in ("scoped_identifier", "identifier")]
     if not named:
         return []
-    path = _t(src, named[0]).replace(" ", "")
-    if cap == "p":
-        return [("package", path, "", "")]
-    if any(c.type == "asterisk" for c in node.named_children):
-        return [("import", "*", path, "")]
-    return [("import", path.rsplit(".", 1)[-1], path, "")]
+    return dotted_binding(cap, _t(src, named[0]).replace(" ", ""),
+                          any(c.type == "asterisk" for c in node.named_children))
 
 
 IMPORTS = Imports(

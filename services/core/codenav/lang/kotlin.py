@@ -10,7 +10,7 @@ from tree_sitter import Node
 from codenav.lang.base import Imports, Language
 from codenav.lang.java import CONVENTIONS
 from codenav.lang.spec import LangSpec, first_of
-from codenav.lang.syntax import Binding
+from codenav.lang.syntax import Binding, dotted_binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
 
@@ -80,18 +80,14 @@ def _import_bindings(cap: str, node: Node, src: bytes) -> list[Binding]:
     ident = [c for c in node.named_children if c.type == "identifier"]
     if not ident:
         return []
-    path = _t(src, ident[0]).replace(" ", "")
-    if cap == "p":
-        return [("package", path, "", "")]
-    if any(c.type == "wildcard_import" for c in node.named_children):
-        return [("import", "*", path, "")]
     alias_node = [c for c in node.named_children if c.type == "import_alias"]
     alias = ""
     if alias_node:
         names = [c for c in alias_node[0].named_children
                  if c.type in ("type_identifier", "simple_identifier")]
         alias = _t(src, names[0]) if names else ""
-    return [("import", path.rsplit(".", 1)[-1], path, alias)]
+    return dotted_binding(cap, _t(src, ident[0]).replace(" ", ""),
+                          any(c.type == "wildcard_import" for c in node.named_children), alias)
 
 
 IMPORTS = Imports(

@@ -10,7 +10,7 @@ from tree_sitter import Node
 from codenav.lang.base import Imports, Language
 from codenav.lang.java import CONVENTIONS
 from codenav.lang.spec import LangSpec, field_of
-from codenav.lang.syntax import Binding
+from codenav.lang.syntax import Binding, dotted_binding
 from codenav.lang.syntax import node_text as _text
 from codenav.lang.syntax import span as _t
 
@@ -66,14 +66,14 @@ def _path(src: bytes, node: Node) -> str:
 def _import_bindings(cap: str, node: Node, src: bytes) -> list[Binding]:
     if cap == "p":
         package = _t(src, node.child_by_field_name("name")).replace(" ", "")
-        return [("package", package, "", "")] if package else []
+        return dotted_binding(cap, package) if package else []
     path = _path(src, node)
     if not path:
         return []
     out: list[Binding] = []
     for child in node.named_children:
         if child.type == "namespace_wildcard":
-            return [("import", "*", path, "")]
+            return dotted_binding(cap, path, wildcard=True)
         if child.type == "namespace_selectors":
             for sel in child.named_children:
                 if sel.type == "identifier":
@@ -86,7 +86,7 @@ def _import_bindings(cap: str, node: Node, src: bytes) -> list[Binding]:
                 elif sel.type == "namespace_wildcard":
                     out.append(("import", "*", path, ""))
             return out
-    return [("import", path.rsplit(".", 1)[-1], path, "")]
+    return dotted_binding(cap, path)
 
 
 IMPORTS = Imports(

@@ -24,3 +24,14 @@ def span(src: bytes, node: Node | None) -> str:
 
 def unquote(text: str) -> str:
     return text.strip().strip("\"'`")
+
+
+def dotted_binding(cap: str, path: str, wildcard: bool = False, alias: str = "") -> list[Binding]:
+    """The binding of a JVM-style line naming dotted ``path``: the file's package (capture
+    ``p``), a wildcard import of everything in ``path``, or an import of its last name (bound
+    as ``alias`` when it has one)."""
+    if cap == "p":
+        return [("package", path, "", "")]
+    if wildcard:
+        return [("import", "*", path, "")]
+    return [("import", path.rsplit(".", 1)[-1], path, alias)]
