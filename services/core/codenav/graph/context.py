@@ -9,9 +9,9 @@ each file's ``FileScope`` on first use.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from codenav.graph.modules import C_FAMILY, ModuleIndex
 
@@ -60,6 +60,8 @@ class Loader(Protocol):
     def definitions(self, names: list[str], languages: tuple[str, ...]) -> Iterable[SymRow]: ...
 
 
+T = TypeVar("T")
+
 CLASS_LIKE = frozenset({"class", "interface", "enum", "module"})
 TYPE_KINDS = frozenset({"class", "interface", "enum", "type", "module"})
 CALL_KINDS = frozenset({"function", "method", "constructor", "class", "enum", "type",
@@ -106,6 +108,30 @@ class FileFacts:
     """Function qualname -> the type it declares it returns."""
 
 
+class _PerFile(Generic[T]):
+    """Per-file values of one build, read in batches by ``load`` (which answers for every
+    path it is given) the first time a file is asked for."""
+
+    def __init__(self, load: Callable[[list[str]], dict[str, T]]) -> None:
+        self._load = load
+        self._held: dict[str, T] = {}
+
+    def __contains__(self, path: str) -> bool:
+        return path in self._held
+
+    def get(self, path: str) -> T:
+        found = self._held.get(path)
+        if found is None:
+            self.ensure([path])
+            found = self._held[path]
+        return found
+
+    def ensure(self, paths: Iterable[str]) -> None:
+        wanted = [p for p in dict.fromkeys(paths) if p not in self._held]
+        if wanted:
+            self._held.update(self._load(wanted))
+
+
 class Context:
     """Caches symbol tables, facts and stored inheritance for one build."""
 
@@ -113,8 +139,8 @@ class Context:
         self.index = index
         self.loader = loader
         self.build_set = build_set
-        self._symbols: dict[str, SymbolTable] = {}
-        self._facts: dict[str, FileFacts] = {}
+        self._symbols = _PerFile(self._read_symbols)
+        self._facts = _PerFile(self._read_facts)
         self._stored_bases: dict[str, dict[str, list[Target]]] = {}
         self._definitions: dict[str, list[tuple[str, Sym]]] = {}
 
@@ -122,33 +148,24 @@ class Context:
     def preload(self, paths: Iterable[str]) -> None:
         """Load symbols and facts of many files at once (a full build reads everything)."""
         wanted = [p for p in paths if p not in self._symbols and p in self.index.files]
-        self._load_symbols(wanted)
-        self._load_facts([p for p in wanted if p not in self._facts])
+        self._symbols.ensure(wanted)
+        self._facts.ensure(wanted)
 
-    def _load_symbols(self, paths: list[str]) -> None:
-        if not paths:
-            return
+    def _read_symbols(self, paths: list[str]) -> dict[str, SymbolTable]:
         grouped: dict[str, list[Sym]] = {p: [] for p in paths}
         for path, name, qual, kind, depth, exported, line in self.loader.symbols(paths):
             grouped.setdefault(path, []).append(Sym(name, qual, kind, depth, exported, line))
-        for path, syms in grouped.items():
-            self._symbols[path] = SymbolTable(path, self.index.language(path),
-                                              self.index.package(path), syms)
+        return {path: SymbolTable(path, self.index.language(path), self.index.package(path),
+                                  syms) for path, syms in grouped.items()}
 
     def symbols(self, path: str) -> SymbolTable:
-        table = self._symbols.get(path)
-        if table is None:
-            self._load_symbols([path])
-            table = self._symbols[path]
-        return table
+        return self._symbols.get(path)
 
     def ensure_symbols(self, paths: Iterable[str]) -> None:
-        self._load_symbols([p for p in dict.fromkeys(paths) if p not in self._symbols])
+        self._symbols.ensure(paths)
 
     # --- facts ---------------------------------------------------------------------------
-    def _load_facts(self, paths: list[str]) -> None:
-        if not paths:
-            return
+    def _read_facts(self, paths: list[str]) -> dict[str, FileFacts]:
         grouped = {p: FileFacts(p) for p in paths}
         for path, ord_, kind, name, qualifier, alias, line, scope in \
                 self.loader.facts(paths, FACT_KINDS):
@@ -164,17 +181,13 @@ class Context:
                 facts.decls.add(f"{scope}.{name}" if scope else name)
             elif kind == "returns":
                 facts.returns.setdefault(scope, qualifier)
-        self._facts.update(grouped)
+        return grouped
 
     def facts(self, path: str) -> FileFacts:
-        found = self._facts.get(path)
-        if found is None:
-            self._load_facts([path])
-            found = self._facts[path]
-        return found
+        return self._facts.get(path)
 
     def ensure_facts(self, paths: Iterable[str]) -> None:
-        self._load_facts([p for p in dict.fromkeys(paths) if p not in self._facts])
+        self._facts.ensure(paths)
 
     # --- inheritance stored by an earlier build --------------------------------------------
     def stored_bases(self, path: str) -> dict[str, list[Target]]:

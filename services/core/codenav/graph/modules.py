@@ -14,7 +14,7 @@ import posixpath
 import re
 import tomllib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +94,10 @@ class ModuleIndex:
         self._psr4 = self._composer()
 
     # --- shared --------------------------------------------------------------------------
+    def _configs_named(self, name: str) -> Iterator[tuple[str, str]]:
+        """(path, text) of the configuration files called ``name`` (``go.mod``)."""
+        return ((p, t) for p, t in self.configs.items() if posixpath.basename(p) == name)
+
     def language(self, path: str) -> str:
         entry = self.files.get(path)
         return entry[0] if entry else ""
@@ -208,9 +212,7 @@ class ModuleIndex:
     def _js_workspaces(self) -> dict[str, tuple[str, list[str]]]:
         """Package name -> (directory, entry files named in its package.json)."""
         out: dict[str, tuple[str, list[str]]] = {}
-        for path, text in self.configs.items():
-            if posixpath.basename(path) != "package.json":
-                continue
+        for path, text in self._configs_named("package.json"):
             data = _json(text)
             name = data.get("name")
             if not isinstance(name, str) or not name:
@@ -275,9 +277,7 @@ class ModuleIndex:
     # --- Go ------------------------------------------------------------------------------
     def _go_modules(self) -> list[tuple[str, str]]:
         out = []
-        for path, text in self.configs.items():
-            if posixpath.basename(path) != "go.mod":
-                continue
+        for path, text in self._configs_named("go.mod"):
             match = re.search(r"^\s*module\s+(\S+)", text, re.M)
             if match:
                 out.append((match.group(1).strip('"'), _dir(path)))
@@ -334,9 +334,7 @@ class ModuleIndex:
 
     def _composer(self) -> list[tuple[str, str]]:
         out = []
-        for path, text in self.configs.items():
-            if posixpath.basename(path) != "composer.json":
-                continue
+        for path, text in self._configs_named("composer.json"):
             data = _json(text)
             for section in ("autoload", "autoload-dev"):
                 psr4 = (data.get(section) or {}).get("psr-4") or {}
@@ -370,9 +368,7 @@ class ModuleIndex:
     def _rust_crates(self) -> dict[str, str]:
         """Crate name -> its root source file (src/lib.rs or src/main.rs)."""
         out: dict[str, str] = {}
-        for path, text in self.configs.items():
-            if posixpath.basename(path) != "Cargo.toml":
-                continue
+        for path, text in self._configs_named("Cargo.toml"):
             try:
                 data = tomllib.loads(text)
             except (tomllib.TOMLDecodeError, ValueError):
