@@ -254,6 +254,18 @@ def test_compose_refuses_to_start_without_each_required_variable() -> None:
                     _interpolate(value, env)
 
 
+def test_every_variable_of_the_env_example_is_read_by_compose() -> None:
+    """A variable `.env.example` offers that compose never passes on would be a knob that
+    does nothing (the README once sent CODENAV_LOG_FORMAT there, and no container got it)."""
+    read = {ref.name for ref in _compose_refs(COMPOSE)}
+    assert set(_env_example()) - read == set()
+    settings = {"CODENAV_" + f.name.upper() for f in fields(Settings)}
+    for name in ("CODENAV_LOG_LEVEL", "CODENAV_LOG_FORMAT"):
+        assert name in settings and name in _env_example()
+        for service in ("api", "worker", "embed-worker", "watcher", "embedder"):
+            assert name in _environment(_service(service)), (service, name)
+
+
 def test_codenav_variables_given_to_containers_are_settings_or_read_by_the_healthcheck() -> None:
     from codenav_embedder.settings import PREFIX, EmbedderSettings
 
