@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Set as AbstractSet
+from typing import NamedTuple
 
 import psycopg
 
@@ -26,14 +27,16 @@ MAX_GROUPS = 128
 MAX_QUERY_TF = 10
 
 
-@dataclass
-class RankedFile:
+class RankedFile(NamedTuple):
     path: str
     score: float
-    counts: dict[int, float] = field(default_factory=dict)
+    counts: dict[int, float]
     """Term frequency of each query group (by index) in the file, its path included."""
-    path_groups: set[int] = field(default_factory=set)
+    path_groups: AbstractSet[int]
     """The groups its path matches."""
+
+
+_NO_GROUPS: frozenset[int] = frozenset()
 
 
 def usable_groups(groups: list[Group], n_chunks: int = 0) -> list[Group]:
@@ -87,17 +90,20 @@ def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
     row = conn.execute(q.REPO_FILE_STATS, scope.params()).fetchone()
     n_files = int(row[0]) if row else 0
     avg_size = float(row[1]) if row and row[1] else 1.0
+    # The loops below run over every file holding a query term (thousands on a large
+    # repository), so they stay plain: rows fetched at once, tuples until the cut, and the
+    # float arithmetic in the order the formula reads.
     counts: dict[str, dict[int, float]] = defaultdict(dict)
     sizes: dict[str, int] = {}
     for term, path, tf, size in conn.execute(q.FILE_TERM_POSTINGS, {
-            "terms": list(group_of), **scope.params()}):
+            "terms": list(group_of), **scope.params()}).fetchall():
         per_file = counts[path]
         for i in group_of[term]:
             per_file[i] = per_file.get(i, 0.0) + float(tf)
         sizes[path] = int(size)
     path_hits: dict[str, set[int]] = defaultdict(set)
     tsqs = [tsquery_for(g.terms) for g in groups]
-    for i, path in conn.execute(q.FILE_GROUP_PATHS, scope.params(tsqs=tsqs)):
+    for i, path in conn.execute(q.FILE_GROUP_PATHS, scope.params(tsqs=tsqs)).fetchall():
         path_hits[path].add(i - 1)
         counts[path][i - 1] = counts[path].get(i - 1, 0.0) + PATH_TF
     df = [0] * len(groups)
@@ -106,16 +112,18 @@ def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
             df[i] += 1
     idf = [math.log(1.0 + (n_files - d + 0.5) / (d + 0.5)) for d in df]
     weight = [float(min(max(g.count, 1), MAX_QUERY_TF)) for g in groups]
-    ranked = []
+    factor = [w * f for w, f in zip(weight, idf, strict=True)]  # weight[i] * idf[i]
+    k1_plus_1 = K1 + 1
+    scored = []
     for path, per_file in counts.items():
         norm = K1 * (1 - B + B * sizes.get(path, avg_size) / avg_size)
-        score = sum(weight[i] * idf[i] * tf * (K1 + 1) / (tf + norm)
-                    for i, tf in per_file.items())
+        score = sum([factor[i] * tf * k1_plus_1 / (tf + norm) for i, tf in per_file.items()])
         if boosts:
             score *= _boost_for(path, boosts)
-        ranked.append(RankedFile(path, score, per_file, path_hits.get(path, set())))
-    ranked.sort(key=lambda r: (-r.score, r.path))
-    return ranked[:limit]
+        scored.append((-score, path, per_file))
+    scored.sort()
+    return [RankedFile(path, -neg, per_file, path_hits.get(path, _NO_GROUPS))
+            for neg, path, per_file in scored[:limit]]
 
 
 def _boost_for(path: str, boosts: dict[str, float]) -> float:
