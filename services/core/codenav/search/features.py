@@ -263,11 +263,9 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
                     sym_hits[path].add(i)
                     if depth == 0:
                         sym_top[path].add(i)
-            if doc:
-                for w in words(doc):
-                    for t in identifier_terms(w)[:1]:
-                        for i in term_group.get(t, ()):
-                            doc_hits[path].add(i)
+            if doc:  # a doc word counts whole (``identifier_terms(word)[0]``), not split
+                for t in {w.lower().strip("_") for w in words(doc)}.intersection(term_group):
+                    doc_hits[path].update(term_group[t])
     graph = {p: (float(prior), int(imp)) for p, prior, imp in
              conn.execute(q.FILE_GRAPH_RANKS, scope.params(paths=paths))} if paths else {}
     lines = {p: int(n) for p, n in conn.execute(q.FILE_LINES, scope.params(paths=paths))} \
