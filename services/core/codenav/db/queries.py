@@ -546,8 +546,8 @@ SELECT f.path, f.size, f.mtime_ns, f.sha, f.language, co.line_count, f.indexed_a
 FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
 WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 
-# Per-chunk and per-path group matches for find_files: which query groups each candidate
-# chunk (and its file's path and imports) contains.
+# The best chunks of find_files' candidate files (``paths``: the files whole-file BM25
+# ranked best), with the query groups each contains.
 FIND_CHUNKS = """
 WITH g AS (
     SELECT q, w, i FROM unnest(%(tsqs)s::tsquery[], %(weights)s::float8[])
