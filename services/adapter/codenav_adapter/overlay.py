@@ -48,6 +48,13 @@ class GitError(CodenavError):
     code = "git"
 
 
+CODENAVIGNORE = ".codenavignore"
+
+
+def _is_codenavignore(path: str) -> bool:
+    return path == CODENAVIGNORE or path.endswith("/" + CODENAVIGNORE)
+
+
 def git(root: Path, *args: str, check: bool = True) -> bytes:
     """``git -C root args`` (no optional locks: never in the way of the developer's git)."""
     try:
@@ -152,20 +159,25 @@ class Checkout:
 
     def _changed(self) -> set[str]:
         """Tracked paths whose working copy differs from git's index, and untracked files
-        git and ``.codenavignore`` do not ignore."""
+        that neither git's ignore rules nor a ``.codenavignore`` (in any directory, as the
+        walker reads them) exclude."""
         out: set[str] = set()
         status = git(self.root, "status", "--porcelain=v1", "-z", "--untracked-files=no",
                      "--no-renames", "--ignore-submodules")
         for entry in status.split(b"\0"):
             if len(entry) > 3:
                 out.add(entry[3:].decode("utf-8", "surrogateescape"))
-        extra = ["--exclude-from=.codenavignore"] if (self.root / ".codenavignore").is_file() \
-            else []
-        for raw in git(self.root, "ls-files", "-o", "-z", "--exclude-standard",
-                       *extra).split(b"\0"):
-            if raw:
-                out.add(raw.decode("utf-8", "surrogateescape"))
-        return out
+        untracked = self._untracked("--exclude-standard")
+        if any(_is_codenavignore(p) for p in untracked) or \
+                any(_is_codenavignore(p) for p in self._tracked_files()):
+            # git reads one per-directory ignore file a listing: the files neither rule
+            # set excludes are the untracked files of both listings
+            untracked &= self._untracked(f"--exclude-per-directory={CODENAVIGNORE}")
+        return out | untracked
+
+    def _untracked(self, excludes: str) -> set[str]:
+        return {raw.decode("utf-8", "surrogateescape") for raw in
+                git(self.root, "ls-files", "-o", "-z", excludes).split(b"\0") if raw}
 
     def state(self) -> Local:
         files = dict(self._tracked_files())
