@@ -97,6 +97,8 @@ class Checkout:
     _index_path: Path | None = None
     _index_key: tuple[int, int] | None = None
     _tracked: dict[str, tuple[str, int]] = field(default_factory=dict)
+    _tracked_ignore_file: bool = False
+    """Whether git's index holds a ``.codenavignore`` (in any directory)."""
     _hashed: dict[str, tuple[int, int, str]] = field(default_factory=dict)
     """path -> (mtime_ns, size, blob id): a dirty file is read again only when it moved."""
 
@@ -155,6 +157,7 @@ class Checkout:
                 continue
             tracked[raw.decode("utf-8", "surrogateescape")] = (sha, 0)
         self._tracked, self._index_key = tracked, key
+        self._tracked_ignore_file = any(_is_codenavignore(p) for p in tracked)
         return tracked
 
     def _changed(self) -> set[str]:
@@ -168,8 +171,8 @@ class Checkout:
             if len(entry) > 3:
                 out.add(entry[3:].decode("utf-8", "surrogateescape"))
         untracked = self._untracked("--exclude-standard")
-        if any(_is_codenavignore(p) for p in untracked) or \
-                any(_is_codenavignore(p) for p in self._tracked_files()):
+        self._tracked_files()  # current (a stat when the index did not change)
+        if self._tracked_ignore_file or any(_is_codenavignore(p) for p in untracked):
             # git reads one per-directory ignore file a listing: the files neither rule
             # set excludes are the untracked files of both listings
             untracked &= self._untracked(f"--exclude-per-directory={CODENAVIGNORE}")
