@@ -559,3 +559,36 @@ def test_a_team_admin_import_leaves_out_contents_whose_body_is_not_their_blob(
     assert "app/models.py" not in paths and "app/service.py" in paths
     assert not any("forged" in b for b in bodies)
     assert result["repos"][0]["team"] == "gamma"
+
+
+_COMPRESSED_TSV = """
+SELECT count(*) FILTER (WHERE pg_column_compression(tsv) IS NOT NULL),
+       count(*) FILTER (WHERE octet_length(tsv::text) > 2000) FROM chunks"""
+
+
+def test_chunk_tsvectors_are_stored_uncompressed_when_indexed_and_when_imported(
+        pg: EmbeddedPostgres, second: Settings, redis_url: str, tmp_path: Path) -> None:
+    """Ranking reads every candidate's tsvector once per query group: a large one stays
+    uncompressed, whether the worker wrote it or a snapshot brought it (a staged value
+    inserted as it is would keep its compression)."""
+    root = tmp_path / "wide"
+    root.mkdir()
+    # long, repetitive names: a tsvector pglz would compress (it gives up on one whose
+    # first kilobyte has no repeats)
+    names = [f"value{'x' * 40}{i}" for i in range(80)]
+    (root / "wide.py").write_text(
+        "def wide():\n" + "".join(f"    {n} = {i}\n" for i, n in enumerate(names))
+        + "    return 0\n")
+    with psycopg.connect(second.database_url, autocommit=True) as c2:
+        repo = repos.register(c2, str(root), "wide")
+        reconcile.reconcile(second, repo.id)
+        compressed, large = c2.execute(_COMPRESSED_TSV).fetchone()
+        assert large >= 1 and compressed == 0
+        path = tmp_path / "wide.snap"
+        admin.snapshot_export(c2, OPERATOR, path, ["wide"], None)
+    with database(pg, TEMPLATE_DB) as url:
+        third = _settings(url, redis_url, tmp_path / "home3")
+        _import(third, path)
+        with psycopg.connect(url, autocommit=True) as c3:
+            compressed, large = c3.execute(_COMPRESSED_TSV).fetchone()
+            assert large >= 1 and compressed == 0

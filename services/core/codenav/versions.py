@@ -24,6 +24,8 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
      the adapter sent) and overlay_blobs (uploads waiting to be parsed); the tree_*
      functions read a layered tree's base and mid through tree_base/tree_mid (planned on
      their sizes).
+ 12  chunks.tsv stored uncompressed (STORAGE EXTERNAL): ranking reads it without
+     decompressing (the rows and their meaning are those of 11).
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -41,6 +43,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

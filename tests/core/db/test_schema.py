@@ -143,3 +143,44 @@ def test_a_store_indexed_before_refs_keeps_its_index_as_each_repositorys_working
         with psycopg.connect(base + "/postgres", autocommit=True) as admin:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
                 sql.Identifier(name)))
+
+
+def test_a_store_written_before_schema_12_gets_its_compressed_tsvectors_rewritten(
+        pg: object, db_url: str) -> None:
+    """Schema 11 -> 12: chunk tsvectors stored compressed are rewritten uncompressed, with
+    the same lexemes, positions and weights."""
+    from psycopg import sql
+
+    base = db_url.rsplit("/", 1)[0]
+    name = "tsv_" + db_url.rsplit("_", 1)[-1]
+    with psycopg.connect(base + "/postgres", autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        with psycopg.connect(f"{base}/{name}", autocommit=True) as conn:
+            conn.execute("CREATE TABLE codenav_schema (version integer PRIMARY KEY, "
+                         "applied_at timestamptz NOT NULL DEFAULT now())")
+            for number, text in migrations.available():
+                if number <= 11:
+                    conn.execute(text.encode())
+                    conn.execute("INSERT INTO codenav_schema (version) VALUES (%s)", (number,))
+            # long, repetitive lexemes: pglz compresses a value only if it finds repeats
+            # in its first kilobyte (past a few hundred lexemes' headers it gives up)
+            tsv = " ".join(f"'{'value' * 40}{i}':1" for i in range(20))
+            conn.execute("INSERT INTO contents (sha, language, chunker, size, line_count, "
+                         "body) VALUES ('b1', 'python', 5, 10, 1, 'x')")
+            conn.execute("""
+                INSERT INTO chunks (content_id, ord, kind, symbol, start_line, end_line, body,
+                                    n_terms, tsv)
+                SELECT id, 0, 'function', 'f', 1, 1, 'x', 20, %s::tsvector FROM contents""",
+                         (tsv,))
+            before = conn.execute("SELECT pg_column_compression(tsv), tsv::text "
+                                  "FROM chunks").fetchone()
+            assert before is not None and before[0] == "pglz"
+            assert migrations.migrate(conn) == SCHEMA_VERSION
+            after = conn.execute("SELECT pg_column_compression(tsv), tsv::text "
+                                 "FROM chunks").fetchone()
+            assert after == (None, before[1])
+    finally:
+        with psycopg.connect(base + "/postgres", autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(name)))

@@ -129,7 +129,10 @@ def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters
     }
     found: dict[tuple[int, str], float] = {}
     for candidates in w.candidate_queries():
-        for r in conn.execute(q.SEARCH_LEXICAL, {**params, "any": candidates}):
+        with conn.transaction():
+            conn.execute(q.LEXICAL_PLAN)
+            rows = conn.execute(q.SEARCH_LEXICAL, {**params, "any": candidates}).fetchall()
+        for r in rows:
             found.setdefault((r[0], r[1]), float(r[2] or 0.0))
         if len(found) >= k // 2:
             break
