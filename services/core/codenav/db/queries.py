@@ -510,34 +510,36 @@ WHERE (%(language)s::text IS NULL OR f.language = %(language)s)
 ORDER BY score DESC, f.path
 LIMIT %(k)s"""
 
+# The files of the tree (those the caller sees, through the filters) that hold chunk c's
+# content, looked up per chunk: the two symbol rankers below find tens of chunks, and a
+# join hashed or sorted every file of the tree first (Apache Kafka: 6,452 files, 2-4 ms).
+_FILES_OF_CHUNK = """JOIN LATERAL (
+    SELECT f.path FROM tree_files(%(tree)s) f
+    WHERE f.content_id = c.content_id AND f.repo_id = ANY(%(visible)s::int[])
+      AND (%(language)s::text IS NULL OR f.language = %(language)s)
+      AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
+    OFFSET 0) f ON true"""
 # Declaration ranker: chunks that declare exactly a symbol the query names.
 SEARCH_DECLARATIONS = """
 SELECT c.id, f.path, c.symbol, c.parent, c.kind
-FROM chunks c
-JOIN tree_files(%(tree)s) f ON f.content_id = c.content_id
-  AND f.repo_id = ANY(%(visible)s::int[])
+FROM chunks c @FILES_OF_CHUNK@
 WHERE lower(c.symbol) = ANY(%(names)s) AND c.part <= 1
-  AND (%(language)s::text IS NULL OR f.language = %(language)s)
-  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
   AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
   AND (NOT %(exported)s OR c.exported)
 ORDER BY lower(coalesce(c.parent, '')) || '.' || lower(c.symbol) = ANY(%(qualified)s) DESC,
-         c.kind = 'constructor', c.kind IN ('block', 'text', 'section'), length(f.path), f.path
-LIMIT %(k)s"""
+         c.kind = 'constructor', c.kind IN ('block', 'text', 'section'), length(f.path), f.path,
+         c.id
+LIMIT %(k)s""".replace("@FILES_OF_CHUNK@", _FILES_OF_CHUNK)
 
 # Fuzzy symbol ranker: trigram similarity of symbol names (pg_trgm).
 SEARCH_TRIGRAM = """
 SELECT c.id, f.path, similarity(lower(c.symbol), %(name)s) AS sim
-FROM chunks c
-JOIN tree_files(%(tree)s) f ON f.content_id = c.content_id
-  AND f.repo_id = ANY(%(visible)s::int[])
+FROM chunks c @FILES_OF_CHUNK@
 WHERE lower(c.symbol) %% %(name)s AND c.part <= 1
-  AND (%(language)s::text IS NULL OR f.language = %(language)s)
-  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
   AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
   AND (NOT %(exported)s OR c.exported)
-ORDER BY sim DESC, length(f.path)
-LIMIT %(k)s"""
+ORDER BY sim DESC, length(f.path), f.path, c.id
+LIMIT %(k)s""".replace("@FILES_OF_CHUNK@", _FILES_OF_CHUNK)
 
 # Chunks by id, only of contents a file of the repository points at. ``OFFSET 0`` keeps
 # the check per chunk (an index probe each): as a join it hashed every file of the tree
@@ -1126,6 +1128,7 @@ SELECT t.term, f.path, t.tf, f.size
 FROM file_terms t JOIN tree_files(%(tree)s) f ON f.content_id = t.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE t.term = ANY(%(terms)s)"""
+
 
 # --- benchmarks: the code graph (bench/graph_bench.py) -------------------------------------
 # Files that declare names a long query spells out (top-level or class members).
