@@ -153,3 +153,22 @@ def test_a_linear_model_weighs_long_queries_with_their_own_weights() -> None:
     short, long = model.predict([row(math.log1p(3)), row(math.log1p(40))])
     assert (short, long) == (1.0, 0.5)
     assert model.feature_name() == ["bm25", "path_idf"]
+
+
+def test_a_docs_query_terms_are_found_as_the_index_cuts_its_words() -> None:
+    """The doc field matches a query term where ``tokens.words`` would cut that term out of
+    the doc (a maximal run of word characters, underscores at its ends dropped, any case),
+    and nowhere else: ``_doc_term_pattern`` must agree with splitting every word."""
+    import random
+
+    from codenav.tokens import words
+
+    rng = random.Random(7)
+    pieces = ["foo", "bar", "Foo", "_", "__", " ", ".", "baz9", "x", "é", "FOO_BAR", "-",
+              "(", "offset", "Offsets", "1", "\n"]
+    terms = {"foo", "bar", "foo_bar", "offset", "offsets", "x", "baz9", "1"}
+    pattern = features._doc_term_pattern(terms)
+    for _ in range(5000):
+        doc = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 14)))
+        expected = {w.lower().strip("_") for w in words(doc)} & terms
+        assert {m.lower() for m in pattern.findall(doc)} == expected, doc
