@@ -276,7 +276,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
                         sym_top[path].add(i)
             if doc:  # a doc word counts whole (``identifier_terms(word)[0]``), not split
                 for t in {m.lower() for m in doc_terms.findall(doc)}:
-                    doc_hits[path].update(term_group[t])
+                    doc_hits[path].update(term_group.get(t, ()))
     graph = {p: (float(prior), int(imp)) for p, prior, imp in
              conn.execute(q.FILE_GRAPH_RANKS, scope.params(paths=paths))} if paths else {}
     lines = {p: int(n) for p, n in conn.execute(q.FILE_LINES, scope.params(paths=paths))} \
