@@ -121,17 +121,18 @@ def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters
     if not w.groups:
         return []
     groups = sorted(w.groups, key=lambda g: -g.idf)[:MAX_GROUPS]
-    params = {
-        "tsqs": [tsquery_for(g.terms) for g in groups],
-        "weights": [g.idf for g in groups],
+    params: dict[str, Any] = {
         "avg_terms": w.avg_terms, **scope.params(), "k": k, "cap": CANDIDATE_CAP,
         **filters.params(),
     }
+    for i, g in enumerate(groups):
+        params[f"q{i}"], params[f"w{i}"] = tsquery_for(g.terms), g.idf
+    statement = q.search_lexical(len(groups))
     found: dict[tuple[int, str], float] = {}
     for candidates in w.candidate_queries():
         with conn.transaction():
             conn.execute(q.LEXICAL_PLAN)
-            rows = conn.execute(q.SEARCH_LEXICAL, {**params, "any": candidates}).fetchall()
+            rows = conn.execute(statement, {**params, "any": candidates}).fetchall()
         for r in rows:
             found.setdefault((r[0], r[1]), float(r[2] or 0.0))
         if len(found) >= k // 2:
