@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import psycopg
 import pytest
+from psycopg import sql
 
 from codenav.db import migrations
 from codenav.errors import SchemaMismatch
 from codenav.versions import SCHEMA_VERSION
+
+
+@contextlib.contextmanager
+def _store_at(db_url: str, prefix: str, version: int) -> Iterator[psycopg.Connection]:
+    """A database of its own, migrated up to ``version`` only (an older store), dropped
+    afterwards."""
+    base = db_url.rsplit("/", 1)[0]
+    name = prefix + db_url.rsplit("_", 1)[-1]
+    with psycopg.connect(base + "/postgres", autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        with psycopg.connect(f"{base}/{name}", autocommit=True) as conn:
+            conn.execute("CREATE TABLE codenav_schema (version integer PRIMARY KEY, "
+                         "applied_at timestamptz NOT NULL DEFAULT now())")
+            for number, text in migrations.available():
+                if number <= version:
+                    conn.execute(text.encode())
+                    conn.execute("INSERT INTO codenav_schema (version) VALUES (%s)", (number,))
+            yield conn
+    finally:
+        with psycopg.connect(base + "/postgres", autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(name)))
 
 
 def test_the_newest_migration_is_the_schema_version() -> None:
@@ -90,97 +117,63 @@ def test_a_store_indexed_before_refs_keeps_its_index_as_each_repositorys_working
         pg: object, db_url: str) -> None:
     """Schema 9 -> 10 on a store with rows: every per-file row moves to its repository's
     working tree, chunk texts fold to one row per (chunk, path), and the queries read them."""
-    from psycopg import sql
-
-    base = db_url.rsplit("/", 1)[0]
-    name = "upgrade_" + db_url.rsplit("_", 1)[-1]
-    with psycopg.connect(base + "/postgres", autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        with psycopg.connect(f"{base}/{name}", autocommit=True) as conn:
-            conn.execute("CREATE TABLE codenav_schema (version integer PRIMARY KEY, "
-                         "applied_at timestamptz NOT NULL DEFAULT now())")
-            for number, text in migrations.available():
-                if number <= 9:
-                    conn.execute(text.encode())
-                    conn.execute("INSERT INTO codenav_schema (version) VALUES (%s)", (number,))
-            conn.execute("""
-                INSERT INTO repos (name, root, team_id, indexed_commit)
-                SELECT n, '/srv/' || n, t.id, 'c0ffee' FROM teams t,
-                       unnest(ARRAY['one', 'two']) AS n;
-                INSERT INTO contents (sha, language, chunker, size, line_count, body)
-                VALUES ('a1', 'python', 5, 10, 1, 'def f(): pass');
-                INSERT INTO chunks (content_id, ord, kind, symbol, start_line, end_line, body,
-                                    n_terms, tsv)
-                SELECT id, 0, 'function', 'f', 1, 1, body, 2, to_tsvector('simple', 'f pass')
-                FROM contents;
-                INSERT INTO files (repo_id, path, content_id, sha, language, size, mtime_ns,
-                                   path_tsv)
-                SELECT r.id, 'm.py', c.id, c.sha, 'python', 10, 1, to_tsvector('simple', 'm')
-                FROM repos r, contents c;
-                INSERT INTO chunk_texts (repo_id, path, chunk_id, text_hash)
-                SELECT f.repo_id, f.path, c.id, '\\x01' FROM files f JOIN chunks c
-                  ON c.content_id = f.content_id;
-                INSERT INTO graph_edges (repo_id, src_path, ord, line, src_scope, kind,
-                                         dst_path, dst_qual, verified, how)
-                SELECT id, 'm.py', 0, 1, '', 'call', 'm.py', 'f', true, 'same file' FROM repos;
-                INSERT INTO graph_state (repo_id, version, full_build, files_resolved, seconds)
-                SELECT id, 2, true, 1, 0.1 FROM repos;
-            """)
-            assert migrations.migrate(conn) == SCHEMA_VERSION
-            trees = conn.execute("SELECT r.name, t.kind, t.commit FROM trees t JOIN repos r "
-                                 "ON r.id = t.repo_id ORDER BY 1").fetchall()
-            assert trees == [("one", "worktree", "c0ffee"), ("two", "worktree", "c0ffee")]
-            for (tree,) in conn.execute("SELECT id FROM trees").fetchall():
-                assert conn.execute("SELECT path FROM tree_files(%s)", (tree,)).fetchall() == \
-                    [("m.py",)]
-                assert conn.execute("SELECT dst_qual FROM tree_edges(%s)", (tree,)).fetchall() \
-                    == [("f",)]
-                assert conn.execute("SELECT version FROM graph_state WHERE tree_id = %s",
-                                    (tree,)).fetchone() == (2,)
-            assert conn.execute("SELECT count(*) FROM chunk_texts").fetchone() == (1,)
-    finally:
-        with psycopg.connect(base + "/postgres", autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(name)))
+    with _store_at(db_url, "upgrade_", 9) as conn:
+        conn.execute("""
+            INSERT INTO repos (name, root, team_id, indexed_commit)
+            SELECT n, '/srv/' || n, t.id, 'c0ffee' FROM teams t,
+                   unnest(ARRAY['one', 'two']) AS n;
+            INSERT INTO contents (sha, language, chunker, size, line_count, body)
+            VALUES ('a1', 'python', 5, 10, 1, 'def f(): pass');
+            INSERT INTO chunks (content_id, ord, kind, symbol, start_line, end_line, body,
+                                n_terms, tsv)
+            SELECT id, 0, 'function', 'f', 1, 1, body, 2, to_tsvector('simple', 'f pass')
+            FROM contents;
+            INSERT INTO files (repo_id, path, content_id, sha, language, size, mtime_ns,
+                               path_tsv)
+            SELECT r.id, 'm.py', c.id, c.sha, 'python', 10, 1, to_tsvector('simple', 'm')
+            FROM repos r, contents c;
+            INSERT INTO chunk_texts (repo_id, path, chunk_id, text_hash)
+            SELECT f.repo_id, f.path, c.id, '\\x01' FROM files f JOIN chunks c
+              ON c.content_id = f.content_id;
+            INSERT INTO graph_edges (repo_id, src_path, ord, line, src_scope, kind,
+                                     dst_path, dst_qual, verified, how)
+            SELECT id, 'm.py', 0, 1, '', 'call', 'm.py', 'f', true, 'same file' FROM repos;
+            INSERT INTO graph_state (repo_id, version, full_build, files_resolved, seconds)
+            SELECT id, 2, true, 1, 0.1 FROM repos;
+        """)
+        assert migrations.migrate(conn) == SCHEMA_VERSION
+        trees = conn.execute("SELECT r.name, t.kind, t.commit FROM trees t JOIN repos r "
+                             "ON r.id = t.repo_id ORDER BY 1").fetchall()
+        assert trees == [("one", "worktree", "c0ffee"), ("two", "worktree", "c0ffee")]
+        for (tree,) in conn.execute("SELECT id FROM trees").fetchall():
+            assert conn.execute("SELECT path FROM tree_files(%s)", (tree,)).fetchall() == \
+                [("m.py",)]
+            assert conn.execute("SELECT dst_qual FROM tree_edges(%s)", (tree,)).fetchall() \
+                == [("f",)]
+            assert conn.execute("SELECT version FROM graph_state WHERE tree_id = %s",
+                                (tree,)).fetchone() == (2,)
+        assert conn.execute("SELECT count(*) FROM chunk_texts").fetchone() == (1,)
 
 
 def test_a_store_written_before_schema_12_gets_its_compressed_tsvectors_rewritten(
         pg: object, db_url: str) -> None:
     """Schema 11 -> 12: chunk tsvectors stored compressed are rewritten uncompressed, with
     the same lexemes, positions and weights."""
-    from psycopg import sql
-
-    base = db_url.rsplit("/", 1)[0]
-    name = "tsv_" + db_url.rsplit("_", 1)[-1]
-    with psycopg.connect(base + "/postgres", autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        with psycopg.connect(f"{base}/{name}", autocommit=True) as conn:
-            conn.execute("CREATE TABLE codenav_schema (version integer PRIMARY KEY, "
-                         "applied_at timestamptz NOT NULL DEFAULT now())")
-            for number, text in migrations.available():
-                if number <= 11:
-                    conn.execute(text.encode())
-                    conn.execute("INSERT INTO codenav_schema (version) VALUES (%s)", (number,))
-            # long, repetitive lexemes: pglz compresses a value only if it finds repeats
-            # in its first kilobyte (past a few hundred lexemes' headers it gives up)
-            tsv = " ".join(f"'{'value' * 40}{i}':1" for i in range(20))
-            conn.execute("INSERT INTO contents (sha, language, chunker, size, line_count, "
-                         "body) VALUES ('b1', 'python', 5, 10, 1, 'x')")
-            conn.execute("""
-                INSERT INTO chunks (content_id, ord, kind, symbol, start_line, end_line, body,
-                                    n_terms, tsv)
-                SELECT id, 0, 'function', 'f', 1, 1, 'x', 20, %s::tsvector FROM contents""",
-                         (tsv,))
-            before = conn.execute("SELECT pg_column_compression(tsv), tsv::text "
-                                  "FROM chunks").fetchone()
-            assert before is not None and before[0] == "pglz"
-            assert migrations.migrate(conn) == SCHEMA_VERSION
-            after = conn.execute("SELECT pg_column_compression(tsv), tsv::text "
-                                 "FROM chunks").fetchone()
-            assert after == (None, before[1])
-    finally:
-        with psycopg.connect(base + "/postgres", autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-                sql.Identifier(name)))
+    with _store_at(db_url, "tsv_", 11) as conn:
+        # long, repetitive lexemes: pglz compresses a value only if it finds repeats
+        # in its first kilobyte (past a few hundred lexemes' headers it gives up)
+        tsv = " ".join(f"'{'value' * 40}{i}':1" for i in range(20))
+        conn.execute("INSERT INTO contents (sha, language, chunker, size, line_count, "
+                     "body) VALUES ('b1', 'python', 5, 10, 1, 'x')")
+        conn.execute("""
+            INSERT INTO chunks (content_id, ord, kind, symbol, start_line, end_line, body,
+                                n_terms, tsv)
+            SELECT id, 0, 'function', 'f', 1, 1, 'x', 20, %s::tsvector FROM contents""",
+                     (tsv,))
+        before = conn.execute("SELECT pg_column_compression(tsv), tsv::text "
+                              "FROM chunks").fetchone()
+        assert before is not None and before[0] == "pglz"
+        assert migrations.migrate(conn) == SCHEMA_VERSION
+        after = conn.execute("SELECT pg_column_compression(tsv), tsv::text "
+                             "FROM chunks").fetchone()
+        assert after == (None, before[1])

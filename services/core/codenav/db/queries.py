@@ -1135,7 +1135,6 @@ FROM file_terms t JOIN tree_files(%(tree)s) f ON f.content_id = t.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE t.term = ANY(%(terms)s)"""
 
-
 # --- benchmarks: the code graph (bench/graph_bench.py) -------------------------------------
 # Files that declare names a long query spells out (top-level or class members).
 DECLARING_FILES = """
