@@ -132,6 +132,40 @@ def test_ignore_negations_follow_git(tmp_path: Path) -> None:
     assert rules.check_path("x/gen-out.py", False) is None
 
 
+def test_the_walk_keeps_what_git_keeps_under_many_kinds_of_ignore_pattern(tmp_path: Path,
+                                                                         ) -> None:
+    """Anchored, directory-only, ``**``, character classes, escapes and negations in nested
+    ignore files: the walk indexes exactly the files ``git ls-files`` lists (less the
+    built-in skips), so the one-regex shortcut for paths no pattern matches changes nothing."""
+    from codenav.index.defaults import path_reason
+    from codenav.index.walk import walk
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text(
+        "*.log\n/top-only.py\ngen/\n**/deep/**/x.py\ndata[0-9].py\n!data7.py\n"
+        "\\#hash.py\nspace\\ .py\ndoc/*.txt\n!doc/keep.txt\nnested/**\n!nested/**/\n"
+        "!nested/**/*.go\n?.js\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / ".gitignore").write_text("*.py\n!main.py\n/local/\n")
+    names = ["top-only.py", "a/top-only.py", "gen/a.py", "src/gen/b.py", "src/generated.py",
+             "deep/x.py", "a/deep/b/x.py", "a/deep/b/y.py", "data1.py", "data7.py",
+             "data10.py", "#hash.py", "space .py", "doc/a.txt", "doc/keep.txt",
+             "doc/sub/b.txt", "nested/a.py", "nested/b/c.go", "nested/b/d.py", "a.js",
+             "ab.js", "pkg/x.py", "pkg/main.py", "pkg/local/y.go", "pkg/sub/local/z.go",
+             "pkg/sub/q.py", "run.log", "src/ok.py", "src/Ok.java"]
+    for rel in names:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"],
+                            cwd=tmp_path, check=True, capture_output=True).stdout.decode()
+    expected = sorted(p for p in listed.split("\0") if p and not path_reason(p)
+                      and not p.endswith(".gitignore"))
+    walked = sorted(f.path for f in walk(tmp_path, 1 << 20).files
+                    if not f.path.endswith(".gitignore"))
+    assert walked == expected
+    assert "src/ok.py" in walked and "data7.py" in walked and "data1.py" not in walked
+
+
 def test_freshness_flags_stale_paths_anywhere_in_an_answer() -> None:
     from codenav import freshness
 

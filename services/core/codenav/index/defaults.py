@@ -5,6 +5,8 @@ stdio adapter applies them before it sends a developer's files anywhere."""
 from __future__ import annotations
 
 import fnmatch
+import functools
+import re
 
 # Directory names skipped wherever they appear: VCS data, dependencies, build output, caches.
 DEFAULT_IGNORED_DIRS = frozenset(
@@ -36,18 +38,19 @@ BINARY_EXTENSIONS = frozenset(
 )
 
 
-def matches_any(name: str, patterns: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+_SECRET_NAME = re.compile("|".join(fnmatch.translate(p) for p in SECRET_PATTERNS))
+"""``SECRET_PATTERNS`` as one regex (``fnmatch.fnmatchcase`` of any of them)."""
 
 
+@functools.lru_cache(maxsize=65536)
 def default_reason(name: str, is_dir: bool) -> str | None:
-    """The built-in skip reason for a file or directory ``name``, if any."""
+    """The built-in skip reason for a file or directory ``name``, if any (names repeat: every
+    file's directories are checked again, so answers are remembered)."""
     if is_dir:
         return "ignored_dir" if name in DEFAULT_IGNORED_DIRS else None
     if name in LOCK_FILES or name.endswith(".lock"):
         return "lock_file"
-    if matches_any(name, SECRET_PATTERNS) and not name.endswith((".example", ".sample",
-                                                                   ".template")):
+    if _SECRET_NAME.match(name) and not name.endswith((".example", ".sample", ".template")):
         return "secret"
     dot = name.rfind(".")
     if dot > 0 and name[dot:].lower() in BINARY_EXTENSIONS:

@@ -6,7 +6,9 @@ walker and the watcher share these rules, so an ignored tree is neither indexed 
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,10 +19,42 @@ from codenav.index.defaults import default_reason
 IGNORE_FILES = (".gitignore", ".codenavignore")
 
 
-def _decide(spec: pathspec.GitIgnoreSpec, candidate: str, is_dir: bool) -> bool | None:
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+
+
+def _every_dir_below(line: str) -> str:
+    """``X/**/`` as ``X/**/*/``: git reads both as every directory below X (at any depth),
+    pathspec reads the first as X's own directory separator, so ``dir/**``, ``!dir/**/``,
+    ``!dir/**/*.go`` (keep only the Go files) would lose the subdirectories."""
+    stripped = line.rstrip(" ")
+    if stripped.endswith("/**/") and len(stripped.lstrip("!")) > len("/**/"):
+        return stripped + "*/"
+    return line
+
+
+def _any_pattern(spec: pathspec.GitIgnoreSpec) -> re.Pattern[str] | None:
+    """One regex that matches wherever any pattern of ``spec`` does (None when the patterns
+    cannot be joined): most paths match no pattern, and one search tells so instead of a
+    search per pattern."""
+    regexes = [r for p in spec.patterns if p.include is not None
+               and (r := getattr(p, "regex", None)) is not None]
+    if not regexes or len({r.flags for r in regexes}) != 1:
+        return None
+    joined = "|".join(f"(?:{_NAMED_GROUP.sub('(?:', r.pattern)})" for r in regexes)
+    try:
+        return re.compile(joined, regexes[0].flags)
+    except re.error:
+        return None
+
+
+def _decide(spec: pathspec.GitIgnoreSpec, candidate: str, is_dir: bool,
+            any_pattern: re.Pattern[str] | None = None) -> bool | None:
     """What the last matching pattern says about ``candidate`` (True: ignore), git's way:
     a pattern that only matched an ancestor directory does not count, because ancestors are
-    checked on their own (so ``*`` then ``!*/`` then ``!*.py`` keeps the .py files)."""
+    checked on their own (so ``*`` then ``!*/`` then ``!*.py`` keeps the .py files).
+    ``any_pattern`` (``_any_pattern(spec)``) answers first when no pattern matches."""
+    if any_pattern is not None and any_pattern.search(candidate) is None:
+        return None
     result = None
     for pattern in spec.patterns:
         regex = getattr(pattern, "regex", None)
@@ -33,11 +67,11 @@ def _decide(spec: pathspec.GitIgnoreSpec, candidate: str, is_dir: bool) -> bool 
 
 def _counts(match: re.Match[str], candidate: str, is_dir: bool) -> bool:
     """A match counts unless it only matched an ancestor directory (the ``ps_d`` group of
-    pathspec's regexes marks a directory separator)."""
+    pathspec's regexes marks a directory separator) or, for ``X/**``, X itself."""
     try:
         at = match.start("ps_d")
-    except IndexError:
-        return True
+    except IndexError:  # ``X/**`` (``^X/``): what is inside X, not X itself
+        return not (is_dir and match.end() == len(candidate) and match.group().endswith("/"))
     return at == -1 or (is_dir and at == len(candidate) - 1)
 
 
@@ -47,6 +81,7 @@ class IgnoreRules:
 
     root: Path
     _specs: dict[str, pathspec.GitIgnoreSpec] = field(default_factory=dict)
+    _any: dict[str, re.Pattern[str] | None] = field(default_factory=dict)
 
     @classmethod
     def for_root(cls, root: Path) -> IgnoreRules:
@@ -61,17 +96,21 @@ class IgnoreRules:
     def _load_dir(self, rel_dir: str, extra: list[str] | None = None) -> None:
         lines = list(extra or []) + self._ignore_lines(rel_dir)
         if lines:
-            self._specs[rel_dir] = pathspec.GitIgnoreSpec.from_lines(lines)
+            spec = self._specs[rel_dir] = pathspec.GitIgnoreSpec.from_lines(
+                [_every_dir_below(line) for line in lines])
+            self._any[rel_dir] = _any_pattern(spec)
 
     def _ignore_lines(self, rel_dir: str) -> list[str]:
         """The lines of the ignore files of ``rel_dir`` (read from disk)."""
         lines: list[str] = []
-        base = self.root / rel_dir if rel_dir else self.root
+        base = os.path.join(self.root, rel_dir) if rel_dir else str(self.root)
         for name in IGNORE_FILES:
-            path = base / name
+            path = os.path.join(base, name)
             try:
-                if path.is_file() and not path.is_symlink():
-                    lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+                if not stat.S_ISREG(os.lstat(path).st_mode):  # a link is never followed
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    lines += f.read().splitlines()
             except OSError:
                 continue
         return lines
@@ -97,7 +136,7 @@ class IgnoreRules:
                 sub = candidate[len(base) + 1:]
             else:
                 sub = candidate
-            result = _decide(spec, sub, is_dir)
+            result = _decide(spec, sub, is_dir, self._any.get(base))
             if result is not None:
                 ignored = result
         return ignored
