@@ -7,10 +7,10 @@ Indexing and embedding never share a process, so an edit never waits behind an e
 slice, and each lane scales apart (compose: ``worker``, ``overlay-worker`` and
 ``embed-worker``).
 
-An index or overlay worker preloads every grammar before RQ forks a work horse per job, so horses
-share them. Every worker waits for the database schema and the queue (an embed worker also
-for the embedder's model) before it takes a job, then works its lane's queue with the
-scheduler, so retries with intervals run.
+An index or overlay worker preloads every grammar and the secret detectors before RQ forks a
+work horse per job, so horses share them. Every worker waits for the database schema and
+the queue (an embed worker also for the embedder's model) before it takes a job, then works
+its lane's queue with the scheduler, so retries with intervals run.
 """
 
 from __future__ import annotations
@@ -100,10 +100,12 @@ def main(argv: list[str] | None = None) -> int:
             import codenav.jobs.tasks
             import codenav.overlays  # noqa: F401 (imported once here, not in every horse)
             from codenav.graph.extract import preload_queries
+            from codenav.index import redact
             from codenav.parse.chunker import preload_grammars
 
             preload_grammars()
             preload_queries()
+            redact.preload()
         wait_for_schema(settings)
         conn = enqueue.connect_redis(settings)
         _wait_for("the queue", lambda: bool(conn.ping()), 300.0)

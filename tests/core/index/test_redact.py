@@ -77,3 +77,33 @@ def test_the_prefilter_is_built_from_the_library_patterns_not_a_list_of_its_own(
     assert {"akia", "ghp_", "begin rsa private key", "password", "sk_live_"} <= literals
     assert not {d.plugin.secret_type for d in redact.detectors()} & redact.EXCLUDED
     assert len(redact.detectors()) >= 20
+
+
+def test_a_job_forked_after_preload_redacts_without_building_or_importing_anything() -> None:
+    """A worker preloads the detectors before RQ forks a process per job: the job's process
+    redacts with what it inherited (no detector built again, no module imported)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent('''
+        import os, sys
+        from codenav.index import redact
+        redact.preload()
+        before = set(sys.modules)
+        pid = os.fork()
+        if pid == 0:
+            _out, found = redact.redact(
+                'AWS_ACCESS_KEY_ID = "AKIAZ4TB7K5Q9RMVX3PL"\\n'
+                'token = "ghp_Zx9Kq2Lm4Np6Rt8Vw1Yb3Cd5Ef7Gh0Jk2Mn4"  # pragma: allowlist secret\\n',
+                "conf.py")
+            new = sorted(set(sys.modules) - before)
+            built = redact._prefilter.cache_info().misses + redact.detectors.cache_info().misses
+            print(len(found), new, built)
+            os._exit(0 if len(found) == 1 and not new and built == 2 else 1)
+        _, status = os.waitpid(pid, 0)
+        sys.exit(os.waitstatus_to_exitcode(status))
+    ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -284,6 +284,14 @@ def _prefilter() -> _Prefilter:
                       tuple(others))
 
 
+def preload() -> None:
+    """Build the detectors, their prefilter and the filters now: a forking worker calls this
+    once, so every job's process inherits them (building them, detect-secrets' imports
+    included, took half a second in each job that redacted a file)."""
+    _prefilter()
+    from detect_secrets.filters import allowlist, heuristic  # noqa: F401
+
+
 def candidate_lines(text: str) -> dict[int, set[int]]:
     """The lines some detector's prefilter matches (by the offset where each starts in
     ``text``), with those detectors."""
