@@ -3,12 +3,14 @@
 For each corpus (the Python standard library of this interpreter, plus ``--corpus PATH``):
 files, MB, the cold index wall time through the real worker process (RQ job, parser pool,
 COPY), files/s, peak RSS of the worker (process tree) and the API, the bare sequential
-tree-sitter parse of the same files in the same run and the ratio index/parse, a warm
-reindex with nothing changed, a 10-file change (a comment appended to 10 files, then put
-back) until searchable and until its graph is updated, and search / find_files latency
-p50/p99 over HTTP for 200 queries drawn from the corpus' own symbols: search once right
-after the load (``search_first_*``), then all of them after ``VACUUM (ANALYZE)``, the
-state autovacuum brings a freshly loaded database to within minutes.
+tree-sitter parse of the same files in the same run and the ratio index/parse,
+coldstart 2.3.2's own index of the same corpus in the same run (installed with npm under
+``bench/out/peers`` the first time; ``--no-coldstart`` skips it), a warm reindex with
+nothing changed, a 10-file change (a comment added inside a function of 10 files, then
+taken out again) until searchable and until its graph is updated, and search / find_files
+latency p50/p99 over HTTP for 200 queries drawn from the corpus' own symbols: search once
+right after the load (``search_first_*``), then all of them after ``VACUUM (ANALYZE)``,
+the state autovacuum brings a freshly loaded database to within minutes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -50,7 +53,10 @@ from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port
 
 COLDSTART_KAFKA = {"seconds": 38.8, "rss_mb": 612}
 """coldstart 2.3.2 indexing Apache Kafka: the figures recorded when this benchmark was
-written (commit e9839f6), not measured by it; printed labelled as quoted."""
+written (commit e9839f6), printed labelled as quoted when this run cannot measure it."""
+COLDSTART_PACKAGE = "@cstart/coldstart@2.3.2"
+PEERS = Path(__file__).resolve().parent / "out" / "peers"
+"""Where peers are installed for a benchmark (once; ``bench/out`` is not committed)."""
 
 
 class PeakRss:
@@ -85,6 +91,47 @@ class PeakRss:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(2)
+
+
+def coldstart_exe() -> Path | None:
+    """coldstart 2.3.2's command, installed with npm under ``PEERS`` the first time; None
+    when npm is missing or the install fails (its figure is then quoted, and labelled so)."""
+    prefix = PEERS / "coldstart-2.3.2"
+    exe = prefix / "node_modules" / ".bin" / "coldstart"
+    if exe.exists():
+        return exe
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    prefix.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix",
+                               str(prefix), COLDSTART_PACKAGE], capture_output=True,
+                              timeout=600)
+    except subprocess.TimeoutExpired:
+        return None
+    return exe if done.returncode == 0 and exe.exists() else None
+
+
+def coldstart_index(exe: Path, root: Path) -> dict[str, Any]:
+    """coldstart's full index of ``root`` (``coldstart index``, with a fresh HOME and cache
+    directory, so nothing is read from an earlier run): wall time, and the peak RSS of its
+    process tree sampled as the worker's is."""
+    with tempfile.TemporaryDirectory(prefix="coldstart-") as scratch:
+        env = {**os.environ, "HOME": scratch}
+        started = time.perf_counter()
+        proc = subprocess.Popen([str(exe), "index", "--root", str(root), "--cache-dir",
+                                 str(Path(scratch) / "indexes")], env=env, cwd=root,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        with PeakRss(proc.pid) as rss:
+            _out, err = proc.communicate(timeout=3600)
+        seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        print(f"  coldstart index failed ({proc.returncode}): {err.decode()[-500:]}",
+              file=sys.stderr)
+        return {}
+    return {"coldstart_index_s": round(seconds, 2),
+            "coldstart_peak_rss_mb": round(rss.peak / 2**20)}
 
 
 def bare_parse(root: Path, max_bytes: int) -> tuple[int, float]:
@@ -266,7 +313,7 @@ def wait_job(r: Any, job_id: str | None) -> dict[str, Any]:
 
 def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: EmbeddedRedis,
                  n_queries: int, embed_url: str = "", embed_s: float = 0.0,
-                 fill: bool = False) -> dict[str, Any]:
+                 fill: bool = False, coldstart: Path | None = None) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
     env.update({"CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url,
                 "CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1", "CODENAV_LOG_LEVEL": "WARNING",
@@ -278,6 +325,7 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
     n_files = len(walked.files)
     mb = sum(f.size for f in walked.files) / 1e6
     n_parsed_files, parse_s = bare_parse(root, settings.max_file_bytes)
+    peer = coldstart_index(coldstart, root) if coldstart is not None else {}
 
     worker_env = {k: v for k, v in env.items() if k != "CODENAV_EMBED_URL"}
     api, worker, url = start_services(home / "logs", env, worker_env)
@@ -351,6 +399,7 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
         "cold_index_s": round(index_s, 2), "files_per_s": round(n_files / index_s, 1),
         "cold_index_with_graph_s": round(with_graph_s, 2),
         "bare_parse_s": round(parse_s, 2), "index_over_parse": round(index_s / parse_s, 2),
+        **peer,
         "warm_reindex_s": round(warm_s, 2),
         **ten,
         "graph_build_s": round(float(graph[0] or 0), 2) if graph else None,
@@ -381,6 +430,8 @@ def main() -> int:
                         help="after --semantic, give the chunks it did not reach random "
                         "vectors, so hybrid latency is timed over a full-size HNSW index")
     parser.add_argument("--no-stdlib", action="store_true")
+    parser.add_argument("--no-coldstart", action="store_true",
+                        help="do not install and run coldstart 2.3.2 beside codenav")
     parser.add_argument("--out", default="bench/out/index_bench.json")
     args = parser.parse_args()
     corpora: list[tuple[str, Path]] = []
@@ -396,6 +447,10 @@ def main() -> int:
 
         embedder, embed_url = start_embedder(
             {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")})
+    coldstart = None if args.no_coldstart else coldstart_exe()
+    if coldstart is None and not args.no_coldstart:
+        print("coldstart 2.3.2 could not be installed with npm: its figures are quoted",
+              file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="codenav-bench-") as tmp:
         base = Path(tmp)
         for name, root in corpora:
@@ -405,7 +460,7 @@ def main() -> int:
                 print(f"benchmarking {name} ({root}) ...", file=sys.stderr, flush=True)
                 results.append(bench_corpus(name, root, home, started.pg, started.rd,
                                             args.queries, embed_url, args.semantic,
-                                            args.fill_vectors))
+                                            args.fill_vectors, coldstart))
     if embedder is not None:
         os.killpg(embedder.pid, signal.SIGTERM)
         embedder.wait(30)
@@ -429,7 +484,14 @@ def main() -> int:
                   f"(target p50 <= 50) over {r['embedded_chunks']} embedded chunks"
                   + (f" + {r['synthetic_vectors']} random vectors (HNSW index: "
                      f"{r.get('hnsw_index')})" if r.get("synthetic_vectors") else ""))
-        if "kafka" in r["corpus"].lower():
+        if "coldstart_index_s" in r:
+            cs = r["coldstart_index_s"]
+            print(f"  coldstart 2.3.2, measured in this run (`coldstart index`, a fresh cache): "
+                  f"{cs}s, peak RSS {r['coldstart_peak_rss_mb']} MB; codenav's cold index over "
+                  f"it {r['cold_index_s'] / cs:.2f}, with the code graph "
+                  f"{r['cold_index_with_graph_s'] / cs:.2f}; worker peak RSS over its "
+                  f"{r['worker_peak_rss_mb'] / r['coldstart_peak_rss_mb']:.2f}")
+        elif "kafka" in r["corpus"].lower():
             quoted_s, quoted_mb = COLDSTART_KAFKA["seconds"], COLDSTART_KAFKA["rss_mb"]
             print(f"  coldstart 2.3.2 on Kafka ({QUOTED}: the figure recorded in commit "
                   f"e9839f6): {quoted_s}s, {quoted_mb} MB; this run's cold index over that "
