@@ -150,3 +150,58 @@ def test_an_edit_that_keeps_a_files_interface_re_resolves_that_file_alone(
                             (repo.id,)).fetchone()
     assert resolved == (1,)
     _same_as_full_rebuild(conn, repo)
+
+
+_GRAPH_ROWS = {
+    "imports": "SELECT src_path, ord, spec, line, dst_path FROM graph_imports WHERE repo_id = %s"
+               " ORDER BY 1, 2, 3, 4, 5",
+    "edges": "SELECT src_path, ord, line, src_scope, kind, dst_path, dst_qual, verified, how"
+             " FROM graph_edges WHERE repo_id = %s ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9",
+    "links": "SELECT src_path, dst_path, imports, refs FROM graph_links WHERE repo_id = %s"
+             " ORDER BY 1, 2, 3, 4",
+}
+
+
+def _graph_rows(conn: psycopg.Connection, repo: repos.Repo) -> dict[str, list[tuple]]:
+    return {name: conn.execute(sql, (repo.id,)).fetchall() for name, sql in _GRAPH_ROWS.items()}
+
+
+def test_a_build_written_batch_by_batch_while_the_next_is_resolved_stores_the_same_graph(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full build writes each batch in a thread while it resolves the next: with batches of
+    two files (many in flight one after another) it stores exactly what one batch stores."""
+    repo = index_fixture(settings, conn, "java", tmp_path)
+    build.update(conn, repo.default_tree, [], [], full=True)
+    whole = _graph_rows(conn, repo)
+    assert whole["edges"] and len({r[0] for r in whole["edges"]}) > 4
+    monkeypatch.setattr(build, "BATCH", 2)
+    summary = build.update(conn, repo.default_tree, [], [], full=True)
+    assert summary is not None and summary.edges == len(whole["edges"])
+    assert _graph_rows(conn, repo) == whole
+
+
+def test_a_batch_that_fails_to_be_written_fails_the_build_and_keeps_the_graph_it_had(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer thread's error reaches the build, which rolls back and marks the graph
+    stale (``build.update``'s rule for any failure): readers keep the previous graph whole,
+    and nothing is written after the transaction ends."""
+    repo = index_fixture(settings, conn, "java", tmp_path)
+    before = _graph_rows(conn, repo)
+    assert before["edges"]
+    real_write = build._write
+    calls = []
+
+    def failing(*args: object) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise psycopg.errors.DiskFull("no space left for the second batch")
+        real_write(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(build, "BATCH", 2)
+    monkeypatch.setattr(build, "_write", failing)
+    assert build.update(conn, repo.default_tree, [], [], full=True) is None
+    assert len(calls) == 2
+    assert not build.is_current(conn, repo.default_tree)
+    assert _graph_rows(conn, repo) == before

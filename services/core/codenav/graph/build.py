@@ -23,6 +23,7 @@ import posixpath
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -322,31 +323,35 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
             gone = sorted(deleted)
             _drop(conn, tree.id, gone)
             conn.execute(q.GRAPH_LAYER_ADD, (tree.id, gone))
-        for batch in _batches(ordered, BATCH):
-            refs: dict[str, list[Fact]] = {p: [] for p in batch}
-            for path, ord_, kind, name, qualifier, alias, line, scope in \
-                    loader.facts(batch, ("call", "type")):
-                refs[path].append(Fact(ord_, kind, name, qualifier, alias, line, scope))
-            lap = summary.lap("load", lap)
-            imports: list[ImportRow] = []
-            edges: list[EdgeRow] = []
-            for path in batch:
-                _checkpoint(stop)
-                imports += scopes.scope(path).imports
-                edges += resolver.edges(path, refs[path])
-            lap = summary.lap("resolve", lap)
-            if layered:
-                imports, edges, differ = _differing(conn, tree.id, batch, imports, edges)
-                summary.kept += len(batch) - len(differ)
-                rewritten.update(differ)
-            links = file_links(imports, edges)
-            lap = summary.lap("resolve", lap)
-            _write(conn, tree, imports, edges, links)
-            lap = summary.lap("write", lap)
-            summary.imports += len(imports)
-            summary.edges += len(edges)
-            if not full:
-                new_links.update(links)
+        batches = list(_batches(ordered, BATCH))
+        with _Writer(conn, tree) as writer:
+            refs = _references(loader, batches[0]) if batches else {}
+            for at, batch in enumerate(batches):
+                lap = summary.lap("load", lap)
+                imports: list[ImportRow] = []
+                edges: list[EdgeRow] = []
+                for path in batch:
+                    _checkpoint(stop)
+                    imports += scopes.scope(path).imports
+                    edges += resolver.edges(path, refs[path])
+                lap = summary.lap("resolve", lap)
+                if layered:
+                    writer.settle()
+                    imports, edges, differ = _differing(conn, tree.id, batch, imports, edges)
+                    summary.kept += len(batch) - len(differ)
+                    rewritten.update(differ)
+                links = file_links(imports, edges)
+                lap = summary.lap("resolve", lap)
+                writer.settle()  # the previous batch is in: the connection is free again
+                lap = summary.lap("write", lap)
+                if at + 1 < len(batches):
+                    refs = _references(loader, batches[at + 1])
+                    lap = summary.lap("load", lap)
+                writer.write(imports, edges, links)  # while the next batch is resolved
+                summary.imports += len(imports)
+                summary.edges += len(edges)
+                if not full:
+                    new_links.update(links)
     lap = summary.lap("write", lap)
     if layered:  # the files left as they were kept their links
         old_links = {link for link in old_links if link[0] in rewritten}
@@ -358,6 +363,53 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
     if full:
         conn.execute(q.GRAPH_ANALYZE)
     summary.lap("rank", lap)
+
+
+def _references(loader: _DbLoader, batch: list[str]) -> dict[str, list[Fact]]:
+    """The call and type references of ``batch``'s files (each file's list, perhaps empty)."""
+    refs: dict[str, list[Fact]] = {p: [] for p in batch}
+    for path, ord_, kind, name, qualifier, alias, line, scope in \
+            loader.facts(batch, ("call", "type")):
+        refs[path].append(Fact(ord_, kind, name, qualifier, alias, line, scope))
+    return refs
+
+
+class _Writer:
+    """Writes a batch's rows (``_write``) in a thread of its own on the build's connection
+    and transaction, while the caller resolves the next batch: the server stores one batch
+    (COPY and index upkeep, as long as resolving it on Apache Kafka) on one core while
+    Python resolves on the other. ``settle`` waits for the batch in flight and raises what
+    it raised; the caller settles before it uses the connection itself (psycopg would make
+    it wait anyway), and leaving the block settles, so nothing is written after the
+    transaction ends."""
+
+    def __init__(self, conn: psycopg.Connection, tree: _Tree) -> None:
+        self.conn = conn
+        self.tree = tree
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="graph-write")
+        self._pending: Future[None] | None = None
+
+    def write(self, imports: list[ImportRow], edges: list[EdgeRow],
+              links: list[tuple[str, str, int, int]]) -> None:
+        self.settle()
+        self._pending = self._pool.submit(_write, self.conn, self.tree, imports, edges, links)
+
+    def settle(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def __enter__(self) -> _Writer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self._pending is not None:
+                wait([self._pending])  # a batch in flight ends before the transaction does
+            if exc[0] is None:
+                self.settle()
+        finally:
+            self._pool.shutdown(wait=True)
 
 
 def _drop(conn: psycopg.Connection, tree_id: int, paths: list[str]) -> None:
