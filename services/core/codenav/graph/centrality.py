@@ -33,6 +33,10 @@ def pagerank(nodes: Iterable[str], links: Iterable[tuple[str, str, float]],
         if i is None or j is None or i == j or weight <= 0:
             continue
         edges.append((i, j, weight))
+    # Sums in one order whatever order the links come in (a table's rows come back in the
+    # order they lie on disk): the same graph gives the same ranks, to the last bit.
+    edges.sort()
+    for i, _j, weight in edges:
         out_weight[i] += weight
     incoming: dict[int, list[tuple[int, float]]] = defaultdict(list)
     for i, j, weight in edges:  # each link's share of its source's rank
