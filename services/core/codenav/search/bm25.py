@@ -114,23 +114,30 @@ def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
     weight = [float(min(max(g.count, 1), MAX_QUERY_TF)) for g in groups]
     factor = [w * f for w, f in zip(weight, idf, strict=True)]  # weight[i] * idf[i]
     k1_plus_1 = K1 + 1
+    modules = _module_boosts(boosts) if boosts else []
     scored = []
     for path, per_file in counts.items():
         norm = K1 * (1 - B + B * sizes.get(path, avg_size) / avg_size)
         score = sum([factor[i] * tf * k1_plus_1 / (tf + norm) for i, tf in per_file.items()])
         if boosts:
-            score *= _boost_for(path, boosts)
+            score *= _boost_for(path, boosts, modules)
         scored.append((-score, path, per_file))
     scored.sort()
     return [RankedFile(path, -neg, per_file, path_hits.get(path, _NO_GROUPS))
             for neg, path, per_file in scored[:limit]]
 
 
-def _boost_for(path: str, boosts: dict[str, float]) -> float:
-    """The file's own boost times a module-path boost matched on its path's tail."""
+def _module_boosts(boosts: dict[str, float]) -> list[tuple[str, float]]:
+    """The boosts that can match a path's tail (module paths: ``a/b.py``), in order."""
+    return [(key, value) for key, value in boosts.items() if "/" in key and key.endswith(".py")]
+
+
+def _boost_for(path: str, boosts: dict[str, float], modules: list[tuple[str, float]]) -> float:
+    """The file's own boost times a module-path boost (``_module_boosts``) matched on its
+    path's tail."""
     factor = boosts.get(path, 1.0)
-    for key, value in boosts.items():
-        if key != path and "/" in key and key.endswith(".py") and path.endswith("/" + key):
+    for key, value in modules:
+        if key != path and path.endswith("/" + key):
             factor *= value
             break
     return factor
