@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+import eval_history
 import evalkit
 from codenav.search import features, find, fusion, learned, weights
 from codenav.search.features import FEATURES, Candidate
+from codenav.search.query import parse_query
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
@@ -85,6 +87,16 @@ def load_records(paths: list[Path], extra: list[Path] | None = None,
     return list(records.values()), metas
 
 
+def attach_queries(rows: dict[tuple[str, str], dict[str, Any]],
+                   records: list[dict[str, Any]]) -> None:
+    """Gives each history row its query text (the logs hold only its asked roles, and
+    features computed from the query can be newer than a log)."""
+    for r in records:
+        row = rows.get((r["repo"], r["id"]))
+        if row is not None and "subject" in r:
+            row["query"] = eval_history.PR_SUFFIX.sub("", r["subject"])
+
+
 def add_baseline(records: list[dict[str, Any]], path: Path, rankers: list[str]) -> int:
     """Ranks from an earlier run (the code before this ranker) under ``<name> (before)``,
     for the queries both runs have; gold files the current run does not count are left
@@ -121,6 +133,11 @@ def matrix(row: dict[str, Any]) -> np.ndarray:
             out[:, j] = x[:, i]
     # logs from before other_role knew the asked roles: recompute it as find_files does
     asked = set(row["asked"])
+    if "query" in row:  # and logs from before the build features: the query asks anew
+        asked = find.asked_roles(parse_query(row["query"]), row["query"])
+    build = [features.build_features(p, asked) for p in row["paths"]]
+    out[:, FEATURES.index("build_file")] = [b[0] for b in build]
+    out[:, FEATURES.index("build_asked")] = [b[1] for b in build]
     out[:, FEATURES.index("other_role")] = [features.other_role(role, asked)
                                             for role in row["roles"]]
     return out
@@ -210,7 +227,7 @@ class PairwiseLinear:
 TUNED = ("bm25", "bm25_rank", "cov_idf", "cov_frac", "path_idf", "name_idf", "sym_idf",
          "sym_top_idf", "doc_idf", "chunk", "chunk_cov", "idents_declared", "ident_frac",
          "path_mentioned", "prior", "importers", "nbr", "nbr_n", "sem", "sem_rank", "sem_n",
-         "lines", "generated")
+         "lines", "generated", "build_file", "build_asked")
 """The weights tuned fusion may change (the others stay 0)."""
 _STEPS = (0.0, 0.5, 0.8, 1.25, 2.0)
 _NUDGES = (-0.5, -0.2, 0.2, 0.5)
@@ -453,6 +470,7 @@ def main() -> int:
                "find_files fallback", "search", "search hybrid", "bm25", "bm25 -tests",
                "bm25 source"]
     lexical_rows = load_rows(args.features, "lexical")
+    attach_queries(lexical_rows, records)
     logged = {repo for repo, _id in lexical_rows}
     partial = sorted({r["repo"] for r in records} - logged)
     records = [r for r in records if r["repo"] in logged]
@@ -480,6 +498,7 @@ def main() -> int:
     for family in args.families:
         rows = lexical_rows if family == "lexical" else load_rows(
             args.hybrid_features or args.features, family)
+        attach_queries(rows, records)
         if not rows:
             continue
         label = "find_files LORO" if family == "lexical" else "find_files hybrid LORO"
@@ -499,17 +518,32 @@ def main() -> int:
             keys = [k for k in rows if k in gold]
             x, y, groups = dataset(keys, rows, gold)
             stem = MODELS / learned.MODEL_FILES[family]
+            shipped = stem.with_suffix(".json")
+            previous = json.loads(shipped.read_text(encoding="utf-8")) \
+                if shipped.exists() else {}
             for old in (stem.with_suffix(".json"), stem.with_suffix(".txt")):
                 old.unlink(missing_ok=True)
             if args.kind == "tuned":
                 tuned = TunedLinear(x, y, groups)
+                spec = {**tuned.spec(), "family": family,
+                        "trained_on": sorted({k[0] for k in keys}), "queries": len(groups),
+                        "objective": "MRR + hit@5 on the training queries",
+                        "trained": time.strftime("%Y-%m-%d")}
+                issue_texts = any(r["suite"] == "swebench" for r in records)
+                if not issue_texts and previous.get("long_weights"):
+                    # no issue-text suite in this run (a commit subject is rarely long):
+                    # the long-query weights of the shipped model stay, with where they
+                    # were trained
+                    spec["long_weights"] = previous["long_weights"]
+                    spec["long_weights_from"] = previous.get("long_weights_from") or {
+                        "trained": previous.get("trained"),
+                        "trained_on": previous.get("trained_on", []),
+                        "queries": previous.get("queries")}
+                    notes.append("No issue-text suite (SWE-bench) in this run: the long-query "
+                                 "weights of the shipped model were kept "
+                                 "(`long_weights_from`).")
                 target = stem.with_suffix(".json")
-                target.write_text(json.dumps({
-                    **tuned.spec(), "family": family,
-                    "trained_on": sorted({k[0] for k in keys}), "queries": len(groups),
-                    "objective": "MRR + hit@5 on the training queries",
-                    "trained": time.strftime("%Y-%m-%d")}, indent=1) + "\n",
-                    encoding="utf-8")
+                target.write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
             else:
                 target = stem.with_suffix(".txt")
                 target.write_text(train(x, y, groups, args.rounds).model_to_string(),

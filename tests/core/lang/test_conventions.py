@@ -78,3 +78,33 @@ def test_queries_about_tests_examples_docs_or_benchmarks_ask_for_that_role() -> 
     assert c.TEST in c.asked_roles("flaky retry test")
     assert c.BENCH in c.asked_roles("benchmark the parser")
     assert c.asked_roles("retry a failed upload") == set()
+
+
+@pytest.mark.parametrize("path", [
+    "build.gradle.kts", "okhttp/build.gradle.kts", "settings.gradle",
+    "buildSrc/src/main/kotlin/Osgi.kt",
+    "build-logic/src/main/kotlin/okhttp.publish-conventions.gradle.kts", "tokio/build.rs",
+    "setup.py", "noxfile.py", "Rakefile", "rack.gemspec", "lib/tasks/db.rake",
+    "vite.config.ts", "packages/zod/rollup.config.mjs", "CMakeLists.txt", "meson.build",
+])
+def test_build_scripts_are_known_by_each_ecosystems_names(path: str) -> None:
+    assert c.is_build_script(path)
+
+
+@pytest.mark.parametrize("path", [
+    "src/setup_utils.py", "lib/build.py", "src/config.ts", "okhttp/src/main/kotlin/Build.kt",
+    "src/gradle_parser.rs", "docs/setup.md", "buildsystem/Main.java",
+])
+def test_source_that_only_looks_like_a_build_script_is_not_one(path: str) -> None:
+    assert not c.is_build_script(path)
+
+
+def test_build_scripts_stay_source_and_a_query_about_the_build_asks_for_them() -> None:
+    assert c.role("build.gradle.kts") == c.SOURCE
+    assert c.role("setup.py") == c.SOURCE
+    for query in ("Update dependency com.squareup.okio:okio to v3.9.0",
+                  "Prepare for release 5.0.0-alpha.14.", "Dependency bumps",
+                  "Update plugin com.diffplug.spotless to v8.3.0", "Fix CI on the JDK 8 job"):
+        assert c.BUILD in c.asked_roles(query), query
+    for query in ("retry a failed upload", "parse the cookie header", "rebuild the index"):
+        assert c.BUILD not in c.asked_roles(query), query

@@ -35,8 +35,8 @@ from codenav.lang.base import (
     Convention,
 )
 
-__all__ = ["BENCH", "DOCS", "EXAMPLE", "FIXTURE", "GENERATED", "ROLES", "SOURCE", "TEST",
-           "VENDORED", "Convention", "asked_roles", "is_test", "role"]
+__all__ = ["BENCH", "BUILD", "DOCS", "EXAMPLE", "FIXTURE", "GENERATED", "ROLES", "SOURCE",
+           "TEST", "VENDORED", "Convention", "asked_roles", "is_build_script", "is_test", "role"]
 
 ANY: tuple[str, ...] = ()
 _GENERIC: list[Convention] = [
@@ -107,6 +107,26 @@ def is_test(path: str) -> bool:
     return role(path) in (TEST, FIXTURE)
 
 
+BUILD = "build"
+"""Not a role: a build script is source (a task about the build changes it, and nothing
+else will), but a query can ask for it (``asked_roles``), like a role."""
+_BUILD_SCRIPTS = re.compile(
+    r"(^|/)[^/]*\.gradle(\.kts)?$|(^|/)(buildSrc|build-logic)/"  # Gradle, its convention plugins
+    r"|(^|/)build\.rs$"  # Cargo build scripts
+    r"|(^|/)(setup|noxfile)\.py$"  # setuptools, nox
+    r"|(^|/)(Rakefile|Gemfile)$|\.(gemspec|rake)$"  # Rake, Bundler, gem specs
+    r"|(^|/)[^/]*\.config\.[cm]?[jt]s$|(^|/)([Gg]runtfile|gulpfile)\.[cm]?[jt]s$"  # JS tools
+    r"|(^|/)CMakeLists\.txt$|\.cmake$|(^|/)meson\.build$")  # C and C++
+"""Build scripts by the conventions of each ecosystem (Gradle, Cargo, setuptools, Rake and
+Bundler, JS tool configs, CMake and Meson); the names are unambiguous across ecosystems."""
+
+
+@lru_cache(maxsize=65536)
+def is_build_script(path: str) -> bool:
+    """A build script: how the project is built, versioned and published."""
+    return bool(_BUILD_SCRIPTS.search(path))
+
+
 _ASKS = {
     TEST: re.compile(r"\b(tests?|testing|spec|specs|fixtures?|mocks?|pytest|junit|unittest|"
                      r"e2e|snapshots?)\b", re.IGNORECASE),
@@ -117,11 +137,16 @@ _ASKS = {
     BENCH: re.compile(r"\b(bench|benchmarks?|perf|performance)\b", re.IGNORECASE),
     GENERATED: re.compile(r"\b(generated|codegen|regenerate|protobuf|vendor(ed)?)\b",
                           re.IGNORECASE),
+    BUILD: re.compile(r"\b(dependenc(y|ies)|deps|bump(s|ed)?|upgrades?|release|versions?|"
+                      r"plugins?|gradle|maven|gemspec|rakefile|cmake|webpack|publish(ing)?|"
+                      r"packaging|toolchains?|jdk|ci|builds?|renovate|dependabot|monorepo|"
+                      r"to v\d+)\b", re.IGNORECASE),
 }
 _ASKS[FIXTURE] = _ASKS[TEST]
 _ASKS[VENDORED] = _ASKS[GENERATED]
 
 
 def asked_roles(text: str) -> set[str]:
-    """The non-source roles a query is about (``fix the example app`` -> example)."""
+    """The non-source roles a query is about (``fix the example app`` -> example), and
+    ``BUILD`` when it is about dependencies, versions or the build."""
     return {name for name, pattern in _ASKS.items() if pattern.search(text)}

@@ -35,6 +35,7 @@ FEATURES = (
     "sym_top_idf", "doc_idf", "chunk", "chunk_cov", "idents_declared", "ident_frac",
     "path_mentioned", "prior", "importers", "nbr", "nbr_n", "sem", "sem_rank", "sem_n",
     "lines", "depth", "q_groups", "q_idents", "generated", "other_role", "test",
+    "build_file", "build_asked",
 )
 """The model's input columns, in order."""
 
@@ -116,6 +117,15 @@ def other_role(role: str, asked: set[str]) -> float:
     """1 for an example, doc or benchmark the query does not ask for: a file the query is
     about counts like source."""
     return 1.0 if role in FILLER_ROLES and role not in asked else 0.0
+
+
+def build_features(path: str, asked: set[str]) -> tuple[float, float]:
+    """``build_file``: a build script (``codenav.lang.conventions.is_build_script``);
+    ``build_asked``: a build script, and the query is about dependencies, versions or the
+    build."""
+    if not conventions.is_build_script(path):
+        return 0.0, 0.0
+    return 1.0, 1.0 if conventions.BUILD in asked else 0.0
 
 
 def _doc_term_pattern(terms: Iterable[str]) -> re.Pattern[str]:
@@ -335,5 +345,6 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
                                               conventions.VENDORED) else 0.0
         v["other_role"] = other_role(cand.role, asked)
         v["test"] = 1.0 if cand.role in (conventions.TEST, conventions.FIXTURE) else 0.0
+        v["build_file"], v["build_asked"] = build_features(path, asked)
     return Pool(groups, list(pool.values()), lexical_order,
                 [p for p in semantic_order if p in pool], long_query)

@@ -154,6 +154,8 @@ def _reason(cand: Candidate, groups: list[Group]) -> str:
         parts.append(f"close in meaning ({sim:.2f}" + (f", {symbol}" if symbol else "") + ")")
     if cand.neighbour_of:
         parts.append(f"linked to {cand.neighbour_of}")
+    if cand.values.get("build_asked"):
+        parts.append("build script")
     if len(groups) > 1:
         matched = len(set(cand.mentions) | cand.path_groups | cand.symbol_groups)
         parts.append(f"{matched}/{len(groups)} terms")
