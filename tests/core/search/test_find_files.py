@@ -172,3 +172,55 @@ def test_a_docs_query_terms_are_found_as_the_index_cuts_its_words() -> None:
         doc = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 14)))
         expected = {w.lower().strip("_") for w in words(doc)} & terms
         assert {m.lower() for m in pattern.findall(doc)} == expected, doc
+
+
+GRADLE_PROJECT = {
+    "settings.gradle.kts": 'rootProject.name = "acme"\ninclude(":client")\n',
+    "build.gradle.kts":
+        'allprojects {\n  group = "com.acme"\n  version = "2.1.0-SNAPSHOT"\n}\n\n'
+        "publishing {\n  repositories {\n"
+        '    maven { url = uri(if (isRelease) "releases" else "snapshots") }\n  }\n}\n',
+    "client/src/main/kotlin/acme/ConnectionPool.kt":
+        "package acme\n\n/** Keeps idle connections for reuse until they are released. */\n"
+        "class ConnectionPool {\n  fun release(connection: Connection) { connection.close() }\n"
+        "  fun evictAll() {}\n}\n",
+    "client/build.gradle.kts":
+        'plugins { kotlin("jvm") }\n\ndependencies {\n'
+        '  implementation("com.squareup.okio:okio:3.9.0")\n'
+        '  testImplementation("junit:junit:4.13.2")\n}\n',
+    "client/src/main/kotlin/acme/Uploader.kt":
+        "package acme\n\nimport okio.Buffer\nimport okio.BufferedSink\n\n"
+        "/** Uploads a buffer through an okio sink. */\nclass Uploader(val sink: BufferedSink) {\n"
+        "  fun upload(buffer: Buffer) { sink.writeAll(buffer) }\n}\n",
+    "client/src/main/kotlin/acme/Checksum.kt":
+        "package acme\n\nimport okio.ByteString\n\n"
+        "fun checksum(bytes: ByteString): String = bytes.sha256().hex()\n",
+}
+
+
+@pytest.fixture
+def gradle_repo(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> repos.Repo:
+    root = tmp_path / "gradle"
+    for rel, text in GRADLE_PROJECT.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    r = repos.register(conn, str(root), "gradle")
+    reconcile.reconcile(settings, r.id)
+    return r
+
+
+def test_a_query_about_a_dependency_finds_the_build_script_and_a_code_query_the_code(
+        conn: psycopg.Connection, gradle_repo: repos.Repo) -> None:
+    scope = Scope.system(gradle_repo)
+    bump = find.find_files(conn, scope, "Update dependency com.squareup.okio:okio to v3.10.0",
+                           3, mode="lexical")
+    assert _paths(bump)[0] == "client/build.gradle.kts", bump
+    assert "build script" in bump["results"][0]["reason"]
+    assert "role" not in bump["results"][0]  # a build script is source, not filler
+    release = find.find_files(conn, scope, "Prepare for release 2.1.0", 3, mode="lexical")
+    assert _paths(release)[0] == "build.gradle.kts", release
+    code = find.find_files(conn, scope, "upload a buffer through the okio sink", 3,
+                           mode="lexical")
+    assert _paths(code)[0] == "client/src/main/kotlin/acme/Uploader.kt", code
+    assert all("build script" not in r["reason"] for r in code["results"])
