@@ -45,16 +45,21 @@ FILES = {
 }
 
 
-@pytest.fixture
-def repo(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> repos.Repo:
-    root = tmp_path / "acme"
-    for rel, text in FILES.items():
+def _indexed(settings: Settings, conn: psycopg.Connection, root: Path,
+             files: dict[str, str]) -> repos.Repo:
+    """``files`` written under ``root``, registered and indexed."""
+    for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    r = repos.register(conn, str(root), "acme")
+    r = repos.register(conn, str(root), root.name)
     reconcile.reconcile(settings, r.id)
     return r
+
+
+@pytest.fixture
+def repo(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> repos.Repo:
+    return _indexed(settings, conn, tmp_path / "acme", FILES)
 
 
 def _paths(answer: dict) -> list[str]:
@@ -200,14 +205,7 @@ GRADLE_PROJECT = {
 
 @pytest.fixture
 def gradle_repo(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> repos.Repo:
-    root = tmp_path / "gradle"
-    for rel, text in GRADLE_PROJECT.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    r = repos.register(conn, str(root), "gradle")
-    reconcile.reconcile(settings, r.id)
-    return r
+    return _indexed(settings, conn, tmp_path / "gradle", GRADLE_PROJECT)
 
 
 def test_a_query_about_a_dependency_finds_the_build_script_and_a_code_query_the_code(
