@@ -89,12 +89,13 @@ def load_records(paths: list[Path], extra: list[Path] | None = None,
 
 def attach_queries(rows: dict[tuple[str, str], dict[str, Any]],
                    records: list[dict[str, Any]]) -> None:
-    """Gives each history row its query text (the logs hold only its asked roles, and
-    features computed from the query can be newer than a log)."""
+    """Gives each history row the roles its query asks for as find_files asks them now,
+    once (a log from before the build features lacks ``build``)."""
     for r in records:
         row = rows.get((r["repo"], r["id"]))
         if row is not None and "subject" in r:
-            row["query"] = eval_history.PR_SUFFIX.sub("", r["subject"])
+            text = eval_history.PR_SUFFIX.sub("", r["subject"])
+            row["asked"] = sorted(find.asked_roles(parse_query(text), text))
 
 
 def add_baseline(records: list[dict[str, Any]], path: Path, rankers: list[str]) -> int:
@@ -133,8 +134,6 @@ def matrix(row: dict[str, Any]) -> np.ndarray:
             out[:, j] = x[:, i]
     # logs from before other_role knew the asked roles: recompute it as find_files does
     asked = set(row["asked"])
-    if "query" in row:  # and logs from before the build features: the query asks anew
-        asked = find.asked_roles(parse_query(row["query"]), row["query"])
     build = [features.build_features(p, asked) for p in row["paths"]]
     out[:, FEATURES.index("build_file")] = [b[0] for b in build]
     out[:, FEATURES.index("build_asked")] = [b[1] for b in build]
