@@ -1156,10 +1156,13 @@ WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
   AND s.depth <= 2
   AND (lower(s.name) LIKE ANY(%(likes)s) OR lower(d.doc) LIKE ANY(%(likes)s))
 LIMIT %(k)s"""
-# Centrality and importer count of candidate files (absent: the graph has not ranked them).
-FILE_GRAPH_RANKS = """
-SELECT path, prior, imported_by FROM tree_ranks(%(tree)s)
-WHERE repo_id = ANY(%(visible)s::int[]) AND path = ANY(%(paths)s)"""
+# Line count, size, centrality and importer count of candidate files, in one statement
+# (prior and importers are NULL where the graph has not ranked the file).
+FILE_FACTS = """
+SELECT f.path, co.line_count, f.size, g.prior, g.imported_by
+FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
+LEFT JOIN tree_ranks(%(tree)s) g ON g.path = f.path AND g.repo_id = ANY(%(visible)s::int[])
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 # File-level links touching the strongest candidates (their graph neighbours).
 FILE_NEIGHBOURS = """
 SELECT src_path, dst_path, imports + refs FROM tree_links(%(tree)s)
@@ -1172,10 +1175,6 @@ FILE_PATHS_LIKE = """
 SELECT path FROM tree_files(%(tree)s)
 WHERE repo_id = ANY(%(visible)s::int[]) AND path LIKE ANY(%(patterns)s)
 LIMIT %(k)s"""
-# Line counts of candidate files.
-FILE_LINES = """
-SELECT f.path, co.line_count FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
-WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 
 # --- snapshots (codenav.snapshot) ----------------------------------------------------------
 # A snapshot is one binary COPY per section. Export reads the trees in %(trees)s (those of

@@ -52,6 +52,8 @@ class Candidate:
     semantic: tuple[float, str | None] | None = None
     neighbour_of: str | None = None
     mentioned: bool = False
+    size: int = 0
+    """Bytes (what reading the file whole would cost)."""
 
     def vector(self) -> list[float]:
         return [self.values.get(name, 0.0) for name in FEATURES]
@@ -287,10 +289,15 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
             if doc:  # a doc word counts whole (``identifier_terms(word)[0]``), not split
                 for t in {m.lower() for m in doc_terms.findall(doc)}:
                     doc_hits[path].update(term_group.get(t, ()))
-    graph = {p: (float(prior), int(imp)) for p, prior, imp in
-             conn.execute(q.FILE_GRAPH_RANKS, scope.params(paths=paths))} if paths else {}
-    lines = {p: int(n) for p, n in conn.execute(q.FILE_LINES, scope.params(paths=paths))} \
-        if paths else {}
+    graph: dict[str, tuple[float, int]] = {}
+    lines: dict[str, int] = {}
+    if paths:
+        for path, n_lines, size, prior, importers in conn.execute(
+                q.FILE_FACTS, scope.params(paths=paths)):
+            lines[path] = int(n_lines)
+            pool[path].size = int(size)
+            if prior is not None:
+                graph[path] = (float(prior), int(importers))
 
     chunk_max = max(chunk_best.values(), default=0.0) or 1.0
     n_groups = max(len(groups), 1)

@@ -22,7 +22,6 @@ import psycopg
 
 from codenav.access import Scope
 from codenav.answers import empty_reason, stats
-from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.lang import conventions
 from codenav.search import features, fusion, learned
@@ -99,10 +98,7 @@ def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7
         scores, _name = learned.score([c.vector() for c in pool.candidates], family)
         ranked = order(pool.candidates, scores, asked)
     top = ranked[:limit]
-    sizes = {}
-    if top:
-        meta = conn.execute(q.FILE_META, scope.params(paths=[c.path for _s, c in top])).fetchall()
-        sizes = {m[0]: int(m[1]) for m in meta}
+    sizes = {c.path: c.size for _s, c in top}
     results = []
     for score, cand in top:
         item: dict[str, Any] = {"path": cand.path, "score": round(score, 3),
