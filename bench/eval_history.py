@@ -128,7 +128,7 @@ def main_language(extensions: dict[str, int]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("repos", nargs="*", help="owner/name (default: the 13 of the suite)")
+    parser.add_argument("repos", nargs="*", help="owner/name (default: the 15 of the suite)")
     parser.add_argument("--repos", dest="repo_list", nargs="*", default=[],
                         help="the same, as an option")
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"),
