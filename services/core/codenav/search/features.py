@@ -177,7 +177,8 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     # among the files BM25 ranked best
     chunk_best: dict[str, float] = {}
     chunk_cov: dict[str, int] = {}
-    chunk_files = [r.path for r in ranked[:W.CHUNK_FILES]]
+    chunk_files = [r.path for r in ranked[:W.CHUNK_FILES] if keep_tests or
+                   conventions.role(r.path) not in (conventions.TEST, conventions.FIXTURE)]
     if chunk_files and not long_query:
         rows = conn.execute(q.FIND_CHUNKS, {
             "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
