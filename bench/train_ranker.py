@@ -390,13 +390,13 @@ def score_loro(records: list[dict[str, Any]], rows: dict[tuple[str, str], dict[s
 
 
 def score_fixed(records: list[dict[str, Any]], rows: dict[tuple[str, str], dict[str, Any]],
-                name: str, fallback: bool = True) -> None:
-    """Ranks under ``name`` from the hand-set fallback weights (no training at all)."""
+                name: str, family: str = "lexical") -> None:
+    """Ranks under ``name`` from the hand-set weights of ``family`` (no training at all)."""
     for r in records:
         row = rows.get((r["repo"], r["id"]))
         files: list[str] = []
         if row is not None and row["paths"]:
-            files = ranking(row, learned.fallback([list(v) for v in matrix(row)]))
+            files = ranking(row, learned.fallback([list(v) for v in matrix(row)], family))
         r["ranks"][name] = evalkit.record_ranks(r["gold"], evalkit.Ranking(files))
 
 
@@ -506,9 +506,10 @@ def main() -> int:
         params = {"tuned": True} if args.kind == "tuned" else None
         if family == "lexical":
             score_fixed(mine, rows, "find_files fallback")
-        else:  # the hand-set weights (what hybrid mode ships), and the lexical model
-            # (trained on every other repository) fused with k-NN
-            score_fixed(mine, rows, "find_files hybrid fallback")
+        else:  # the hand-set weights (what hybrid mode ships: FALLBACK, and HYBRID_SHORT
+            # for short queries), and the lexical model (trained on every other repository)
+            # fused with k-NN
+            score_fixed(mine, rows, "find_files hybrid fallback", "hybrid")
             score_loro(mine, rows, "find_files hybrid LORO fusion", args.rounds,
                        train_rows=lexical_rows, fuse=True, params=params)
         score_loro(mine, rows, label, args.rounds, params=params)

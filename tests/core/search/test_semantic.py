@@ -25,6 +25,7 @@ from codenav.search import chunks, find
 from codenav.search.semantic import QueryEmbedder
 from tests.conftest import ALLOWED_ROOTS
 from tests.embedkit import start_embedder, stop
+from tests.gradle_project import GRADLE_PROJECT
 from tests.polyglot import make_polyglot
 
 
@@ -115,6 +116,29 @@ def test_find_files_hybrid_ranks_the_file_that_means_the_query(
     assert answer["results"][0]["path"] == "web/server.go", answer
     assert "close in meaning" in answer["results"][0]["reason"]
     assert "note" not in answer
+
+
+def test_find_files_hybrid_weighs_build_scripts_for_a_query_about_the_build(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    root = tmp_path / "gradle"
+    for rel, text in GRADLE_PROJECT.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    repo, _ = _index_and_embed(semantic_settings, conn, root, "gradle")
+    qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
+    scope = Scope.system(repo)
+
+    def hybrid(text: str) -> dict:
+        return find.find_files(conn, scope, text, 3, mode="hybrid",
+                               semantic=qe.context(conn, scope, text, "hybrid"))
+
+    release = hybrid("Prepare for release 2.1.0")
+    assert release["results"][0]["path"] == "build.gradle.kts", release
+    assert "build script" in release["results"][0]["reason"]
+    bump = hybrid("Update dependency com.squareup.okio:okio to v3.10.0")
+    assert bump["results"][0]["path"] == "client/build.gradle.kts", bump
+    code = hybrid("upload a buffer through the okio sink")
+    assert code["results"][0]["path"] == "client/src/main/kotlin/acme/Uploader.kt", code
 
 
 def test_a_query_prefix_goes_before_queries_only(semantic_settings: Settings,

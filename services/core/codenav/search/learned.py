@@ -8,7 +8,8 @@ LightGBM LambdaRank model (``find_files_<family>.txt``, used when the ``lightgbm
 installed and no JSON model is there). A model names the features it was trained on;
 scoring reads them by name, so a feature added later is simply ignored by an older model.
 Without a loadable model (and for ``hybrid``, which ships none), ``score`` uses the weights
-of ``codenav.search.weights.FALLBACK`` (and says so in the name it returns).
+of ``codenav.search.weights.FALLBACK`` (and says so in the name it returns); in hybrid mode a
+short query adds ``HYBRID_SHORT`` (the build-script weights).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 
 MODEL_FILES = {"lexical": "find_files_lexical", "hybrid": "find_files_hybrid"}
 """Model file stems per family: ``.json`` (linear) is tried first, then ``.txt`` (LightGBM)."""
+SHIPS_NONE = {"hybrid"}
+"""Families scored by the fallback weights by design: no model file is no warning."""
 _lock = threading.Lock()
 _cache: dict[str, Model | LinearModel | None] = {}
 
@@ -101,12 +104,12 @@ def model_for(family: str) -> Model | LinearModel | None:
             return _cache[family]
         model: Model | LinearModel | None = None
         folder = resources.files("codenav.search.models")
+        linear = folder.joinpath(MODEL_FILES[family] + ".json")
+        tree = folder.joinpath(MODEL_FILES[family] + ".txt")
         try:
-            linear = folder.joinpath(MODEL_FILES[family] + ".json")
             if linear.is_file():
                 model = load_linear(linear.read_text(encoding="utf-8"), linear.name)
-            else:
-                tree = folder.joinpath(MODEL_FILES[family] + ".txt")
+            elif tree.is_file() or family not in SHIPS_NONE:
                 model = load_text(tree.read_text(encoding="utf-8"), tree.name)
         except (ImportError, OSError, ValueError, KeyError) as exc:
             log.warning("file ranker model %s not loaded (%s); using the fallback weights",
@@ -118,10 +121,18 @@ def model_for(family: str) -> Model | LinearModel | None:
         return model
 
 
-def fallback(rows: list[list[float]]) -> list[float]:
+def fallback(rows: list[list[float]], family: str = "lexical") -> list[float]:
+    """Scores by the hand-set weights: ``FALLBACK``, plus ``HYBRID_SHORT`` for a short query
+    in hybrid mode."""
     index = {name: i for i, name in enumerate(FEATURES)}
     weights = [(index[name], w) for name, w in W.FALLBACK.items() if name in index]
-    return [sum(row[i] * w for i, w in weights) for row in rows]
+    if family != "hybrid":
+        return [sum(row[i] * w for i, w in weights) for row in rows]
+    short = [(index[name], w) for name, w in (W.FALLBACK | W.HYBRID_SHORT).items()
+             if name in index]
+    q = index["q_groups"]
+    return [sum(row[i] * w for i, w in (weights if row[q] >= LONG_QUERY else short))
+            for row in rows]
 
 
 def score(rows: list[list[float]], family: str,
@@ -135,5 +146,5 @@ def score(rows: list[list[float]], family: str,
         return [], "none"
     chosen = model if model is not None else model_for(family)
     if chosen is None:
-        return fallback(rows), "fallback"
+        return fallback(rows, family), "fallback"
     return chosen.predict(rows), chosen.name

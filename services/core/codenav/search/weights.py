@@ -133,3 +133,8 @@ FALLBACK: dict[str, float] = {
 }
 """Linear weights over the features (``codenav.search.features.FEATURES``), set by hand
 before any evaluation."""
+HYBRID_SHORT: dict[str, float] = {"build_asked": 2.5, "build_file": 1.0}
+"""Added to ``FALLBACK`` in hybrid mode for a short query (under 7 groups, where the lexical
+model uses its short weights): build scripts, and a query about the build asking for them.
+Chosen leave-one-repository-out on 8 repositories of the suite run with embeddings
+(bench/README.md, 2026-12-03); issue-length queries keep ``FALLBACK`` alone."""
