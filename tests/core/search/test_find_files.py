@@ -18,6 +18,7 @@ from codenav.lang import conventions
 from codenav.search import features, find, learned
 from codenav.search.query import parse_query
 from tests.gradle_project import GRADLE_PROJECT
+from tests.teamkit import write_tree
 
 FILES = {
     "src/main/java/com/acme/retry/RetryPolicy.java":
@@ -49,11 +50,7 @@ FILES = {
 def _indexed(settings: Settings, conn: psycopg.Connection, root: Path,
              files: dict[str, str]) -> repos.Repo:
     """``files`` written under ``root``, registered and indexed."""
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    r = repos.register(conn, str(root), root.name)
+    r = repos.register(conn, str(write_tree(root, files)), root.name)
     reconcile.reconcile(settings, r.id)
     return r
 

@@ -27,6 +27,7 @@ from tests.conftest import ALLOWED_ROOTS
 from tests.embedkit import start_embedder, stop
 from tests.gradle_project import GRADLE_PROJECT
 from tests.polyglot import make_polyglot
+from tests.teamkit import write_tree
 
 
 @pytest.fixture(scope="module")
@@ -120,10 +121,7 @@ def test_find_files_hybrid_ranks_the_file_that_means_the_query(
 
 def test_find_files_hybrid_weighs_build_scripts_for_a_query_about_the_build(
         semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
-    root = tmp_path / "gradle"
-    for rel, text in GRADLE_PROJECT.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    root = write_tree(tmp_path / "gradle", GRADLE_PROJECT)
     repo, _ = _index_and_embed(semantic_settings, conn, root, "gradle")
     qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
     scope = Scope.system(repo)

@@ -151,12 +151,22 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     group_terms = [set(g.terms) for g in groups]
     keep_tests = include_tests or conventions.TEST in asked
     pool: dict[str, Candidate] = {}
+    roles: dict[str, str] = {}
+
+    def admitted(path: str) -> str | None:
+        """The file's role, or None when it cannot be a candidate (a test not asked for)."""
+        role = roles.get(path)
+        if role is None:
+            role = roles[path] = conventions.role(path)
+        if role in (conventions.TEST, conventions.FIXTURE) and not keep_tests:
+            return None
+        return role
 
     def get(path: str) -> Candidate | None:
         cand = pool.get(path)
         if cand is None:
-            role = conventions.role(path)
-            if role in (conventions.TEST, conventions.FIXTURE) and not keep_tests:
+            role = admitted(path)
+            if role is None:
                 return None
             cand = pool[path] = Candidate(path, role)
         return cand
@@ -177,8 +187,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     # among the files BM25 ranked best
     chunk_best: dict[str, float] = {}
     chunk_cov: dict[str, int] = {}
-    chunk_files = [r.path for r in ranked[:W.CHUNK_FILES] if keep_tests or
-                   conventions.role(r.path) not in (conventions.TEST, conventions.FIXTURE)]
+    chunk_files = [r.path for r in ranked[:W.CHUNK_FILES] if admitted(r.path) is not None]
     if chunk_files and not long_query:
         rows = conn.execute(q.FIND_CHUNKS, {
             "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
