@@ -87,6 +87,40 @@ def test_a_second_index_of_an_unchanged_repo_embeds_nothing(
     client.close()
 
 
+class _Recording(EmbedClient):
+    """The real client, keeping the texts it sent, in the order it sent them."""
+
+    sent: list[str]
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.sent = [*getattr(self, "sent", []), *texts]
+        return super().embed(texts)
+
+
+def test_a_trees_source_files_are_embedded_before_its_tests(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    # longer than the tests' texts: a round sends its texts shortest first
+    sources = {f"src/pool/part{i}.py": f"def acquire_{i}(pool):\n    \"\"\"Take a connection "
+               f"from the pool, waiting up to {i} seconds.\"\"\"\n    return pool.take({i})\n"
+               for i in range(6)}
+    tests = {f"tests/test_part{i}.py": f"def test_acquire_{i}():\n    assert acquire_{i}(p)\n"
+             for i in range(6)}
+    root = write_tree(tmp_path / "app", {**tests, **sources})
+    repo = repos.register(conn, str(root), "app")
+    reconcile.reconcile(semantic_settings, repo.id)
+    client = _Recording(semantic_settings.embed_url)
+    try:
+        run = vectors.embed_backlog(conn, client, repo.id, budget_s=600)
+    finally:
+        client.close()
+    assert run.remaining == 0
+    paths = [text.split("\n", 1)[0] for text in client.sent]
+    assert sorted(set(paths)) == sorted([*sources, *tests])
+    first_test = next(i for i, path in enumerate(paths) if path.startswith("tests/"))
+    assert all(path.startswith("src/") for path in paths[:first_test])
+    assert all(path.startswith("tests/") for path in paths[first_test:])
+
+
 def test_hybrid_search_finds_code_by_meaning(semantic_settings: Settings,
                                              conn: psycopg.Connection, tmp_path: Path) -> None:
     root = make_polyglot(tmp_path)

@@ -128,6 +128,7 @@ ORDER BY t.id IN (SELECT tree_id FROM repo_refs WHERE repo_id = %(repo)s AND nam
 LIMIT 1"""
 # The files of a tree (path, content, sha, language, size): a derived tree starts from them.
 TREE_FILES = "SELECT path, content_id, sha, language, size FROM tree_files(%s)"
+TREE_PATHS = "SELECT path FROM tree_files(%s)"
 TREE_FILES_AT = """
 SELECT path, content_id, sha, language, size FROM tree_files(%s) WHERE path = ANY(%s)"""
 # A tree layered on the base of a layered tree starts with a copy of what that tree holds
@@ -733,11 +734,13 @@ FROM files f JOIN chunks c ON c.content_id = f.content_id
 WHERE f.tree_id = %s
   AND NOT EXISTS (SELECT 1 FROM chunk_texts ct WHERE ct.chunk_id = c.id AND ct.path = f.path)
 ON CONFLICT DO NOTHING""".replace("@EMBED_TEXT@", EMBED_TEXT)
+# A tree's texts still to embed, skipping the files in ``later`` (embedded in a second pass).
 EMBED_BACKLOG = """
 SELECT DISTINCT ON (ct.text_hash) ct.text_hash, @EMBED_TEXT@
 FROM tree_files(%(tree)s) f JOIN chunks c ON c.content_id = f.content_id
 JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
-WHERE NOT EXISTS (
+WHERE NOT (f.path = ANY(%(later)s::text[]))
+  AND NOT EXISTS (
     SELECT 1 FROM embeddings e WHERE e.model_id = %(model)s AND e.text_hash = ct.text_hash)
 ORDER BY ct.text_hash
 LIMIT %(k)s""".replace("@EMBED_TEXT@", EMBED_TEXT)

@@ -4,7 +4,7 @@ Vectors are keyed by (model, sha256 of the embedded text); ``chunk_texts`` maps 
 (chunk, path) to its text hash, shared by every tree that holds the file. Each model has its
 own id and dimension, and its own HNSW index, so switching models never mixes dimensions.
 Lexical search never waits for any of this: embedding runs on its own, lower-priority queue
-after a file's chunks are committed.
+after a file's chunks are committed, a tree's source files before its tests.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from codenav.access import Scope
 from codenav.db import queries as q
 from codenav.embed.client import EmbedClient
 from codenav.errors import ConfigError, Interrupted
+from codenav.lang import conventions
 
 log = logging.getLogger("codenav.embed.vectors")
 
@@ -150,10 +151,24 @@ def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
 def _embed_tree(conn: psycopg.Connection, client: EmbedClient, model: Model, tree_id: int,
                 pool: ThreadPoolExecutor, run: EmbedRun, started: float, budget_s: float,
                 stop: threading.Event | None) -> bool:
-    """Embed one tree's backlog within the budget; True when none is left."""
+    """Embed one tree's backlog within the budget; True when none is left. Source files go
+    first, tests and fixtures after them: find_files leaves those out unless a query asks
+    for them, so its hybrid answers are whole about half-way through a repository like
+    Kafka, where tests hold half the chunks."""
+    paths = conn.execute(q.TREE_PATHS, (tree_id,)).fetchall()
+    tests = [str(path) for (path,) in paths if conventions.is_test(str(path))]
+    passes = [tests, []] if tests else [[]]
+    return all(_embed_pass(conn, client, model, tree_id, later, pool, run, started, budget_s,
+                           stop) for later in passes)
+
+
+def _embed_pass(conn: psycopg.Connection, client: EmbedClient, model: Model, tree_id: int,
+                later: list[str], pool: ThreadPoolExecutor, run: EmbedRun, started: float,
+                budget_s: float, stop: threading.Event | None) -> bool:
+    """Embed the tree's backlog outside the paths ``later``; True when none is left."""
     while time.monotonic() - started < budget_s:
         rows = conn.execute(q.EMBED_BACKLOG, {"tree": tree_id, "model": model.id,
-                                              "k": FETCH}).fetchall()
+                                              "k": FETCH, "later": later}).fetchall()
         if not rows:
             return True
         rows.sort(key=lambda r: len(r[1]))
