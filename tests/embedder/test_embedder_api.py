@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +19,8 @@ from codenav_embedder.settings import EmbedderSettings
 
 LOAD_TIMEOUT_S = 300  # a first run exports and quantises the ONNX graph (~30 s on 2 cores)
 DIMENSION = 384
-MAX_TOKENS = 256
+MAX_TOKENS = 128  # the default cut, below MiniLM's own 256
+SERVED_ID = f"{BUNDLED_ID}@{MAX_TOKENS}"
 
 CODE = [
     "def add(a, b):\n    return a + b",
@@ -88,7 +90,7 @@ def test_a_model_that_cannot_load_keeps_readiness_at_503_with_the_reason(tmp_pat
 def test_readyz_is_200_once_the_model_is_loaded(client: TestClient) -> None:
     body = client.get("/readyz").json()
     assert body["status"] == "ready"
-    assert body["model"] == BUNDLED_ID
+    assert body["model"] == SERVED_ID
 
 
 def test_models_lists_the_served_model_with_its_dimension_and_token_limit(
@@ -96,18 +98,39 @@ def test_models_lists_the_served_model_with_its_dimension_and_token_limit(
     body = client.get("/v1/models").json()
     assert body["object"] == "list"
     [card] = body["data"]
-    assert card["id"] == BUNDLED_ID
+    assert card["id"] == SERVED_ID
     assert card["object"] == "model"
     assert card["dimension"] == DIMENSION
     assert card["max_tokens"] == MAX_TOKENS
     assert card["backend"] == runtime.settings.backend
 
 
+def test_the_models_own_limit_is_served_under_the_plain_id(client: TestClient) -> None:
+    """Cut and uncut vectors of a long text differ: each cut has its own id, and an index
+    keeps each id's vectors apart."""
+    long_text = Path(json.__file__).read_text()[:4000]
+    with TestClient(create_app(EmbedderSettings(max_tokens=0))) as plain:
+        _wait_until_ready(plain, plain.app.state.runtime)  # type: ignore[attr-defined]
+        [card] = plain.get("/v1/models").json()["data"]
+        assert (card["id"], card["max_tokens"]) == (BUNDLED_ID, 256)
+        full = _embed(plain, [long_text, CODE[0]], model="all-MiniLM-L6-v2")
+        assert full["model"] == BUNDLED_ID
+        r = plain.post("/v1/embeddings", json={"input": ["x"], "model": SERVED_ID})
+        assert r.status_code == 400 and "not served" in r.json()["message"]
+    for name in (SERVED_ID, BUNDLED_ID, "all-MiniLM-L6-v2"):
+        assert _embed(client, ["x"], model=name)["model"] == SERVED_ID
+    cut = _embed(client, [long_text, CODE[0]])
+    assert full["truncated"] == cut["truncated"] == [0]
+    uncut, short = _vectors(full), _vectors(cut)
+    assert float(uncut[0] @ short[0]) < 0.98  # the long text's tail is not in the cut vector
+    assert float(uncut[1] @ short[1]) > 0.98  # a short text's vector is the same
+
+
 def test_embeddings_come_in_the_openai_shape_unit_length_with_token_usage(
         client: TestClient, runtime: Runtime) -> None:
     body = _embed(client, CODE, model="all-MiniLM-L6-v2")
     assert body["object"] == "list"
-    assert body["model"] == BUNDLED_ID
+    assert body["model"] == SERVED_ID
     assert [d["index"] for d in body["data"]] == [0, 1, 2]
     assert all(d["object"] == "embedding" for d in body["data"])
     vectors = _vectors(body)
@@ -139,7 +162,7 @@ def test_an_input_over_the_token_limit_is_cut_and_reported(client: TestClient) -
     shorter_but_still_over = "def handler(request):\n" + "    value = compute(value) + 1\n" * 60
     cut = _vectors(_embed(client, [shorter_but_still_over]))[0]
     alone = _vectors(_embed(client, [long_text]))[0]
-    np.testing.assert_allclose(alone, cut, atol=1e-6)  # both keep the same first 256 tokens
+    np.testing.assert_allclose(alone, cut, atol=1e-6)  # both keep the same first tokens
     tokens = _embed(client, [long_text])["usage"]["prompt_tokens"]
     assert tokens == MAX_TOKENS
 

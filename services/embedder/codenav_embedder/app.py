@@ -39,7 +39,11 @@ class Runtime:
     def __init__(self, settings: EmbedderSettings) -> None:
         self.settings = settings
         self.model_name = settings.model_name()
-        self.model_id = BUNDLED_ID if self.model_name == default_model() else self.model_name
+        self.base_id = BUNDLED_ID if self.model_name == default_model() else self.model_name
+        self.model_id = self.base_id
+        """The name vectors are stored under: ``base_id``, with ``@<tokens>`` when inputs are
+        cut below the model's own limit (such vectors differ, and must not mix in an index
+        with the uncut ones)."""
         self.encoder: encoder.Encoder | None = None
         self.batcher: Batcher | None = None
         self.error: str | None = None
@@ -80,6 +84,8 @@ class Runtime:
                           bulk_nice=s.bulk_nice,
                           bulk_setup=lambda: enc.open().encode(["warm up"], batch_size=1))
         batcher.start()
+        if enc.max_tokens < enc.own_tokens:
+            self.model_id = f"{self.base_id}@{enc.max_tokens}"
         self.encoder, self.batcher = enc, batcher
         if self._closed.is_set():
             batcher.stop()
@@ -101,7 +107,8 @@ class Runtime:
         return self.encoder, self.batcher
 
     def accepts(self, name: str) -> bool:
-        names = {self.model_id, self.model_name, self.model_id.rstrip("/").rsplit("/", 1)[-1]}
+        names = {self.model_id, self.base_id, self.model_name,
+                 *(n.rstrip("/").rsplit("/", 1)[-1] for n in (self.model_id, self.base_id))}
         return name.lower() in {n.lower() for n in names}
 
 

@@ -50,7 +50,8 @@ class Encoder:
     runtime session is not)."""
 
     def __init__(self, model: SentenceTransformer, *, name: str, backend: str,
-                 session: Any = None, graph: Path | None = None, threads: int = 1) -> None:
+                 session: Any = None, graph: Path | None = None, threads: int = 1,
+                 own_tokens: int = 0) -> None:
         self.model = model
         self.name = name
         self.backend = backend
@@ -66,6 +67,8 @@ class Encoder:
         if not model.max_seq_length:
             raise ValueError(f"model {name!r} does not declare its max sequence length")
         self.max_tokens = int(model.max_seq_length)
+        self.own_tokens = max(own_tokens, self.max_tokens)
+        """The model's own limit (``max_tokens`` may cut below it)."""
         self._counter = _CountingTokenizer(model)
 
     def open(self) -> Encoder:
@@ -156,13 +159,15 @@ def load(model_name: str, *, backend: str = "torch", max_tokens: int = 0, thread
     torch.set_num_threads(threads)
     model = SentenceTransformer(model_name, device="cpu")
     model.eval()
+    own_tokens = int(model.max_seq_length or 0)
     if max_tokens:
         model.max_seq_length = min(max_tokens, int(model.max_seq_length or max_tokens))
     graph = None
     if backend != "torch":
         cache = cache_dir or default_cache_dir()
         graph = _onnx.ensure_exported(model, model_name, cache, int8=backend == "onnx-int8")
-    encoder = Encoder(model, name=model_name, backend=backend, graph=graph, threads=threads)
+    encoder = Encoder(model, name=model_name, backend=backend, graph=graph, threads=threads,
+                      own_tokens=own_tokens)
     return encoder.open() if open_session else encoder
 
 
