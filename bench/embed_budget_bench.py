@@ -38,6 +38,7 @@ from codenav.embed.client import EmbedClient
 from codenav.embed.vectors import embed_backlog, find_model
 from codenav.index import reconcile
 from codenav.lang import conventions
+from codenav_embedder.settings import EmbedderSettings
 from embed_pipeline_bench import start_embedder
 
 
@@ -49,7 +50,6 @@ def source_left(conn: psycopg.Connection, tree: int, model: int, tests: list[str
 def bare_rates(texts: list[str], tokens: int, rounds: int) -> dict[str, Any]:
     """chunks/s of the bare model on ``texts`` at its own limit and at ``tokens``."""
     from codenav_embedder import encoder
-    from codenav_embedder.settings import EmbedderSettings
 
     es = EmbedderSettings.load(env={})
     full = encoder.load(es.model_name(), backend=es.backend, threads=es.threads,
@@ -76,8 +76,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", type=Path)
-    parser.add_argument("--tokens", type=int, default=0,
-                        help="CODENAV_EMBED_MAX_TOKENS for the embedder (0: its default)")
+    parser.add_argument("--tokens", type=int, default=EmbedderSettings.max_tokens,
+                        help="CODENAV_EMBED_MAX_TOKENS for the embedder (default: the "
+                             "embedder's default; 0: the model's own limit)")
     parser.add_argument("--slice", type=float, default=10.0, help="seconds per embed call")
     parser.add_argument("--sample", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=3)
@@ -88,8 +89,7 @@ def main() -> int:
     result: dict[str, Any] = {"corpus": str(root)}
     with tempfile.TemporaryDirectory(prefix="codenav-embed-budget-") as tmp:
         base = Path(tmp)
-        embedder, url = start_embedder(
-            {**env, **({"CODENAV_EMBED_MAX_TOKENS": str(args.tokens)} if args.tokens else {})})
+        embedder, url = start_embedder({**env, "CODENAV_EMBED_MAX_TOKENS": str(args.tokens)})
         try:
             with stores(base / "home", queue=False) as started:
                 settings = Settings.load(env={"CODENAV_DATABASE_URL": started.pg.url,

@@ -88,12 +88,15 @@ def test_a_second_index_of_an_unchanged_repo_embeds_nothing(
 
 
 class _Recording(EmbedClient):
-    """The real client, keeping the texts it sent, in the order it sent them."""
+    """The real client, keeping the texts it sent, in the order it sent them (two requests
+    may be in flight: each appends its texts in one step)."""
 
-    sent: list[str]
+    def __init__(self, base_url: str) -> None:
+        super().__init__(base_url)
+        self.sent: list[str] = []
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        self.sent = [*getattr(self, "sent", []), *texts]
+        self.sent.extend(texts)
         return super().embed(texts)
 
 
