@@ -22,7 +22,7 @@ SYSTEM_FUNCTIONS = {
     # codenav's own jobs (workers), never a caller's request
     ("codenav.embed.vectors", "embed_backlog"), ("codenav.embed.vectors", "ensure_model"),
     ("codenav.embed.vectors", "ensure_index"), ("codenav.embed.vectors", "store_vectors"),
-    ("codenav.embed.vectors", "_embed_tree"),
+    ("codenav.embed.vectors", "_embed_tree"), ("codenav.embed.vectors", "_embed_pass"),
     # the watcher and operator list every repository; the worker loads one by id
     ("codenav.repos", "list_repos"), ("codenav.repos", "get"),
     # registration writes into the caller's team (admin.register decides which)
