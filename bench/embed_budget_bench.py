@@ -124,6 +124,8 @@ def main() -> int:
                             print(f"source files embedded after {now:.0f}s", flush=True)
                         if run.remaining == 0:
                             break
+                        if not run.embedded:  # the embedder refused or stalled: no figure
+                            raise RuntimeError(f"no progress with {run.remaining} chunks left")
                     whole_s = time.perf_counter() - began
                     client.close()
                     result.update(embedded=embedded, source_embedded_s=round(source_s or 0, 1),
