@@ -1,6 +1,8 @@
 """SQL only the benchmarks run (measurements of the store, never on the query path); the
 service's own statements are in ``codenav.db.queries``."""
 
+from codenav.db import queries as q
+
 BENCH_SYMBOLS = """
 SELECT DISTINCT c.symbol, c.parent FROM chunks c JOIN files f ON f.content_id = c.content_id
 WHERE f.repo_id = %s AND c.symbol IS NOT NULL AND length(c.symbol) > 3
@@ -64,3 +66,9 @@ LEFT JOIN embeddings e ON e.text_hash = ct.text_hash
 WHERE f.repo_id = %s AND c.symbol = %s"""
 # overlays an earlier run of overlay_bench left: aged past any TTL, so expiry drops them
 BENCH_OVERLAYS_AGE = "UPDATE overlays SET touched_at = now() - interval '30 days'"
+
+# A tree's chunks, and how many of them are too short to get a vector (q.EMBEDDABLE).
+BENCH_TREE_CHUNKS = """
+SELECT count(*), count(*) FILTER (WHERE NOT @EMBEDDABLE@)
+FROM files f JOIN chunks c ON c.content_id = f.content_id WHERE f.tree_id = %s""".replace(
+    "@EMBEDDABLE@", q.EMBEDDABLE)

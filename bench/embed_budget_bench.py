@@ -5,8 +5,9 @@ One cold index of CORPUS in a fresh store, then the embed job's own loop (``embe
 in slices of the worker's budget) against a real embedder process started with
 ``--tokens``. Printed:
 
-- chunks, and seconds until every chunk of a source file had a vector (tests and fixtures
-  are embedded after them; find_files leaves them out unless a query asks), then until all
+- chunks (all, those too short to get a vector, those to embed), and seconds until every
+  chunk of a source file had a vector (tests and fixtures are embedded after them;
+  find_files leaves them out unless a query asks), then until all
   chunks had one; measured at the end of each slice, so within ``--slice`` seconds;
 - on a sample of the same chunk texts, the bare model's chunks/s with the model's own token
   limit and with ``--tokens``, alternated, in this process: what the cut buys.
@@ -30,6 +31,7 @@ from typing import Any
 
 import psycopg
 
+import bench_queries as bq
 from benchkit import stores
 from codenav import repos
 from codenav.config import Settings
@@ -110,7 +112,9 @@ def main() -> int:
                     conn.execute(q.CHUNK_TEXTS_BACKFILL, (tree,))
                     texts = [t for _, t in conn.execute(q.EMBED_BACKLOG, {
                         "tree": tree, "model": -1, "k": 10**9, "later": []}).fetchall()]
-                    result["chunks"] = len(texts)
+                    row = conn.execute(bq.BENCH_TREE_CHUNKS, (tree,)).fetchone()
+                    result.update(chunks_all=row[0] if row else 0,
+                                  chunks_short=row[1] if row else 0, chunks=len(texts))
                     embedded, source_s = 0, None
                     began = time.perf_counter()
                     while True:

@@ -37,8 +37,11 @@ FEATURE = '''from app.util import helper
 
 
 def feature_only_fn(value):
-    """Only the feature branch has this."""
-    return helper("feature", value)
+    """Only the feature branch has this (six lines: chunks that short get a vector)."""
+    label = "feature"
+    if value is None:
+        value = label
+    return helper(label, value)
 '''
 CORE_FEATURE = CORE + '''
 
@@ -50,7 +53,10 @@ UTIL_MAIN = UTIL + '''
 
 def main_only_fn(key):
     """Only main has this (from its second commit)."""
-    return helper(key, 0)
+    if key is None:
+        key = "main"
+    found = helper(key, 0)
+    return found
 '''
 
 
@@ -90,13 +96,21 @@ class History:
     release: str = ""
 
 
+def module(i: int) -> str:
+    """One of the modules beside the ones the branches change: a six-line function (shorter
+    chunks get no vector, and publishing sends vectors)."""
+    return (f"from app.util import helper\n\n\n"
+            f"def mod_{i:02d}_job(x):\n    \"\"\"Job {i} of the store.\"\"\"\n"
+            f"    if x is None:\n        return None\n    done = helper('m{i}', x)\n"
+            "    return done\n")
+
+
 def make_history(root: Path, extra_main: int = 2) -> History:
     """The fixture repository at ``root`` with ``main`` checked out."""
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
     h = History(root)
-    modules = {f"app/mod_{i:02d}.py": f"from app.util import helper\n\n\n"
-               f"def mod_{i:02d}_job(x):\n    return helper('m{i}', x)\n" for i in range(MODULES)}
+    modules = {f"app/mod_{i:02d}.py": module(i) for i in range(MODULES)}
     h.main.append(commit(root, {"app/__init__.py": "", "app/core.py": CORE,
                                 "app/util.py": UTIL, "app/legacy.py": LEGACY,
                                 "README.md": "# store\n", **modules}, "first"))

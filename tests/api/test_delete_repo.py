@@ -18,7 +18,9 @@ from codenav.embed import vectors
 from codenav.index import reconcile
 from codenav.jobs import enqueue
 
-SHARED = "def shared_helper(x):\n    return x + 1\n"
+# six lines: shorter chunks get no text to embed
+SHARED = ("def shared_helper(x):\n    if x is None:\n        return 0\n    y = x + 1\n"
+          "    y *= 2\n    return y\n")
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -38,7 +40,8 @@ def test_deleting_a_repository_collects_what_nothing_else_references(
         tmp_path: Path) -> None:
     one = repos.register(conn, str(_tree(tmp_path / "one", {
         "lib/shared.py": SHARED,
-        "lib/only_one.py": "class OnlyInOne:\n    def unique_to_one(self):\n        return 1\n",
+        "lib/only_one.py": "class OnlyInOne:\n    def unique_to_one(self):\n        n = 1\n"
+                           "        if self:\n            n += 1\n        return n\n",
         "README.md": "# one\n"})), "one")
     two = repos.register(conn, str(_tree(tmp_path / "two", {
         "lib/shared.py": SHARED, "lib/only_two.py": "def unique_to_two():\n    return 2\n"})),

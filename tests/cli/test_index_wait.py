@@ -16,9 +16,10 @@ from codenav.config import Settings
 from codenav.errors import CodenavError
 from codenav.index import reconcile
 from codenav.jobs import enqueue
-from codenav_cli.cli import _check_done, wait_for_job
+from codenav_cli.cli import EmbeddingProgress, _check_done, wait_for_job
+from tests.embedkit import start_embedder, stop
 from tests.polyglot import make_polyglot
-from tests.teamkit import serve
+from tests.teamkit import serve, write_tree
 
 
 @pytest.fixture
@@ -62,3 +63,26 @@ def test_a_job_that_stopped_with_the_stack_is_reported_as_stopped() -> None:
     with pytest.raises(CodenavError, match="stopped before its end") as err:
         _check_done(info, "indexing")
     assert err.value.hint == "it resumes when the stack runs again"
+
+
+def test_waiting_for_embeddings_ends_when_no_chunk_is_long_enough_to_embed(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`codenav index --embeddings` on a repository of one-line functions: nothing will ever
+    be embedded, so waiting ends at once and says why (it used to wait for ever)."""
+    import dataclasses
+
+    root = write_tree(tmp_path / "tiny", {f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n"
+                                          for i in range(3)})
+    repo = repos.register(conn, str(root), "tiny")
+    reconcile.reconcile(settings, repo.id)
+    proc, embed_url = start_embedder()
+    try:
+        token, _ = create_token(conn, "cli-test", "write")
+        with serve(dataclasses.replace(settings, embed_url=embed_url)) as url:
+            client = Settings.load(env={"CODENAV_URL": url, "CODENAV_TOKEN": token},
+                                   dotenv=Path("/nonexistent"))
+            assert EmbeddingProgress(client, "tiny").poll()
+    finally:
+        stop(proc)
+    assert "no chunk of tiny has 6 lines or more; nothing to embed" in capsys.readouterr().err

@@ -19,7 +19,7 @@ from codenav.embed import vectors
 from codenav.errors import InvalidRequest
 from codenav.graph import build
 from codenav.index import reconcile
-from tests.gitkit import MODULES, UTIL, History, commit, git, make_history
+from tests.gitkit import MODULES, UTIL, History, commit, git, make_history, module
 
 
 @pytest.fixture
@@ -169,8 +169,7 @@ def test_a_layered_graph_equals_a_full_build_of_the_same_commit(
     repo = repos.register(conn, str(history.root), "store")
     refs.sync(settings, repo.id, {"main": history.main[0]})
     extra = [commit(history.root, {f"app/step_{i}.py": f"def step_{i}():\n    return {i * 2}\n",
-                                   "app/mod_00.py": f"from app.util import helper\n\n\n"
-                                   f"def mod_00_job(x):\n    return helper('v{i}', x)\n"},
+                                   "app/mod_00.py": module(0).replace("'m0'", f"'v{i}'")},
                     f"extra {i}") for i in range(2)]
     depths = set()
     for rev in (history.feature, history.release, *history.main[1:], *extra):

@@ -168,8 +168,13 @@ class EmbeddingProgress:
             return True
         self._unreachable_since = None
         total, embedded = int(emb.get("total", 0)), int(emb.get("embedded", 0))
-        if not total:  # nothing indexed yet: nothing to embed yet either
-            return False
+        if not total:  # nothing indexed yet, or no chunk long enough to get a vector
+            repo = (status.get("repos") or [{}])[0]
+            if repo.get("index_status") == "ready" and repo.get("chunks"):
+                self.done = True
+                sys.stderr.write(f"semantic search: no chunk of {self.repo} has "
+                                 f"{emb.get('min_lines', 6)} lines or more; nothing to embed\n")
+            return self.done
         if self.first is None:
             self.first = embedded
             self.started = time.monotonic()

@@ -78,7 +78,8 @@ def _query_path() -> dict[tuple[str, str], set[str]]:
             continue
         for fn in functions:
             used = {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)
-                    and isinstance(n.value, ast.Name) and n.value.id == "q"}
+                    and isinstance(n.value, ast.Name) and n.value.id == "q"
+                    and not isinstance(getattr(q, n.attr, None), int)}  # a number, no SQL
             if used:
                 out[(name, fn.name)] = used
     return out

@@ -39,8 +39,11 @@ aws_secret_access_key = "{AWS_SECRET}"
 
 
 def storage_settings():
-    """Where uploads go."""
-    return {{"bucket": os.environ.get("BUCKET", "uploads"), "key_id": AWS_ACCESS_KEY_ID}}
+    """Where uploads go (six lines: shorter chunks get no vector)."""
+    bucket = os.environ.get("BUCKET", "uploads")
+    region = os.environ.get("REGION", "eu-west-1")
+    return {{"bucket": bucket, "region": region,
+             "key_id": AWS_ACCESS_KEY_ID}}
 '''
 TOKEN_TS = f'''// Calls the GitHub API for release notes.
 export const GITHUB_TOKEN = "{GITHUB_TOKEN}";

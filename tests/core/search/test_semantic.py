@@ -73,7 +73,7 @@ def test_a_second_index_of_an_unchanged_repo_embeds_nothing(
         semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
     root = make_polyglot(tmp_path)
     repo, first = _index_and_embed(semantic_settings, conn, root, "poly")
-    assert first.embedded > 20 and first.remaining == 0
+    assert first.embedded >= 10 and first.remaining == 0
     reconcile.reconcile(semantic_settings, repo.id)
     client = EmbedClient.from_settings(semantic_settings)
     assert client is not None
@@ -103,10 +103,13 @@ class _Recording(EmbedClient):
 def test_a_trees_source_files_are_embedded_before_its_tests(
         semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
     # longer than the tests' texts: a round sends its texts shortest first
+    # (six lines each at least: shorter chunks get no vector)
     sources = {f"src/pool/part{i}.py": f"def acquire_{i}(pool):\n    \"\"\"Take a connection "
-               f"from the pool, waiting up to {i} seconds.\"\"\"\n    return pool.take({i})\n"
+               f"from the pool, waiting up to {i} seconds.\"\"\"\n    conn = pool.take({i})\n"
+               "    if conn is None:\n        raise TimeoutError(pool)\n    return conn\n"
                for i in range(6)}
-    tests = {f"tests/test_part{i}.py": f"def test_acquire_{i}():\n    assert acquire_{i}(p)\n"
+    tests = {f"tests/test_part{i}.py": f"def test_acquire_{i}():\n    p = Pool()\n"
+             f"    c = acquire_{i}(p)\n    assert c\n    p.close()\n    assert p.closed\n"
              for i in range(6)}
     root = write_tree(tmp_path / "app", {**tests, **sources})
     repo = repos.register(conn, str(root), "app")
@@ -122,6 +125,34 @@ def test_a_trees_source_files_are_embedded_before_its_tests(
     first_test = next(i for i, path in enumerate(paths) if path.startswith("tests/"))
     assert all(path.startswith("src/") for path in paths[:first_test])
     assert all(path.startswith("tests/") for path in paths[first_test:])
+
+
+def test_chunks_under_six_lines_get_no_vector_and_coverage_counts_the_rest(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    short = "def tiny_rate_limit(n):\n    return min(n, 10)\n"
+    five = ("def five_line_budget(n):\n    if n < 0:\n        return 0\n"
+            "    n = n * 2\n    return n\n")
+    six = ("def six_line_backoff(attempt):\n    \"\"\"Wait longer after each failed try.\"\"\"\n"
+           "    if attempt <= 0:\n        return 0.0\n    delay = 0.5 * 2 ** attempt\n"
+           "    return min(delay, 30.0)\n")
+    root = write_tree(tmp_path / "app", {"app/limits.py": short + "\n\n" + five + "\n\n" + six})
+    repo, run = _index_and_embed(semantic_settings, conn, root, "app")
+    assert run.embedded == 1 and run.remaining == 0
+    model = vectors.find_model(conn, EmbedClient(semantic_settings.embed_url).info().name)
+    assert model is not None
+    cov = vectors.coverage(conn, model, Scope.system(repo))
+    assert (cov["embedded"], cov["total"], cov["ratio"]) == (1, 1, 1.0)
+    qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
+    text = "wait longer after a failed try"
+    ctx = qe.context(conn, Scope.system(repo), text, "semantic")
+    assert ctx is not None and ctx.usable and ctx.note is None  # complete: no "covers x of y"
+    sem = chunks.search(conn, Scope.system(repo), text, 5, mode="semantic", semantic=ctx)
+    assert [r["symbol"] for r in sem["results"]] == ["six_line_backoff"]
+    # the short functions are still found by name, in hybrid mode too
+    hybrid = chunks.search(conn, Scope.system(repo), "tiny_rate_limit", 5, mode="hybrid",
+                           semantic=qe.context(conn, Scope.system(repo), "tiny_rate_limit",
+                                               "hybrid"))
+    assert hybrid["results"][0]["symbol"] == "tiny_rate_limit"
 
 
 def test_hybrid_search_finds_code_by_meaning(semantic_settings: Settings,
@@ -301,7 +332,9 @@ def test_a_filtered_knn_on_a_small_repo_in_a_large_index_returns_k_results(
     big = tmp_path / "big"
     big.mkdir()
     for i in range(1400):
-        (big / f"m{i}.py").write_text(f"def helper_{i}(value):\n    return value * {i}\n")
+        (big / f"m{i}.py").write_text(f"def helper_{i}(value):\n    if value is None:\n"
+                                      f"        return 0\n    scaled = value * {i}\n"
+                                      "    scaled += 1\n    return scaled\n")
     _index_and_embed(semantic_settings, conn, big, "big")
     small, _ = _index_and_embed(semantic_settings, conn, make_polyglot(tmp_path), "small")
     model = vectors.find_model(conn, EmbedClient(semantic_settings.embed_url).info().name)
@@ -320,6 +353,7 @@ def test_a_filtered_knn_on_a_small_repo_in_a_large_index_returns_k_results(
         {"q": vectors.vector_literal(ctx.vector), **Scope.system(small).params(),
          "k": 5, **params}))
     assert q.hnsw_index_name(model.id) in plan
-    hits = vectors.knn(conn, model, ctx.vector, Scope.system(small), params, 5)
-    assert len(hits) == 5
+    # the small repo has four Python chunks of six lines or more (the others get no vector)
+    hits = vectors.knn(conn, model, ctx.vector, Scope.system(small), params, 4)
+    assert len(hits) == 4
     assert all(path.endswith(".py") for _, path, _ in hits)

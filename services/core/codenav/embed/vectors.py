@@ -207,13 +207,16 @@ def coverage_counts(conn: psycopg.Connection, model: Model,
 
 
 def coverage(conn: psycopg.Connection, model: Model | None, scope: Scope) -> dict[str, Any]:
+    """How many of the scope's chunks that get a vector (``min_lines`` lines or more) have
+    one of ``model``."""
     if model is None:
         row = conn.execute(q.EMBED_REPO_CHUNKS, scope.params()).fetchone()
         return {"model": None, "embedded": 0, "total": int(row[0]) if row else 0,
-                "ratio": 0.0}
+                "ratio": 0.0, "min_lines": q.EMBED_MIN_LINES}
     total, done = coverage_counts(conn, model, scope.params())
     return {"model": model.name, "dim": model.dim, "embedded": done, "total": total,
-            "backlog": total - done, "ratio": round(done / total, 4) if total else 1.0}
+            "backlog": total - done, "ratio": round(done / total, 4) if total else 1.0,
+            "min_lines": q.EMBED_MIN_LINES}
 
 
 def knn(conn: psycopg.Connection, model: Model, vector: list[float], scope: Scope,
@@ -222,9 +225,11 @@ def knn(conn: psycopg.Connection, model: Model, vector: list[float], scope: Scop
 
     Iterative HNSW scans: without them the index yields at most ``hnsw.ef_search`` (40)
     candidates before the repo/language/path filters, so a small repo in a big index, or
-    any k above 40, came back short. Relaxed order, re-sorted here by distance."""
+    any k above 40, came back short. Relaxed order, re-sorted here by distance, then path
+    and line (equal texts have equal vectors: a store's row order must not rank them)."""
     conn.execute(q.SESSION_VECTOR_SETUP)
     rows = conn.execute(q.semantic_search(model.id, model.dim),
                         {"q": vector_literal(vector), **scope.params(), "k": k,
                          **params}).fetchall()
-    return sorted(((int(r[0]), str(r[1]), float(r[2])) for r in rows), key=lambda r: r[2])
+    rows.sort(key=lambda r: (float(r[2]), str(r[1]), int(r[3])))
+    return [(int(r[0]), str(r[1]), float(r[2])) for r in rows]

@@ -126,6 +126,9 @@ class QueryEmbedder:
         if coverage.get("ratio", 1.0) < 1.0:
             ctx.note = (f"embeddings cover {coverage['embedded']} of {coverage['total']} "
                         "chunks so far; the rest is found lexically only")
+        elif not coverage.get("total"):
+            ctx.note = (f"no chunk here has {coverage['min_lines']} lines or more, so none "
+                        "has a vector; lexical results only")
         return ctx
 
     def _down(self, conn: psycopg.Connection, scope: Scope) -> SemanticContext:
