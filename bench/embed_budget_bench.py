@@ -46,7 +46,7 @@ from embed_pipeline_bench import start_embedder
 
 def source_left(conn: psycopg.Connection, tree: int, model: int, tests: list[str]) -> bool:
     return bool(conn.execute(q.EMBED_BACKLOG, {"tree": tree, "model": model, "k": 1,
-                                               "later": tests}).fetchall())
+                                               "later": tests, "after": b""}).fetchall())
 
 
 def bare_rates(texts: list[str], tokens: int, rounds: int) -> dict[str, Any]:
@@ -111,7 +111,8 @@ def main() -> int:
                     result.update(model=card.name, files=len(paths), test_files=len(tests))
                     conn.execute(q.CHUNK_TEXTS_BACKFILL, (tree,))
                     texts = [t for _, t in conn.execute(q.EMBED_BACKLOG, {
-                        "tree": tree, "model": -1, "k": 10**9, "later": []}).fetchall()]
+                        "tree": tree, "model": -1, "k": 10**9, "later": [],
+                        "after": b""}).fetchall()]
                     row = conn.execute(bq.BENCH_TREE_CHUNKS, (tree,)).fetchone()
                     result.update(chunks_all=row[0] if row else 0,
                                   chunks_short=row[1] if row else 0, chunks=len(texts))

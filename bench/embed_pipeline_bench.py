@@ -96,7 +96,7 @@ def main() -> int:
                 assert model is not None
                 texts = [t for _, t in conn.execute(
                     q.EMBED_BACKLOG, {"tree": repo.default_tree, "model": -1,
-                                      "k": 10**9, "later": []}).fetchall()]
+                                      "k": 10**9, "later": [], "after": b""}).fetchall()]
                 client.close()
         finally:
             os.killpg(embedder.pid, signal.SIGTERM)

@@ -281,7 +281,8 @@ def fill_vectors(conn: psycopg.Connection, repo_id: int, model: vectors.Model) -
     filled = 0
     while True:
         rows = conn.execute(q.EMBED_BACKLOG, {"tree": worktree(conn, repo_id),
-                                              "model": model.id, "k": 5000, "later": []}).fetchall()
+                                              "model": model.id, "k": 5000, "later": [],
+                                              "after": b""}).fetchall()
         if not rows:
             return filled
         vecs = rng.standard_normal((len(rows), model.dim)).astype(np.float32)

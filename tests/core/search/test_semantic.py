@@ -127,6 +127,28 @@ def test_a_trees_source_files_are_embedded_before_its_tests(
     assert all(path.startswith("tests/") for path in paths[first_test:])
 
 
+def test_a_backlog_of_many_pages_is_embedded_whole_and_each_text_once(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # small pages and requests: pages are read by hash while the ones before are in flight
+    monkeypatch.setattr(vectors, "FETCH", 8)
+    monkeypatch.setattr(vectors, "BATCH", 3)
+    files = {f"src/jobs/job{i}.py": f"def job_{i}(queue):\n    \"\"\"Run job {i}.\"\"\"\n"
+             f"    item = queue.get({i})\n    if item is None:\n        return 0\n"
+             "    return item.run()\n" for i in range(29)}
+    root = write_tree(tmp_path / "jobs", files)
+    repo = repos.register(conn, str(root), "jobs")
+    reconcile.reconcile(semantic_settings, repo.id)
+    client = _Recording(semantic_settings.embed_url)
+    try:
+        run = vectors.embed_backlog(conn, client, repo.id, budget_s=600)
+    finally:
+        client.close()
+    assert run.remaining == 0 and run.embedded == 29
+    assert len(client.sent) == len(set(client.sent)) == 29
+    assert sorted(text.split("\n", 1)[0] for text in client.sent) == sorted(files)
+
+
 def test_chunks_under_six_lines_get_no_vector_and_coverage_counts_the_rest(
         semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
     short = "def tiny_rate_limit(n):\n    return min(n, 10)\n"

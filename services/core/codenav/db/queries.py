@@ -742,13 +742,15 @@ FROM files f JOIN chunks c ON c.content_id = f.content_id
 WHERE f.tree_id = %s AND @EMBEDDABLE@
   AND NOT EXISTS (SELECT 1 FROM chunk_texts ct WHERE ct.chunk_id = c.id AND ct.path = f.path)
 ON CONFLICT DO NOTHING""".replace("@EMBED_TEXT@", EMBED_TEXT).replace("@EMBEDDABLE@", EMBEDDABLE)
-# A tree's texts still to embed, skipping the files in ``later`` (embedded in a second pass).
-# A store from before EMBEDDABLE may hold texts of shorter chunks: they are not embedded.
+# A tree's texts still to embed, in hash order after the hash ``after`` (b"": from the
+# start), skipping the files in ``later`` (embedded in a second pass). A store from before
+# EMBEDDABLE may hold texts of shorter chunks: they are not embedded.
 EMBED_BACKLOG = """
 SELECT DISTINCT ON (ct.text_hash) ct.text_hash, @EMBED_TEXT@
 FROM tree_files(%(tree)s) f JOIN chunks c ON c.content_id = f.content_id
 JOIN chunk_texts ct ON ct.chunk_id = c.id AND ct.path = f.path
 WHERE NOT (f.path = ANY(%(later)s::text[])) AND @EMBEDDABLE@
+  AND ct.text_hash > %(after)s::bytea
   AND NOT EXISTS (
     SELECT 1 FROM embeddings e WHERE e.model_id = %(model)s AND e.text_hash = ct.text_hash)
 ORDER BY ct.text_hash

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -37,8 +38,9 @@ once this many exist, so exact scans never get slow meanwhile."""
 BATCH = 128
 """Texts per request to the embedder."""
 FETCH = 512
-"""Texts per backlog round (sorted by length, then sent as requests of BATCH)."""
+"""Texts per backlog page (sorted by length, then sent as requests of BATCH)."""
 IN_FLIGHT = 2
+"""Requests at the embedder at once (one more waits, ready to go)."""
 
 
 @dataclass(frozen=True)
@@ -165,24 +167,50 @@ def _embed_tree(conn: psycopg.Connection, client: EmbedClient, model: Model, tre
 def _embed_pass(conn: psycopg.Connection, client: EmbedClient, model: Model, tree_id: int,
                 later: list[str], pool: ThreadPoolExecutor, run: EmbedRun, started: float,
                 budget_s: float, stop: threading.Event | None) -> bool:
-    """Embed the tree's backlog outside the paths ``later``; True when none is left."""
-    while time.monotonic() - started < budget_s:
-        rows = conn.execute(q.EMBED_BACKLOG, {"tree": tree_id, "model": model.id,
-                                              "k": FETCH, "later": later}).fetchall()
-        if not rows:
-            return True
-        rows.sort(key=lambda r: len(r[1]))
-        parts = [rows[i:i + BATCH] for i in range(0, len(rows), BATCH)]
-        pending = [pool.submit(client.embed, [t for _, t in p]) for p in parts]
-        try:
-            for part, future in zip(parts, pending, strict=True):
-                vectors = _result(future, stop)
-                store_vectors(conn, model, [h for h, _ in part], vectors)
-                run.embedded += len(part)
-        finally:
-            for future in pending:
-                future.cancel()
-    return False
+    """Embed the tree's backlog outside the paths ``later``; True when none is left.
+
+    The backlog is read a page at a time in text-hash order, each page after the last hash
+    read, while the requests of the page before are in flight: the embedder always has the
+    next request waiting (IN_FLIGHT sent, one more queued) and never idles while this side
+    queries or stores. Within a page, texts go shortest first, so batches pad little."""
+    after = b""
+    parts: deque[list[tuple[bytes, str]]] = deque()
+    pending: deque[tuple[list[tuple[bytes, str]], Future[list[list[float]]]]] = deque()
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and len(pending) <= IN_FLIGHT \
+                    and time.monotonic() - started < budget_s:
+                if not parts:
+                    rows = conn.execute(q.EMBED_BACKLOG, {
+                        "tree": tree_id, "model": model.id, "k": FETCH, "later": later,
+                        "after": after}).fetchall()
+                    if not rows:
+                        exhausted = True
+                        break
+                    after = bytes(rows[-1][0])
+                    rows.sort(key=lambda r: len(r[1]))
+                    parts.extend(rows[i:i + BATCH] for i in range(0, len(rows), BATCH))
+                part = parts.popleft()
+                pending.append((part, pool.submit(client.embed, [t for _, t in part])))
+            if not pending:
+                if not exhausted:
+                    return False  # the budget is spent; the job runs again for the rest
+                # the end of the hash order: done, unless texts were left behind it (a page
+                # read while another worker stored some of its texts)
+                if not conn.execute(q.EMBED_BACKLOG, {"tree": tree_id, "model": model.id,
+                                                      "k": 1, "later": later,
+                                                      "after": b""}).fetchall():
+                    return True
+                after, exhausted = b"", False
+                continue
+            part, future = pending.popleft()
+            vectors = _result(future, stop)
+            store_vectors(conn, model, [h for h, _ in part], vectors)
+            run.embedded += len(part)
+    finally:
+        for _part, future in pending:
+            future.cancel()
 
 
 def _result(future: Future[list[list[float]]],
