@@ -100,9 +100,21 @@ class _Recording(EmbedClient):
         return super().embed(texts)
 
 
+def _embed_recorded(settings: Settings, conn: psycopg.Connection, root: Path,
+                    name: str) -> tuple[vectors.EmbedRun, list[str]]:
+    """Index ``root`` and embed it all; the run, and the texts sent in the order sent."""
+    repo = repos.register(conn, str(root), name)
+    reconcile.reconcile(settings, repo.id)
+    client = _Recording(settings.embed_url)
+    try:
+        return vectors.embed_backlog(conn, client, repo.id, budget_s=600), client.sent
+    finally:
+        client.close()
+
+
 def test_a_trees_source_files_are_embedded_before_its_tests(
         semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
-    # longer than the tests' texts: a round sends its texts shortest first
+    # longer than the tests' texts: a page sends its texts shortest first
     # (six lines each at least: shorter chunks get no vector)
     sources = {f"src/pool/part{i}.py": f"def acquire_{i}(pool):\n    \"\"\"Take a connection "
                f"from the pool, waiting up to {i} seconds.\"\"\"\n    conn = pool.take({i})\n"
@@ -112,15 +124,9 @@ def test_a_trees_source_files_are_embedded_before_its_tests(
              f"    c = acquire_{i}(p)\n    assert c\n    p.close()\n    assert p.closed\n"
              for i in range(6)}
     root = write_tree(tmp_path / "app", {**tests, **sources})
-    repo = repos.register(conn, str(root), "app")
-    reconcile.reconcile(semantic_settings, repo.id)
-    client = _Recording(semantic_settings.embed_url)
-    try:
-        run = vectors.embed_backlog(conn, client, repo.id, budget_s=600)
-    finally:
-        client.close()
+    run, sent = _embed_recorded(semantic_settings, conn, root, "app")
     assert run.remaining == 0
-    paths = [text.split("\n", 1)[0] for text in client.sent]
+    paths = [text.split("\n", 1)[0] for text in sent]
     assert sorted(set(paths)) == sorted([*sources, *tests])
     first_test = next(i for i, path in enumerate(paths) if path.startswith("tests/"))
     assert all(path.startswith("src/") for path in paths[:first_test])
@@ -137,16 +143,10 @@ def test_a_backlog_of_many_pages_is_embedded_whole_and_each_text_once(
              f"    item = queue.get({i})\n    if item is None:\n        return 0\n"
              "    return item.run()\n" for i in range(29)}
     root = write_tree(tmp_path / "jobs", files)
-    repo = repos.register(conn, str(root), "jobs")
-    reconcile.reconcile(semantic_settings, repo.id)
-    client = _Recording(semantic_settings.embed_url)
-    try:
-        run = vectors.embed_backlog(conn, client, repo.id, budget_s=600)
-    finally:
-        client.close()
+    run, sent = _embed_recorded(semantic_settings, conn, root, "jobs")
     assert run.remaining == 0 and run.embedded == 29
-    assert len(client.sent) == len(set(client.sent)) == 29
-    assert sorted(text.split("\n", 1)[0] for text in client.sent) == sorted(files)
+    assert len(sent) == len(set(sent)) == 29
+    assert sorted(text.split("\n", 1)[0] for text in sent) == sorted(files)
 
 
 def test_chunks_under_six_lines_get_no_vector_and_coverage_counts_the_rest(
@@ -175,6 +175,18 @@ def test_chunks_under_six_lines_get_no_vector_and_coverage_counts_the_rest(
                            semantic=qe.context(conn, Scope.system(repo), "tiny_rate_limit",
                                                "hybrid"))
     assert hybrid["results"][0]["symbol"] == "tiny_rate_limit"
+
+
+def test_a_repository_without_a_chunk_long_enough_to_embed_says_so(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "tiny", {"tiny.py": "def clamp(n):\n    return min(n, 9)\n"})
+    repo, run = _index_and_embed(semantic_settings, conn, root, "tiny")
+    assert run.embedded == 0 and run.remaining == 0
+    qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
+    ctx = qe.context(conn, Scope.system(repo), "limit a number", "semantic")
+    assert ctx is not None and ctx.note is not None and "6 lines or more" in ctx.note
+    found = chunks.search(conn, Scope.system(repo), "clamp", 5, mode="semantic", semantic=ctx)
+    assert found["results"][0]["symbol"] == "clamp" and "6 lines or more" in found["note"]
 
 
 def test_hybrid_search_finds_code_by_meaning(semantic_settings: Settings,

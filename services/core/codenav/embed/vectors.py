@@ -196,8 +196,8 @@ def _embed_pass(conn: psycopg.Connection, client: EmbedClient, model: Model, tre
             if not pending:
                 if not exhausted:
                     return False  # the budget is spent; the job runs again for the rest
-                # the end of the hash order: done, unless texts were left behind it (a page
-                # read while another worker stored some of its texts)
+                # the end of the hash order: done, unless texts came in below the hashes
+                # already passed (another worker's backfill of the same tree)
                 if not conn.execute(q.EMBED_BACKLOG, {"tree": tree_id, "model": model.id,
                                                       "k": 1, "later": later,
                                                       "after": b""}).fetchall():

@@ -127,8 +127,8 @@ class QueryEmbedder:
             ctx.note = (f"embeddings cover {coverage['embedded']} of {coverage['total']} "
                         "chunks so far; the rest is found lexically only")
         elif not coverage.get("total"):
-            ctx.note = (f"no chunk here has {coverage['min_lines']} lines or more, so none "
-                        "has a vector; lexical results only")
+            ctx.note = (f"no indexed chunk here has {coverage['min_lines']} lines or more, "
+                        "so none has a vector; lexical results only")
         return ctx
 
     def _down(self, conn: psycopg.Connection, scope: Scope) -> SemanticContext:
