@@ -19,7 +19,7 @@ from codenav_embedder.settings import EmbedderSettings
 
 LOAD_TIMEOUT_S = 300  # a first run exports and quantises the ONNX graph (~30 s on 2 cores)
 DIMENSION = 384
-MAX_TOKENS = 128  # the default cut, below MiniLM's own 256
+MAX_TOKENS = 64  # the default cut, below MiniLM's own 256
 SERVED_ID = f"{BUNDLED_ID}@{MAX_TOKENS}"
 
 CODE = [

@@ -37,11 +37,12 @@ class EmbedderSettings:
     ``onnx`` (fp32) or ``torch`` (fp32)."""
     threads: int = 0
     """CPU threads for the model; 0 means one per core."""
-    max_tokens: int = 128
+    max_tokens: int = 64
     """Inputs are cut to this many tokens (or the model's own limit, if lower: 256 for
-    MiniLM); 0 means the model's own limit. 128 embeds Kafka's chunks 1.8x as fast on a CPU
-    as 256, for 0.7 points of hybrid find_files hit@5 (bench/README.md). A cut below the model's
-    limit is part of the model's id (``<id>@128``), so differently cut vectors never mix."""
+    MiniLM); 0 means the model's own limit. On Kafka's chunks the bare model runs 4x as fast
+    at 64 as at 256; on the commit-history suite hybrid find_files hit@5 is 0.5 points under
+    128 and 0.6 under 256 (bench/README.md). A cut below the model's limit is part of the
+    model's id (``<id>@64``), so differently cut vectors never mix."""
     batch_size: int = 32
     """Texts per forward pass (after sorting by length). 1 makes int8 vectors independent of
     the other texts in a request (~30% slower)."""
