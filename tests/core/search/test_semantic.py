@@ -149,6 +149,43 @@ def test_a_backlog_of_many_pages_is_embedded_whole_and_each_text_once(
     assert sorted(text.split("\n", 1)[0] for text in sent) == sorted(files)
 
 
+def test_the_vector_index_is_built_at_the_end_of_a_load_unless_much_is_left(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index built during a load grows with every later vector, on the embedder's cores:
+    it is built early only when a long backlog remains."""
+    _index_and_embed(semantic_settings, conn, make_polyglot(tmp_path), "poly")
+    client = EmbedClient(semantic_settings.embed_url)
+    model = vectors.find_model(conn, client.info().name)
+    client.close()
+    assert model is not None
+    name = q.hnsw_index_name(model.id)
+
+    def drop() -> None:
+        if conn.execute(q.INDEX_EXISTS, (name,)).fetchone():
+            conn.execute(q.snapshot_drop_index(name))
+
+    count = conn.execute(q.EMBED_MODEL_COUNT, (model.id,)).fetchone()
+    rows = int(count[0]) if count else 0
+    assert rows >= 10
+    monkeypatch.setattr(vectors, "HNSW_MIN_ROWS", rows)
+    monkeypatch.setattr(vectors, "HNSW_EARLY_ROWS", rows)
+    monkeypatch.setattr(vectors, "HNSW_EARLY_BACKLOG", 100)
+    drop()
+    assert not vectors.ensure_index(conn, model, backlog=99)  # a short load: at its end
+    assert not conn.execute(q.INDEX_EXISTS, (name,)).fetchone()
+    assert vectors.ensure_index(conn, model, backlog=100)  # a long one: now
+    assert conn.execute(q.INDEX_EXISTS, (name,)).fetchone()
+    drop()
+    assert vectors.ensure_index(conn, model, backlog=0)  # the load is done
+    drop()
+    monkeypatch.setattr(vectors, "HNSW_EARLY_ROWS", rows + 1)
+    assert not vectors.ensure_index(conn, model, backlog=10**6)  # too few vectors yet
+    monkeypatch.setattr(vectors, "HNSW_MIN_ROWS", rows + 1)
+    assert not vectors.ensure_index(conn, model, backlog=0)  # an exact scan is fast enough
+    assert not conn.execute(q.INDEX_EXISTS, (name,)).fetchone()
+
+
 def test_chunks_under_six_lines_get_no_vector_and_coverage_counts_the_rest(
         semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
     short = "def tiny_rate_limit(n):\n    return min(n, 10)\n"

@@ -33,8 +33,13 @@ HNSW_MIN_ROWS = 1000
 least this many vectors exist (building on a full table is much faster than growing it row
 by row; below this an exact scan is fast anyway)."""
 HNSW_EARLY_ROWS = 20_000
-"""...or, during a long first load (a 100k-chunk repository embeds for an hour on CPU),
-once this many exist, so exact scans never get slow meanwhile."""
+"""...or, during a long first load, once this many exist, so exact scans never get slow
+meanwhile..."""
+HNSW_EARLY_BACKLOG = 100_000
+"""...but only while at least this many texts are still to embed. Every vector stored once
+the index exists also grows it, on the cores the embedder needs: on 2 cores Kafka's 59,853
+vectors took 379 s with the index built at 20,000 and 340 s with it built at the end
+(bench/README.md). A load that ends within minutes builds it at its end."""
 BATCH = 128
 """Texts per request to the embedder."""
 FETCH = 512
@@ -79,17 +84,20 @@ def vector_literal(vec: list[float]) -> str:
     return "[" + ",".join(f"{v:.6g}" for v in vec) + "]"
 
 
-def ensure_index(conn: psycopg.Connection, model: Model, loading: bool = False) -> bool:
-    """Build the model's HNSW index once enough vectors exist (``loading``: a backlog
-    remains, so wait for more); True if it exists."""
+def ensure_index(conn: psycopg.Connection, model: Model, backlog: int = 0) -> bool:
+    """Build the model's HNSW index once enough vectors exist: when nothing is left to
+    embed, or early in a long load (``backlog``: texts still to embed); True if it exists."""
     if conn.execute(q.INDEX_EXISTS, (q.hnsw_index_name(model.id),)).fetchone():
         return True
     count = conn.execute(q.EMBED_MODEL_COUNT, (model.id,)).fetchone()
-    if not count or int(count[0]) < (HNSW_EARLY_ROWS if loading else HNSW_MIN_ROWS):
+    rows = int(count[0]) if count else 0
+    if backlog == 0 and rows < HNSW_MIN_ROWS:
+        return False
+    if backlog and (rows < HNSW_EARLY_ROWS or backlog < HNSW_EARLY_BACKLOG):
         return False
     started = time.monotonic()
     conn.execute(q.create_hnsw(model.id, model.dim))
-    log.info("built HNSW index for %s (%s vectors) in %.1fs", model.name, count[0],
+    log.info("built HNSW index for %s (%s vectors) in %.1fs", model.name, rows,
              time.monotonic() - started)
     return True
 
@@ -145,7 +153,7 @@ def embed_backlog(conn: psycopg.Connection, client: EmbedClient, repo_id: int,
         total, done = coverage_counts(conn, model, {"tree": tree_id, "visible": [repo_id]})
         run.remaining = max(total - done, 1)
     if run.remaining == 0 or run.embedded:
-        ensure_index(conn, model, loading=run.remaining > 0)
+        ensure_index(conn, model, backlog=run.remaining)
     run.seconds = time.monotonic() - started
     return run
 
