@@ -39,6 +39,7 @@ from codenav.db import queries as q
 from codenav.embed.client import EmbedClient
 from codenav.embed.vectors import embed_backlog, find_model
 from codenav.index import reconcile
+from codenav.jobs.tasks import EMBED_BUDGET_S
 from codenav.lang import conventions
 from codenav_embedder.settings import EmbedderSettings
 from embed_pipeline_bench import start_embedder
@@ -81,7 +82,8 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=EmbedderSettings.max_tokens,
                         help="CODENAV_EMBED_MAX_TOKENS for the embedder (default: the "
                              "embedder's default; 0: the model's own limit)")
-    parser.add_argument("--slice", type=float, default=10.0, help="seconds per embed call")
+    parser.add_argument("--slice", type=float, default=EMBED_BUDGET_S,
+                        help="seconds per embed call (default: the embed job's budget)")
     parser.add_argument("--sample", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", default="bench/out/embed_budget_bench.json")
