@@ -50,7 +50,8 @@ def source_left(conn: psycopg.Connection, tree: int, model: int, tests: list[str
                                                "later": tests, "after": b""}).fetchall())
 
 
-def bare_rates(texts: list[str], tokens: int, rounds: int) -> dict[str, Any]:
+def bare_rates(texts: list[str], tokens: int, rounds: int, batch_size: int
+               ) -> dict[str, Any]:
     """chunks/s of the bare model on ``texts`` at its own limit and at ``tokens``."""
     from codenav_embedder import encoder
 
@@ -61,11 +62,11 @@ def bare_rates(texts: list[str], tokens: int, rounds: int) -> dict[str, Any]:
                        cache_dir=es.cache_path(), max_tokens=tokens)
     times: dict[int, list[float]] = {full.max_tokens: [], cut.max_tokens: []}
     for enc in (full, cut):
-        enc.encode(texts[:64], batch_size=es.batch_size)  # warm up
+        enc.encode(texts[:64], batch_size=batch_size)  # warm up
     for _ in range(rounds):
         for enc in (full, cut):
             started = time.perf_counter()
-            enc.encode(texts, batch_size=es.batch_size)
+            enc.encode(texts, batch_size=batch_size)
             times[enc.max_tokens].append(time.perf_counter() - started)
     prepared = full.prepare(texts)
     longer = sum(cut_off or n > cut.max_tokens
@@ -82,6 +83,8 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=EmbedderSettings.max_tokens,
                         help="CODENAV_EMBED_MAX_TOKENS for the embedder (default: the "
                              "embedder's default; 0: the model's own limit)")
+    parser.add_argument("--batch-size", type=int, default=EmbedderSettings.batch_size,
+                        help="CODENAV_EMBED_BATCH_SIZE for the embedder and the bare model")
     parser.add_argument("--slice", type=float, default=EMBED_BUDGET_S,
                         help="seconds per embed call (default: the embed job's budget)")
     parser.add_argument("--sample", type=int, default=600)
@@ -90,10 +93,11 @@ def main() -> int:
     args = parser.parse_args()
     root = args.corpus.resolve()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
-    result: dict[str, Any] = {"corpus": str(root)}
+    result: dict[str, Any] = {"corpus": str(root), "batch_size": args.batch_size}
     with tempfile.TemporaryDirectory(prefix="codenav-embed-budget-") as tmp:
         base = Path(tmp)
-        embedder, url = start_embedder({**env, "CODENAV_EMBED_MAX_TOKENS": str(args.tokens)})
+        embedder, url = start_embedder({**env, "CODENAV_EMBED_MAX_TOKENS": str(args.tokens),
+                                         "CODENAV_EMBED_BATCH_SIZE": str(args.batch_size)})
         try:
             with stores(base / "home", queue=False) as started:
                 settings = Settings.load(env={"CODENAV_DATABASE_URL": started.pg.url,
@@ -142,7 +146,7 @@ def main() -> int:
             os.killpg(embedder.pid, signal.SIGTERM)
             embedder.wait(30)
     sample = random.Random(7).sample(texts, min(args.sample, len(texts)))
-    result.update(bare_rates(sample, args.tokens or 10**6, args.rounds))
+    result.update(bare_rates(sample, args.tokens or 10**6, args.rounds, args.batch_size))
     for key, value in result.items():
         print(f"{key:<28} {value}")
     out = Path(args.out)
