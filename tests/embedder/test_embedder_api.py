@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from codenav_embedder.app import BUNDLED_ID, Runtime, create_app
+from codenav_embedder.encoder import CHARS_PER_TOKEN_CAP, PROBE_CHARS_PER_TOKEN
 from codenav_embedder.settings import EmbedderSettings
 
 LOAD_TIMEOUT_S = 300  # a first run exports and quantises the ONNX graph (~30 s on 2 cores)
@@ -173,6 +174,32 @@ def test_a_megabyte_input_is_cut_without_tokenising_all_of_it(client: TestClient
     assert body["truncated"] == [0]
     assert body["usage"]["prompt_tokens"] == MAX_TOKENS
     assert time.perf_counter() - t < 30
+
+
+def test_a_long_text_is_tokenised_only_as_far_as_the_model_reads(runtime: Runtime) -> None:
+    """The model is given a prefix of a long text, cut at a whitespace, when that prefix
+    already fills its window: exactly the tokens the whole text would have given it."""
+    enc = runtime.encoder
+    assert enc is not None
+    line = "    total = compute(total, item) + offset  # keep the running total\n"
+    texts = [
+        "def handler(request):\n" + line * 300,  # the prefix fills the window
+        "x" * 5000,  # no whitespace: cut at the character cap
+        "value " * 10 + "y" * 3000,  # whitespace early only: the prefix is too short
+        "\u4e2d\u6587 " * 900,  # each character is a word
+        "short text",
+        "    \n" * 1000 + "return x",  # nothing but whitespace within the cap
+    ]
+    prepared = enc.prepare(texts)
+    cap = enc.max_tokens * CHARS_PER_TOKEN_CAP
+    ids = enc.model.tokenizer([t[:cap] for t in texts], truncation=True,
+                              max_length=enc.max_tokens)["input_ids"]
+    assert enc.model.tokenizer(prepared.texts, truncation=True,
+                               max_length=enc.max_tokens)["input_ids"] == ids
+    assert prepared.tokens == [len(i) for i in ids]
+    assert prepared.truncated == [True, True, True, True, False, True]
+    assert len(prepared.texts[0]) < enc.max_tokens * PROBE_CHARS_PER_TOKEN  # a prefix only
+    assert prepared.texts[4] == "short text"
 
 
 @pytest.mark.parametrize(("payload", "fragment"), [
