@@ -428,3 +428,42 @@ def test_a_filtered_knn_on_a_small_repo_in_a_large_index_returns_k_results(
     hits = vectors.knn(conn, model, ctx.vector, Scope.system(small), params, 4)
     assert len(hits) == 4
     assert all(path.endswith(".py") for _, path, _ in hits)
+
+
+def test_a_knn_reads_the_nearest_vectors_first_and_walks_on_when_too_few_are_its_own(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """Planned exactly (no index), the two-pass k-NN gives what one ORDER BY over the whole
+    join gives: the first pass when the repository's chunks are the nearest, the walk when a
+    filter or another repository's vectors leave fewer than k."""
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(60):
+        (big / f"m{i}.py").write_text(f"def helper_{i}(value):\n    if value is None:\n"
+                                      f"        return 0\n    scaled = value * {i}\n"
+                                      "    scaled += 1\n    return scaled\n")
+    many, _ = _index_and_embed(semantic_settings, conn, big, "big")
+    small, _ = _index_and_embed(semantic_settings, conn, make_polyglot(tmp_path), "small")
+    model = vectors.find_model(conn, EmbedClient(semantic_settings.embed_url).info().name)
+    assert model is not None
+    qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
+    conn.execute("SET enable_indexscan = off")
+    passes: set[bool] = set()
+    for repo, text, filters, k in [(small, "multiply a value", chunks.Filters(), 3),
+                                   (small, "multiply a value",
+                                    chunks.Filters(language="python"), 4),
+                                   (many, "scale a helper value", chunks.Filters(), 10)]:
+        scope = Scope.system(repo)
+        ctx = qe.context(conn, scope, text, "semantic")
+        assert ctx is not None and ctx.vector is not None
+        args = {"q": vectors.vector_literal(ctx.vector), **scope.params(), "k": k,
+                **filters.params()}
+        conn.execute(q.SESSION_VECTOR_SETUP)
+        whole = sorted(conn.execute(q.semantic_search(model.id, model.dim), args).fetchall(),
+                       key=lambda r: (float(r[2]), str(r[1]), int(r[3])))
+        first = conn.execute(q.semantic_nearest(model.id, model.dim),
+                             {**args, "scan": k * vectors.NEAREST_SCAN}).fetchall()
+        hits = vectors.knn(conn, model, ctx.vector, scope, filters.params(), k)
+        assert [(c, p) for c, p, _ in hits] == [(int(r[0]), str(r[1])) for r in whole]
+        assert len(hits) == k
+        passes.add(len(first) == k)
+    assert passes == {True, False}  # both the first pass alone and the walk were needed

@@ -811,6 +811,32 @@ def create_hnsw(model_id: int, dim: int) -> sql.Composed:
              model=sql.Literal(int(model_id)))
 
 
+def semantic_nearest(model_id: int, dim: int) -> sql.Composed:
+    """The first pass of a k-NN: the ``scan`` nearest vectors of the model, whatever their
+    repository (the HNSW index reads a few hundred), then the chunks of the request's tree
+    among them. ``semantic_search`` walks further when fewer than k pass the filters. The
+    whole join under one ORDER BY ... LIMIT is planned as an exact scan on a large
+    repository: the planner expects a dozen rows from chunk texts joined to the tree's
+    chunks and files (two correlated keys), where every embedded chunk passes."""
+    return sql.SQL("""
+SELECT ct.chunk_id, ct.path, n.dist, c.start_line
+FROM (SELECT e.text_hash, (e.vec::vector({dim})) <=> %(q)s::vector({dim}) AS dist
+      FROM embeddings e
+      WHERE e.model_id = {model}
+      ORDER BY (e.vec::vector({dim})) <=> %(q)s::vector({dim})
+      LIMIT %(scan)s) n
+JOIN chunk_texts ct ON ct.text_hash = n.text_hash
+JOIN chunks c ON c.id = ct.chunk_id
+JOIN tree_files(%(tree)s) f ON f.path = ct.path AND f.content_id = c.content_id
+  AND f.repo_id = ANY(%(visible)s::int[])
+WHERE (%(language)s::text IS NULL OR f.language = %(language)s)
+  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
+  AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
+  AND (NOT %(exported)s OR c.exported)
+ORDER BY n.dist
+LIMIT %(k)s""").format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id)))
+
+
 def semantic_search(model_id: int, dim: int) -> sql.Composed:
     """k-NN over one model's vectors, filtered to a repo (and optional language, path glob,
     kind); iterative index scans keep it returning k rows when the filter is selective.

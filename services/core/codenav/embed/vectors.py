@@ -40,6 +40,10 @@ HNSW_EARLY_BACKLOG = 100_000
 the index exists also grows it, on the cores the embedder needs: on 2 cores Kafka's 59,853
 vectors took 379 s with the index built at 20,000 and 340 s with it built at the end
 (bench/README.md). A load that ends within minutes builds it at its end."""
+NEAREST_SCAN = 4
+"""A k-NN first reads k times this many of the model's nearest vectors (in every repository)
+and keeps its own tree's chunks among them; when fewer than k pass, it walks the index
+until k do."""
 BATCH = 128
 """Texts per request to the embedder."""
 FETCH = 512
@@ -259,13 +263,18 @@ def knn(conn: psycopg.Connection, model: Model, vector: list[float], scope: Scop
         params: dict[str, Any], k: int) -> list[tuple[int, str, float]]:
     """(chunk id, path, cosine distance) of the k nearest chunks in the repository.
 
-    Iterative HNSW scans: without them the index yields at most ``hnsw.ef_search`` (40)
-    candidates before the repo/language/path filters, so a small repo in a big index, or
-    any k above 40, came back short. Relaxed order, re-sorted here by distance, then path
-    and line (equal texts have equal vectors: a store's row order must not rank them)."""
+    First the ``k * NEAREST_SCAN`` nearest vectors of the model (``q.semantic_nearest``),
+    then, if fewer than k of them are the tree's and pass the filters, the walk of the whole
+    index (``q.semantic_search``). Both scan the HNSW index iteratively: without that it
+    yields at most ``hnsw.ef_search`` (40) candidates before the repo/language/path
+    filters, so a small repo in a big index, or any k above 40, came back short. Relaxed
+    order, re-sorted here by distance, then path and line (equal texts have equal vectors:
+    a store's row order must not rank them)."""
     conn.execute(q.SESSION_VECTOR_SETUP)
-    rows = conn.execute(q.semantic_search(model.id, model.dim),
-                        {"q": vector_literal(vector), **scope.params(), "k": k,
-                         **params}).fetchall()
+    args = {"q": vector_literal(vector), **scope.params(), "k": k, **params}
+    rows = conn.execute(q.semantic_nearest(model.id, model.dim),
+                        {**args, "scan": k * NEAREST_SCAN}).fetchall()
+    if len(rows) < k:  # a filter, or other repositories' vectors, took most of them
+        rows = conn.execute(q.semantic_search(model.id, model.dim), args).fetchall()
     rows.sort(key=lambda r: (float(r[2]), str(r[1]), int(r[3])))
     return [(int(r[0]), str(r[1]), float(r[2])) for r in rows]
