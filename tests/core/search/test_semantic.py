@@ -398,15 +398,19 @@ def _projected_model(path: Path) -> Path:
     return path
 
 
+def _helpers(root: Path, n: int) -> Path:
+    """A repository of ``n`` near-identical six-line Python functions."""
+    root.mkdir()
+    for i in range(n):
+        (root / f"m{i}.py").write_text(f"def helper_{i}(value):\n    if value is None:\n"
+                                       f"        return 0\n    scaled = value * {i}\n"
+                                       "    scaled += 1\n    return scaled\n")
+    return root
+
+
 def test_a_filtered_knn_on_a_small_repo_in_a_large_index_returns_k_results(
         semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
-    big = tmp_path / "big"
-    big.mkdir()
-    for i in range(1400):
-        (big / f"m{i}.py").write_text(f"def helper_{i}(value):\n    if value is None:\n"
-                                      f"        return 0\n    scaled = value * {i}\n"
-                                      "    scaled += 1\n    return scaled\n")
-    _index_and_embed(semantic_settings, conn, big, "big")
+    _index_and_embed(semantic_settings, conn, _helpers(tmp_path / "big", 1400), "big")
     small, _ = _index_and_embed(semantic_settings, conn, make_polyglot(tmp_path), "small")
     model = vectors.find_model(conn, EmbedClient(semantic_settings.embed_url).info().name)
     assert model is not None
@@ -435,13 +439,7 @@ def test_a_knn_reads_the_nearest_vectors_first_and_walks_on_when_too_few_are_its
     """Planned exactly (no index), the two-pass k-NN gives what one ORDER BY over the whole
     join gives: the first pass when the repository's chunks are the nearest, the walk when a
     filter or another repository's vectors leave fewer than k."""
-    big = tmp_path / "big"
-    big.mkdir()
-    for i in range(60):
-        (big / f"m{i}.py").write_text(f"def helper_{i}(value):\n    if value is None:\n"
-                                      f"        return 0\n    scaled = value * {i}\n"
-                                      "    scaled += 1\n    return scaled\n")
-    many, _ = _index_and_embed(semantic_settings, conn, big, "big")
+    many, _ = _index_and_embed(semantic_settings, conn, _helpers(tmp_path / "big", 60), "big")
     small, _ = _index_and_embed(semantic_settings, conn, make_polyglot(tmp_path), "small")
     model = vectors.find_model(conn, EmbedClient(semantic_settings.embed_url).info().name)
     assert model is not None
