@@ -811,6 +811,15 @@ def create_hnsw(model_id: int, dim: int) -> sql.Composed:
              model=sql.Literal(int(model_id)))
 
 
+# The k-NN filters, shared by its two passes so that they always agree on what may be
+# returned (each writes its own join with the caller's visible set, where the check of
+# tests/core/db/test_visibility_sql.py reads it).
+KNN_FILTERS = """(%(language)s::text IS NULL OR f.language = %(language)s)
+  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
+  AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
+  AND (NOT %(exported)s OR c.exported)"""
+
+
 def semantic_nearest(model_id: int, dim: int) -> sql.Composed:
     """The first pass of a k-NN: the ``scan`` nearest vectors of the model, whatever their
     repository (the HNSW index reads a few hundred), then the chunks of the request's tree
@@ -819,22 +828,20 @@ def semantic_nearest(model_id: int, dim: int) -> sql.Composed:
     repository: the planner expects a dozen rows from chunk texts joined to the tree's
     chunks and files (two correlated keys), where every embedded chunk passes."""
     return sql.SQL("""
-SELECT ct.chunk_id, ct.path, n.dist, c.start_line
-FROM (SELECT e.text_hash, (e.vec::vector({dim})) <=> %(q)s::vector({dim}) AS dist
-      FROM embeddings e
-      WHERE e.model_id = {model}
-      ORDER BY (e.vec::vector({dim})) <=> %(q)s::vector({dim})
-      LIMIT %(scan)s) n
-JOIN chunk_texts ct ON ct.text_hash = n.text_hash
+SELECT ct.chunk_id, ct.path, e.dist, c.start_line
+FROM (SELECT v.text_hash, (v.vec::vector({dim})) <=> %(q)s::vector({dim}) AS dist
+      FROM embeddings v
+      WHERE v.model_id = {model}
+      ORDER BY (v.vec::vector({dim})) <=> %(q)s::vector({dim})
+      LIMIT %(scan)s) e
+JOIN chunk_texts ct ON ct.text_hash = e.text_hash
 JOIN chunks c ON c.id = ct.chunk_id
 JOIN tree_files(%(tree)s) f ON f.path = ct.path AND f.content_id = c.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
-WHERE (%(language)s::text IS NULL OR f.language = %(language)s)
-  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
-  AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
-  AND (NOT %(exported)s OR c.exported)
-ORDER BY n.dist
-LIMIT %(k)s""").format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id)))
+WHERE {filters}
+ORDER BY e.dist
+LIMIT %(k)s""").format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id)),
+                       filters=sql.SQL(KNN_FILTERS))
 
 
 def semantic_search(model_id: int, dim: int) -> sql.Composed:
@@ -852,12 +859,10 @@ JOIN chunks c ON c.id = ct.chunk_id
 JOIN tree_files(%(tree)s) f ON f.path = ct.path AND f.content_id = c.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE e.model_id = {model}
-  AND (%(language)s::text IS NULL OR f.language = %(language)s)
-  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)
-  AND (%(kind)s::text IS NULL OR c.kind = %(kind)s)
-  AND (NOT %(exported)s OR c.exported)
+  AND {filters}
 ORDER BY (e.vec::vector({dim})) <=> %(q)s::vector({dim})
-LIMIT %(k)s""").format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id)))
+LIMIT %(k)s""").format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id)),
+                       filters=sql.SQL(KNN_FILTERS))
 
 # --- code graph: per-content facts (parser processes) --------------------------------------
 REFS_COPY = "COPY refs (content_id, ord, kind, name, qualifier, alias, line, scope) FROM STDIN"
