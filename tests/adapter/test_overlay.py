@@ -391,7 +391,7 @@ def test_an_overlay_job_whose_worker_is_killed_runs_again_and_converges(
 
     files = {f"app/gen/mod_{i}.py": f"from app.util import helper\n\n\n"
              f"def killed_overlay_fn_{i}(value):\n    return helper({i}, value)\n"
-             for i in range(800)}
+             for i in range(2000)}  # long enough to be killed in the middle
     blobs = {path: text.encode() for path, text in files.items()}
     listed = [[p, git_blob_sha(b), len(b)] for p, b in sorted(blobs.items())]
     started: list[subprocess.Popen[bytes]] = [worker("--lane", "index")]
@@ -458,7 +458,7 @@ def test_an_overlay_job_whose_worker_is_killed_runs_again_and_converges(
             proc.wait(30)
     tree_id = conn.execute("SELECT tree_id FROM overlays WHERE id = %s", (oid,)).fetchone()[0]
     assert conn.execute("SELECT count(*) FROM overlay_files WHERE overlay_id = %s",
-                        (oid,)).fetchone() == (800,)
+                        (oid,)).fetchone() == (len(files),)
     assert conn.execute("SELECT count(*) FROM files WHERE tree_id = %s AND path LIKE "
-                        "'app/gen/%%'", (tree_id,)).fetchone() == (800,)
+                        "'app/gen/%%'", (tree_id,)).fetchone() == (len(files),)
     assert stored <= version
