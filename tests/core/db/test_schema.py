@@ -177,3 +177,29 @@ def test_a_store_written_before_schema_12_gets_its_compressed_tsvectors_rewritte
         after = conn.execute("SELECT pg_column_compression(tsv), tsv::text "
                              "FROM chunks").fetchone()
         assert after == (None, before[1])
+
+
+def test_a_store_written_before_schema_13_reads_term_postings_from_the_index_alone(
+        pg: object, db_url: str) -> None:
+    """Schema 12 -> 13: file_terms' key carries tf, so a term's postings (term, content,
+    tf) come from an index-only scan; the rows and the key's uniqueness stay."""
+    with _store_at(db_url, "terms_", 12) as conn:
+        conn.execute("INSERT INTO contents (sha, language, chunker, size, line_count, "
+                     "body) VALUES ('b1', 'python', 5, 10, 1, 'x'), "
+                     "('b2', 'python', 5, 10, 1, 'y')")
+        conn.execute("INSERT INTO file_terms (term, content_id, tf) "
+                     "SELECT t, c.id, 3 FROM contents c, unnest(ARRAY['alpha', 'beta']) t")
+        assert migrations.migrate(conn) == SCHEMA_VERSION
+        assert conn.execute("SELECT term, tf FROM file_terms ORDER BY 1, content_id"
+                            ).fetchall() == [("alpha", 3), ("alpha", 3), ("beta", 3), ("beta", 3)]
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute("INSERT INTO file_terms (term, content_id, tf) "
+                         "SELECT 'alpha', min(id), 1 FROM contents")
+        conn.execute("VACUUM ANALYZE file_terms")
+        with conn.transaction():
+            conn.execute("SET LOCAL enable_seqscan = off")
+            conn.execute("SET LOCAL enable_bitmapscan = off")
+            plan = "\n".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT term, content_id, tf FROM file_terms "
+                "WHERE term = ANY(ARRAY['alpha'])"))
+        assert "Index Only Scan using file_terms_pkey" in plan, plan

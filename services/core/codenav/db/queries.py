@@ -990,9 +990,15 @@ GRAPH_RANK_COPY = "COPY graph_files (repo_id, tree_id, path, rank, prior, import
 GRAPH_ANALYZE = "ANALYZE refs, graph_imports, graph_edges, graph_links, graph_files"
 
 # --- file-level ranking for long queries (codenav.search.bm25) ---------------------------------
+# The paths matching each query group: one match of every path against all the groups' terms
+# (``any``), then each group's own on the few that pass (one pass per group over every path
+# took three times as long).
 FILE_GROUP_PATHS = """
-WITH g AS (SELECT q, i FROM unnest(%(tsqs)s::tsquery[]) WITH ORDINALITY AS g(q, i))
-SELECT g.i, f.path FROM g JOIN tree_files(%(tree)s) f ON f.repo_id = ANY(%(visible)s::int[]) AND f.path_tsv @@ g.q"""
+SELECT g.i, f.path
+FROM (SELECT t.path, t.path_tsv FROM tree_files(%(tree)s) t
+      WHERE t.repo_id = ANY(%(visible)s::int[]) AND t.path_tsv @@ %(any)s::tsquery) f
+CROSS JOIN LATERAL (SELECT g.i FROM unnest(%(tsqs)s::tsquery[]) WITH ORDINALITY AS g(q, i)
+                    WHERE f.path_tsv @@ g.q) g"""
 REPO_FILE_STATS = """
 SELECT count(*), coalesce(avg(size), 1) FROM tree_files(%(tree)s)
 WHERE repo_id = ANY(%(visible)s::int[])"""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
@@ -77,12 +78,60 @@ def _module_paths(modules: set[str]) -> dict[str, float]:
     return out
 
 
+class FileScores:
+    """Every file holding a query term, scored, best first (ties by path); a file's
+    ``RankedFile`` (its per-group counts and path groups) is built when asked for, so a
+    query over thousands of files pays only for the few it reads."""
+
+    __slots__ = ("_order", "_counts", "_path_hits", "_score")
+
+    def __init__(self, order: list[tuple[float, str]], counts: dict[str, dict[int, float]],
+                 path_hits: dict[str, set[int]]) -> None:
+        self._order = order
+        """(-score, path), sorted."""
+        self._counts = counts
+        self._path_hits = path_hits
+        self._score = {path: -neg for neg, path in order}
+
+    @property
+    def best(self) -> float:
+        return -self._order[0][0] if self._order else 0.0
+
+    def paths(self, limit: int | None = None) -> Iterator[str]:
+        """File paths, best first."""
+        for _neg, path in self._order[:limit]:
+            yield path
+
+    def score(self, path: str) -> float:
+        """The file's score, 0 when it holds no query term."""
+        return self._score.get(path, 0.0)
+
+    def get(self, path: str) -> RankedFile | None:
+        score = self._score.get(path)
+        if score is None:
+            return None
+        return RankedFile(path, score, self._counts[path],
+                          self._path_hits.get(path, _NO_GROUPS))
+
+    def top(self, limit: int) -> list[RankedFile]:
+        return [RankedFile(path, -neg, self._counts[path],
+                           self._path_hits.get(path, _NO_GROUPS))
+                for neg, path in self._order[:limit]]
+
+
 def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
                limit: int = 100, boosts: dict[str, float] | None = None) -> list[RankedFile]:
     """Files ranked by BM25 for ``groups`` (each group's ``count`` is its query frequency;
     a group's alternatives, such as plural forms, add up)."""
+    return score_files(conn, scope, groups, boosts).top(limit)
+
+
+def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
+                boosts: dict[str, float] | None = None) -> FileScores:
+    """``rank_files`` for every file holding a query term (in the order of its score, ties
+    by path)."""
     if not groups:
-        return []
+        return FileScores([], {}, {})
     group_of: dict[str, list[int]] = defaultdict(list)
     for i, g in enumerate(groups):
         for term in g.terms:
@@ -103,7 +152,8 @@ def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
         sizes[path] = int(size)
     path_hits: dict[str, set[int]] = defaultdict(set)
     tsqs = [tsquery_for(g.terms) for g in groups]
-    for i, path in conn.execute(q.FILE_GROUP_PATHS, scope.params(tsqs=tsqs)).fetchall():
+    for i, path in conn.execute(q.FILE_GROUP_PATHS, scope.params(
+            tsqs=tsqs, any=tsquery_for(list(group_of)))).fetchall():
         path_hits[path].add(i - 1)
         counts[path][i - 1] = counts[path].get(i - 1, 0.0) + PATH_TF
     df = [0] * len(groups)
@@ -121,10 +171,9 @@ def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
         score = sum([factor[i] * tf * k1_plus_1 / (tf + norm) for i, tf in per_file.items()])
         if boosts:
             score *= _boost_for(path, boosts, modules)
-        scored.append((-score, path, per_file))
+        scored.append((-score, path))
     scored.sort()
-    return [RankedFile(path, -neg, per_file, path_hits.get(path, _NO_GROUPS))
-            for neg, path, per_file in scored[:limit]]
+    return FileScores(scored, counts, path_hits)
 
 
 def _module_boosts(boosts: dict[str, float]) -> list[tuple[str, float]]:

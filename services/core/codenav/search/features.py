@@ -172,22 +172,21 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         return cand
 
     # 1. whole-file BM25: every file with a query term, scored; the best join the pool
-    ranked = bm25.rank_files(conn, scope, groups, 1_000_000) if groups else []
-    by_path = {r.path: r for r in ranked}
+    scores = bm25.score_files(conn, scope, groups)
     lexical_order: list[str] = []
-    for r in ranked:
+    for path in scores.paths():
         if len(lexical_order) >= W.BM25_DEPTH:
             break
-        if get(r.path) is not None:
-            lexical_order.append(r.path)
-    best = max((r.score for r in ranked), default=0.0) or 1.0
+        if get(path) is not None:
+            lexical_order.append(path)
+    best = scores.best or 1.0
     bm_rank = {p: i for i, p in enumerate(lexical_order)}
 
     # 2. chunks (short queries): the best chunk of each file, declarations matching a group,
     # among the files BM25 ranked best
     chunk_best: dict[str, float] = {}
     chunk_cov: dict[str, int] = {}
-    chunk_files = [r.path for r in ranked[:W.CHUNK_FILES] if admitted(r.path) is not None]
+    chunk_files = [path for path in scores.paths(W.CHUNK_FILES) if admitted(path) is not None]
     if chunk_files and not long_query:
         rows = conn.execute(q.FIND_CHUNKS, {
             "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
@@ -209,13 +208,14 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     declared_count: dict[str, int] = {}
     names = _declared_names(query, groups, long_query)
     if names:
-        for path, count in conn.execute(q.DECLARING_FILES, scope.params(names=names)):
+        for path, count in conn.execute(q.DECLARING_FILES,
+                                        scope.params(names=names)).fetchall():
             if get(path) is not None:
                 declared_count[path] = int(count)
     patterns = path_patterns(query)
     if patterns:
-        for (path,) in conn.execute(q.FILE_PATHS_LIKE, scope.params(patterns=patterns,
-                                                                k=W.PATH_MATCHES)):
+        for (path,) in conn.execute(q.FILE_PATHS_LIKE, scope.params(
+                patterns=patterns, k=W.PATH_MATCHES)).fetchall():
             cand = get(path)
             if cand is not None:
                 cand.mentioned = True
@@ -243,15 +243,15 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     # 5. graph neighbours of the strongest candidates
     seeds = lexical_order[:W.NEIGHBOUR_SEEDS] + [p for p in semantic_order[:W.NEIGHBOUR_SEEDS]
                                                  if p not in lexical_order[:W.NEIGHBOUR_SEEDS]]
-    seed_strength = {p: max(by_path[p].score / best if p in by_path else 0.0,
-                            near[p][0] if p in near else 0.0) for p in seeds}
+    seed_strength = {p: max(scores.score(p) / best, near[p][0] if p in near else 0.0)
+                     for p in seeds}
     nbr: dict[str, float] = defaultdict(float)
     nbr_n: dict[str, int] = defaultdict(int)
     nbr_from: dict[str, str] = {}
     added = 0
     if seeds:
         for src, dst, _weight in conn.execute(q.FILE_NEIGHBOURS, scope.params(
-                paths=seeds, k=W.NEIGHBOUR_LINKS)):
+                paths=seeds, k=W.NEIGHBOUR_LINKS)).fetchall():
             for seed, other in ((src, dst), (dst, src)):
                 if seed not in seed_strength or other == seed:
                     continue
@@ -290,7 +290,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         likes = [f"%{_like(t)}%" for t in term_group]
         doc_terms = _doc_term_pattern(term_group)
         for path, name, depth, doc in conn.execute(q.FILE_DECLARED, scope.params(
-                paths=paths, likes=likes, k=W.DECLARED_ROWS)):
+                paths=paths, likes=likes, k=W.DECLARED_ROWS)).fetchall():
             for t in identifier_terms(name):
                 for i in term_group.get(t, ()):
                     sym_hits[path].add(i)
@@ -303,7 +303,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     lines: dict[str, int] = {}
     if paths:
         for path, n_lines, size, prior, importers in conn.execute(
-                q.FILE_FACTS, scope.params(paths=paths)):
+                q.FILE_FACTS, scope.params(paths=paths)).fetchall():
             lines[path] = int(n_lines)
             pool[path].size = int(size)
             if prior is not None:
@@ -316,7 +316,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     for cand in pool.values():
         path = cand.path
         v = cand.values
-        hit = by_path.get(path)
+        hit = scores.get(path)
         if hit is not None:
             v["bm25"] = hit.score / best
             cand.path_groups = set(hit.path_groups)
