@@ -108,15 +108,13 @@ class FileScores:
 
     def get(self, path: str) -> RankedFile | None:
         score = self._score.get(path)
-        if score is None:
-            return None
-        return RankedFile(path, score, self._counts[path],
-                          self._path_hits.get(path, _NO_GROUPS))
+        return None if score is None else self._ranked(path, score)
 
     def top(self, limit: int) -> list[RankedFile]:
-        return [RankedFile(path, -neg, self._counts[path],
-                           self._path_hits.get(path, _NO_GROUPS))
-                for neg, path in self._order[:limit]]
+        return [self._ranked(path, -neg) for neg, path in self._order[:limit]]
+
+    def _ranked(self, path: str, score: float) -> RankedFile:
+        return RankedFile(path, score, self._counts[path], self._path_hits.get(path, _NO_GROUPS))
 
 
 def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
