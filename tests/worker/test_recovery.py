@@ -194,3 +194,27 @@ def test_a_stop_during_a_graph_build_interrupts_it_without_a_failure_and_it_runs
                          (repo.id,)).fetchone()
     assert built is not None and built[0] > 0
     assert enqueue.waiting(r, repo.id) == {}
+
+
+
+def test_a_stopping_worker_does_not_wait_for_its_command_listener(settings: Settings) -> None:
+    """RQ's command listener, once unsubscribed, waited up to a minute for a command, and
+    redis-py (from 8.2) waits for it to end when stopping it: a worker's stop hung there.
+    The listener is put in that state, then the worker unsubscribes as a stop does."""
+    import threading
+
+    from codenav_worker.worker import HARD_STOP_S, CodenavWorker
+
+    r = redis.Redis.from_url(settings.redis_url)
+    worker = CodenavWorker(["listener-test"], connection=r, settings=settings)
+    worker.subscribe()
+    pubsub = worker.pubsub
+    assert pubsub is not None
+    wait_until(lambda: pubsub.subscribed, 10, "the listener subscribing")
+    pubsub.unsubscribe()
+    wait_until(lambda: not pubsub.subscribed, 10, "the listener reading its unsubscription")
+    time.sleep(0.3)  # back in its wait for a message, now unsubscribed
+    stopping = threading.Thread(target=worker.unsubscribe, daemon=True)
+    stopping.start()
+    stopping.join(HARD_STOP_S)
+    assert not stopping.is_alive(), "the worker's stop waits for its command listener"
