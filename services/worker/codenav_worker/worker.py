@@ -48,15 +48,6 @@ LISTEN_S = 1.0
 class CodenavWorker(Worker):
     max_connection_wait_time = 2.0
 
-    def subscribe(self) -> None:
-        """RQ's, with a listener that wakes every ``LISTEN_S``. RQ's waits up to 60 s for a
-        command, and redis-py (from 8.2) waits for the listener to end when it is stopped,
-        so an idle worker took up to a minute to stop."""
-        self.pubsub = self.connection.pubsub()
-        self.pubsub.subscribe(**{self.pubsub_channel_name: self.handle_payload})
-        self.pubsub_thread = self.pubsub.run_in_thread(  # type: ignore[assignment]  # RQ: None
-            sleep_time=LISTEN_S, daemon=True, exception_handler=self._pubsub_exception_handler)
-
     def __init__(self, *args: Any, settings: Settings, **kwargs: Any) -> None:
         kwargs.setdefault("job_monitoring_interval", coordination.HEARTBEAT_S)
         kwargs.setdefault("maintenance_interval", 30)
@@ -64,6 +55,15 @@ class CodenavWorker(Worker):
         self.settings = settings
         self._requeue_on_death: str | None = None
         self._hard_stop: threading.Timer | None = None
+
+    def subscribe(self) -> None:
+        """RQ's, with a listener that wakes every ``LISTEN_S``. RQ's waits up to 60 s for a
+        command, and redis-py 8.2 waits for the listener to end when it is stopped,
+        so an idle worker took up to a minute to stop."""
+        self.pubsub = self.connection.pubsub()
+        self.pubsub.subscribe(**{self.pubsub_channel_name: self.handle_payload})
+        self.pubsub_thread = self.pubsub.run_in_thread(  # type: ignore[assignment]  # RQ: None
+            sleep_time=LISTEN_S, daemon=True, exception_handler=self._pubsub_exception_handler)
 
     # --- the horse ---------------------------------------------------------------------
     def main_work_horse(self, job: Job, queue: Queue) -> None:
