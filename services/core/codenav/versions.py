@@ -28,6 +28,8 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
      decompressing (the rows and their meaning are those of 11).
  13  file_terms' primary key includes tf: whole-file BM25 reads postings from the index
      alone (the rows and their meaning are those of 12).
+ 14  corpus_stats holds n_contents (IDF's N), refreshed with n_chunks: a query no longer
+     counts the contents table.
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -45,6 +47,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

@@ -203,3 +203,21 @@ def test_a_store_written_before_schema_13_reads_term_postings_from_the_index_alo
                 "EXPLAIN SELECT term, content_id, tf FROM file_terms "
                 "WHERE term = ANY(ARRAY['alpha'])"))
         assert "Index Only Scan using file_terms_pkey" in plan, plan
+
+
+def test_a_store_written_before_schema_14_keeps_the_idf_corpus_size_with_its_stats(
+        pg: object, db_url: str) -> None:
+    """Schema 13 -> 14: corpus_stats holds the number of contents (IDF's N), so a query
+    reads it with the other corpus statistics instead of counting the contents table; it
+    stands still until the statistics are refreshed, and a refresh catches up."""
+    with _store_at(db_url, "corpus_", 13) as conn:
+        conn.execute("INSERT INTO contents (sha, language, chunker, size, line_count, "
+                     "body) VALUES ('b1', 'python', 5, 10, 1, 'x'), "
+                     "('b2', 'python', 5, 10, 1, 'y')")
+        assert migrations.migrate(conn) == SCHEMA_VERSION
+        assert conn.execute("SELECT n_chunks, n_contents FROM corpus_stats").fetchone() == (0, 2)
+        conn.execute("INSERT INTO contents (sha, language, chunker, size, line_count, "
+                     "body) VALUES ('b3', 'python', 5, 10, 1, 'z')")
+        assert conn.execute("SELECT n_contents FROM corpus_stats").fetchone() == (2,)
+        conn.execute("REFRESH MATERIALIZED VIEW CONCURRENTLY corpus_stats")
+        assert conn.execute("SELECT n_contents FROM corpus_stats").fetchone() == (3,)

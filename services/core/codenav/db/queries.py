@@ -411,7 +411,9 @@ ON CONFLICT (tree_id, path) DO UPDATE SET reason = EXCLUDED.reason, detail = EXC
 # --- term statistics (IDF) ---------------------------------------------------------------
 ANALYZE_TABLES = "ANALYZE chunks, files, contents, symbols"
 STATS_REFRESH_CORPUS = "REFRESH MATERIALIZED VIEW CONCURRENTLY corpus_stats"
-STATS_CORPUS = "SELECT n_chunks, avg_terms FROM corpus_stats"
+# n_contents: IDF's N (every content of the store, as the document frequencies below are);
+# 0 or no row until the first refresh, when the live counts stand in.
+STATS_CORPUS = "SELECT n_chunks, avg_terms, n_contents FROM corpus_stats"
 # Document frequencies are read live from the whole-file postings (an index-only count per
 # query term): always current, nothing to refresh after an index run.
 STATS_TERMS = "SELECT term, count(*) FROM file_terms WHERE term = ANY(%s) GROUP BY term"

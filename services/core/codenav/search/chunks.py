@@ -86,11 +86,14 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 128,
     row = conn.execute(q.STATS_CORPUS).fetchone()
     n_chunks = int(row[0]) if row and row[0] else 0
     avg_terms = float(row[1]) if row and row[1] else 50.0
+    n_docs = int(row[2]) if row and row[2] else 0
     if not n_chunks:  # chunk statistics not computed yet: count the live table instead
         live = conn.execute(q.STATS_CHUNK_COUNT).fetchone()
         n_chunks = int(live[0]) if live else 0
-    docs = conn.execute(q.STATS_CONTENTS).fetchone()
-    n_docs = max(int(docs[0]) if docs else 0, 1)
+    if not n_docs:
+        docs = conn.execute(q.STATS_CONTENTS).fetchone()
+        n_docs = int(docs[0]) if docs else 0
+    n_docs = max(n_docs, 1)
     per_doc = n_chunks / n_docs if n_chunks else 10.0
     dfs: dict[str, int] = dict(conn.execute(q.STATS_TERMS, (query.all_terms,)).fetchall())
     groups = []
