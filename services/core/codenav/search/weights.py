@@ -92,16 +92,20 @@ MODULE_BOOST = 0.5
 """When the query names the file's module path (``_pytest.capture.EncodedFile``)."""
 
 # --- find_files ----------------------------------------------------------------------------
-BM25_DEPTH = 150
-"""Candidates taken from whole-file BM25 (every file with a query term is scored)."""
+BM25_DEPTH = 80
+"""Candidates taken from whole-file BM25 (every file with a query term is scored). With
+``CHUNK_FILES`` 100 and ``MAX_CANDIDATES`` 150 (from 150, 300 and 400) find_files' p50 on
+Apache Kafka went from 52-54 to 33-38 ms in process; the development suite's hit@5 moved
+by 3 of 1,914 tasks (bench/README.md, 2026-12-04, "Smaller candidate depths")."""
 CHUNK_DEPTH = 400
 """Chunks read for the chunk features of a short query."""
-CHUNK_FILES = 300
+CHUNK_FILES = 100
 """The files whose chunks a short query ranks: those among the best this many by whole-file
 BM25 that can be candidates (a chunk matching the query is always in a file BM25 scored;
 test files only when tests are asked for, as they would be dropped after ranking anyway).
 Ranking every matching chunk of the repository instead was about 70 % of a query on Apache
-Kafka; this many keeps the development suite's answers in their places (150 moved some).
+Kafka; 300 kept the development suite's answers in their places, 100 moved 3 of 1,914
+top-5 hits (``BM25_DEPTH``).
 Leaving the tests out halved the statement on Kafka (61 to 26 ms median) and cost the
 suite 5 of 1,914 top-5 hits leave-one-repository-out, 1 with the shipped model in-sample
 (bench/README.md, 2026-12-03)."""
@@ -118,7 +122,7 @@ DECLARED_ROWS = 20000
 PATH_PATTERNS = 40
 """Path patterns taken from the query (stack frames, module paths, file names)."""
 PATH_MATCHES = 60
-MAX_CANDIDATES = 400
+MAX_CANDIDATES = 150
 """Candidates scored by the model (the best by a cheap pre-score when more are found)."""
 PRESCORE_DECLARED = 0.2
 """Pre-score: per query identifier the file declares (besides BM25 rank, nearest vector
