@@ -95,8 +95,10 @@ MODULE_BOOST = 0.5
 BM25_DEPTH = 80
 """Candidates taken from whole-file BM25 (every file with a query term is scored). With
 ``CHUNK_FILES`` 100 and ``MAX_CANDIDATES`` 150 (from 150, 300 and 400) find_files' p50 on
-Apache Kafka went from 52-54 to 33-38 ms in process; the development suite's hit@5 moved
-by 3 of 1,914 tasks (bench/README.md, 2026-12-04, "Smaller candidate depths")."""
+Apache Kafka went from 51-57 to 37-42 ms in process (paired runs), 63-65 to 49-50 ms over
+HTTP. On the development suite 5 of 1,914 tasks left the top 5 (4 of them zod's) and 1
+entered it; none of 166 SWE-bench Verified tasks moved (bench/README.md, "Smaller
+candidate depths", 2026-12-04)."""
 CHUNK_DEPTH = 400
 """Chunks read for the chunk features of a short query."""
 CHUNK_FILES = 100
@@ -104,8 +106,8 @@ CHUNK_FILES = 100
 BM25 that can be candidates (a chunk matching the query is always in a file BM25 scored;
 test files only when tests are asked for, as they would be dropped after ranking anyway).
 Ranking every matching chunk of the repository instead was about 70 % of a query on Apache
-Kafka; 300 kept the development suite's answers in their places, 100 moved 3 of 1,914
-top-5 hits (``BM25_DEPTH``).
+Kafka; 300 kept the development suite's answers in their places; 100 is most of the
+4 top-5 hits ``BM25_DEPTH``'s note counts (150 kept 3 of them, 9 ms slower).
 Leaving the tests out halved the statement on Kafka (61 to 26 ms median) and cost the
 suite 5 of 1,914 top-5 hits leave-one-repository-out, 1 with the shipped model in-sample
 (bench/README.md, 2026-12-03)."""
