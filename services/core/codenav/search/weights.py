@@ -106,8 +106,9 @@ CHUNK_FILES = 100
 BM25 that can be candidates (a chunk matching the query is always in a file BM25 scored;
 test files only when tests are asked for, as they would be dropped after ranking anyway).
 Ranking every matching chunk of the repository instead was about 70 % of a query on Apache
-Kafka; 300 kept the development suite's answers in their places; 100 is most of the
-4 top-5 hits ``BM25_DEPTH``'s note counts (150 kept 3 of them, 9 ms slower).
+Kafka; 300 kept the development suite's answers in their places. 100 accounts for the
+tasks ``BM25_DEPTH``'s note counts: with 150, zod and commons-lang won 4 top-5 hits back
+and lost 1 other, for a p50 about 6 ms higher on Kafka.
 Leaving the tests out halved the statement on Kafka (61 to 26 ms median) and cost the
 suite 5 of 1,914 top-5 hits leave-one-repository-out, 1 with the shipped model in-sample
 (bench/README.md, 2026-12-03)."""
