@@ -11,8 +11,9 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+import numpy as np
 import psycopg
 
 from codenav.access import Scope
@@ -83,15 +84,25 @@ class FileScores:
     ``RankedFile`` (its per-group counts and path groups) is built when asked for, so a
     query over thousands of files pays only for the few it reads."""
 
-    __slots__ = ("_order", "_counts", "_path_hits", "_score")
+    __slots__ = ("_order", "_score", "_fid", "_starts", "_groups", "_tfs", "_path_hits")
 
-    def __init__(self, order: list[tuple[float, str]], counts: dict[str, dict[int, float]],
+    def __init__(self, order: list[tuple[float, str]], fid: dict[str, int],
+                 starts: list[int], groups: list[int], tfs: list[float],
                  path_hits: dict[str, set[int]]) -> None:
         self._order = order
         """(-score, path), sorted."""
-        self._counts = counts
-        self._path_hits = path_hits
         self._score = {path: -neg for neg, path in order}
+        self._fid = fid
+        """Path -> file number; file ``f``'s (group, tf) pairs are ``[starts[f], starts[f+1])``
+        of ``groups`` and ``tfs``, by group."""
+        self._starts = starts
+        self._groups = groups
+        self._tfs = tfs
+        self._path_hits = path_hits
+
+    @classmethod
+    def empty(cls) -> FileScores:
+        return cls([], {}, [0], [], [], {})
 
     @property
     def best(self) -> float:
@@ -114,7 +125,10 @@ class FileScores:
         return [self._ranked(path, -neg) for neg, path in self._order[:limit]]
 
     def _ranked(self, path: str, score: float) -> RankedFile:
-        return RankedFile(path, score, self._counts[path], self._path_hits.get(path, _NO_GROUPS))
+        f = self._fid[path]
+        lo, hi = self._starts[f], self._starts[f + 1]
+        counts = dict(zip(self._groups[lo:hi], self._tfs[lo:hi], strict=True))
+        return RankedFile(path, score, counts, self._path_hits.get(path, _NO_GROUPS))
 
 
 def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
@@ -129,7 +143,7 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
     """``rank_files`` for every file holding a query term (in the order of its score, ties
     by path)."""
     if not groups:
-        return FileScores([], {}, {})
+        return FileScores.empty()
     group_of: dict[str, list[int]] = defaultdict(list)
     for i, g in enumerate(groups):
         for term in g.terms:
@@ -137,41 +151,79 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
     row = conn.execute(q.REPO_FILE_STATS, scope.params()).fetchone()
     n_files = int(row[0]) if row else 0
     avg_size = float(row[1]) if row and row[1] else 1.0
-    # The loops below run over every file holding a query term (thousands on a large
-    # repository), so they stay plain: rows fetched at once, tuples until the cut, and the
-    # float arithmetic in the order the formula reads.
-    counts: dict[str, dict[int, float]] = defaultdict(dict)
-    sizes: dict[str, int] = {}
-    for term, path, tf, size in conn.execute(q.FILE_TERM_POSTINGS, {
-            "terms": list(group_of), **scope.params()}).fetchall():
-        per_file = counts[path]
-        for i in group_of[term]:
-            per_file[i] = per_file.get(i, 0.0) + float(tf)
-        sizes[path] = int(size)
-    path_hits: dict[str, set[int]] = defaultdict(set)
+    postings = conn.execute(q.FILE_TERM_POSTINGS, {
+        "terms": list(group_of), **scope.params()}).fetchall()
     tsqs = [tsquery_for(g.terms) for g in groups]
-    for i, path in conn.execute(q.FILE_GROUP_PATHS, scope.params(
-            tsqs=tsqs, any=tsquery_for(list(group_of)))).fetchall():
+    path_rows = conn.execute(q.FILE_GROUP_PATHS, scope.params(
+        tsqs=tsqs, any=tsquery_for(list(group_of)))).fetchall()
+    # One entry per (file, group, term) posting, then one per path match, as flat columns:
+    # thousands of files hold a common term, so the arithmetic runs over arrays (numpy),
+    # and only the files a caller reads get their counts back as a dict.
+    terms, posted, tf_col, size_col = _columns(postings, 4)
+    path_groups, path_files = _columns(path_rows, 2)
+    paths = list(dict.fromkeys(posted + path_files))
+    fid = {path: i for i, path in enumerate(paths)}
+    files = list(map(fid.__getitem__, posted))
+    tfs = np.array(tf_col, dtype=np.float64)
+    if all(len(ids) == 1 for ids in group_of.values()):
+        grp = list(map({term: ids[0] for term, ids in group_of.items()}.__getitem__, terms))
+    else:  # a term in several groups counts in each
+        expanded = [(f, i, tf) for f, term, tf in zip(files, terms, tf_col, strict=True)
+                    for i in group_of[term]]
+        files = [f for f, _i, _tf in expanded]
+        grp = [i for _f, i, _tf in expanded]
+        tfs = np.array([tf for _f, _i, tf in expanded], dtype=np.float64)
+    path_hits: dict[str, set[int]] = defaultdict(set)
+    for i, path in path_rows:
         path_hits[path].add(i - 1)
-        counts[path][i - 1] = counts[path].get(i - 1, 0.0) + PATH_TF
-    df = [0] * len(groups)
-    for per_file in counts.values():
-        for i in per_file:
-            df[i] += 1
+    files += map(fid.__getitem__, path_files)
+    grp += [i - 1 for i in path_groups]
+    tfs = np.concatenate([tfs, np.full(len(path_rows), PATH_TF)])
+    n_groups = len(groups)
+    sizes = dict(zip(posted, size_col, strict=True))
+    size = np.array([sizes.get(path, avg_size) for path in paths], dtype=np.float64)
+    # tf of each (file, group): a group's terms and its path match add up
+    keys, inverse = np.unique(np.array(files, dtype=np.int64) * n_groups +
+                              np.array(grp, dtype=np.int64), return_inverse=True)
+    tf = np.bincount(inverse, weights=tfs, minlength=len(keys))
+    file_of, group_at = np.divmod(keys, n_groups)
+    df = np.bincount(group_at, minlength=n_groups).tolist()
     idf = [math.log(1.0 + (n_files - d + 0.5) / (d + 0.5)) for d in df]
     weight = [float(min(max(g.count, 1), MAX_QUERY_TF)) for g in groups]
-    factor = [w * f for w, f in zip(weight, idf, strict=True)]  # weight[i] * idf[i]
-    k1_plus_1 = K1 + 1
-    modules = _module_boosts(boosts) if boosts else []
-    scored = []
-    for path, per_file in counts.items():
-        norm = K1 * (1 - B + B * sizes.get(path, avg_size) / avg_size)
-        score = sum([factor[i] * tf * k1_plus_1 / (tf + norm) for i, tf in per_file.items()])
-        if boosts:
-            score *= _boost_for(path, boosts, modules)
-        scored.append((-score, path))
-    scored.sort()
-    return FileScores(scored, counts, path_hits)
+    factor = np.array([w * f for w, f in zip(weight, idf, strict=True)])
+    norm = K1 * (1 - B + B * size / avg_size)
+    contrib = factor[group_at] * tf * (K1 + 1) / (tf + norm[file_of])
+    score = np.bincount(file_of, weights=contrib, minlength=len(paths))
+    if boosts:
+        modules = _module_boosts(boosts)
+        score *= np.array([_boost_for(path, boosts, modules) for path in paths]) \
+            if modules else np.array([boosts.get(path, 1.0) for path in paths])
+    order = _best_first(score, paths)
+    starts = np.searchsorted(file_of, np.arange(len(paths) + 1)).tolist()
+    return FileScores(order, fid, starts, group_at.tolist(), tf.tolist(), path_hits)
+
+
+def _columns(rows: list[tuple[Any, ...]], width: int) -> list[tuple[Any, ...]]:
+    """Rows as columns (``width`` empty ones for no rows)."""
+    return list(zip(*rows, strict=True)) if rows else [()] * width
+
+
+def _best_first(score: np.ndarray, paths: list[str]) -> list[tuple[float, str]]:
+    """(-score, path) of every file, best first, ties by path."""
+    neg = -score
+    idx = np.argsort(neg, kind="stable")
+    ranked = neg[idx]
+    order = list(zip(ranked.tolist(), [paths[i] for i in idx.tolist()], strict=True))
+    tied = np.flatnonzero(ranked[1:] == ranked[:-1]).tolist()
+    i = 0
+    while i < len(tied):  # each run of equal scores, sorted by path
+        j = i
+        while j + 1 < len(tied) and tied[j + 1] == tied[j] + 1:
+            j += 1
+        lo, hi = tied[i], tied[j] + 2
+        order[lo:hi] = sorted(order[lo:hi])
+        i = j + 1
+    return order
 
 
 def _module_boosts(boosts: dict[str, float]) -> list[tuple[str, float]]:
