@@ -214,3 +214,29 @@ def test_the_dashboard_and_the_documented_queries_use_only_metrics_the_api_expor
     used -= packages
     assert len(exprs) >= 12 and used
     assert used <= families, used - families
+
+
+SETTLED = """
+import gc, json
+from fastapi.testclient import TestClient
+from codenav import proc
+from codenav_api.app import create_app, server_app
+before = gc.get_threshold()
+with TestClient(create_app()) as c:
+    plain = (gc.get_freeze_count(), gc.get_threshold(), c.get("/healthz").status_code)
+with TestClient(server_app()) as c:
+    served = (gc.get_freeze_count(), gc.get_threshold(), c.get("/healthz").status_code)
+print(json.dumps({"before": before, "plain": plain, "served": served,
+                  "expected": proc.GC_THRESHOLD}))
+"""
+
+
+def test_the_served_app_settles_its_heap_once_started_and_an_embedded_one_does_not(
+        service_env: dict[str, str], tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", SETTLED], env=service_env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["plain"] == [0, got["before"], 200]
+    frozen, threshold, status = got["served"]
+    assert frozen > 10_000 and threshold == got["expected"] and status == 200

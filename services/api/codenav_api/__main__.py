@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(metrics_dir, ignore_errors=True)
         metrics_dir.mkdir(parents=True, mode=0o700)
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
-    uvicorn.run("codenav_api.app:create_app", factory=True, host=args.host or settings.api_host,
+    uvicorn.run("codenav_api.app:server_app", factory=True, host=args.host or settings.api_host,
                 port=args.port or settings.api_port, workers=args.workers,
                 log_level=settings.log_level.lower(), access_log=False, log_config=log_config)
     return 0

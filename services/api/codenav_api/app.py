@@ -20,7 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from codenav import __version__
+from codenav import __version__, proc
 from codenav.config import Settings
 from codenav.errors import CodenavError
 from codenav.validate import invalid
@@ -66,7 +66,13 @@ class CatchAll:
             await send({"type": "http.response.body", "body": body})
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def server_app() -> FastAPI:
+    """The app ``python -m codenav_api`` serves: once started, its heap is settled
+    (``codenav.proc.settle_heap``), which an app made inside another process must not do."""
+    return create_app(settle_heap=True)
+
+
+def create_app(settings: Settings | None = None, settle_heap: bool = False) -> FastAPI:
     settings = settings or Settings.load()
     svc = Services(settings)
     mcp_server = build_server(svc)
@@ -83,6 +89,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         svc.open()
         async with mcp_server.session_manager.run(), anyio.create_task_group() as tasks:
             tasks.start_soon(flush_usage)
+            if settle_heap:
+                proc.settle_heap()
             yield
             tasks.cancel_scope.cancel()
         svc.close()

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import redis
 from rq.serializers import JSONSerializer
 
-from codenav import logs
+from codenav import logs, proc
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db.connect import connect
@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             preload_queries()
             redact.preload()
         wait_for_schema(settings)
+        proc.settle_heap()  # before the parser pool forks: its processes inherit it
         conn = enqueue.connect_redis(settings)
         _wait_for("the queue", lambda: bool(conn.ping()), 300.0)
         if args.lane == "embed":
