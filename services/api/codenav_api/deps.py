@@ -1,10 +1,15 @@
 """Request dependencies: the services object, and the caller behind a bearer token with the
-role an action needs (``codenav.roles.REQUIRED``, the one map of roles)."""
+role an action needs (``codenav.roles.REQUIRED``, the one map of roles).
+
+Both run on the event loop (``async``), so a request does not hop to a worker thread for
+them: a token verified in the last minute is answered from the verifier's cache, and only
+a token to look up goes to a thread for its database read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
+import anyio
 from fastapi import Request
 
 from codenav.access import Caller
@@ -12,23 +17,37 @@ from codenav.roles import REQUIRED, authorize
 from codenav_api.service import Services
 
 
-def services(request: Request) -> Services:
+def services_of(request: Request) -> Services:
     svc: Services = request.app.state.services
     return svc
 
 
+async def services(request: Request) -> Services:
+    return services_of(request)
+
+
 def require_token(request: Request) -> Caller:
-    svc = services(request)
+    """The caller, from a synchronous route (it may read the database)."""
+    svc = services_of(request)
     return svc.tokens.verify(svc.connection, request.headers.get("authorization"))
 
 
-def allowed(action: str) -> Callable[[Request], Caller]:
+async def caller_of(request: Request) -> Caller:
+    svc = services_of(request)
+    header = request.headers.get("authorization")
+    caller = svc.tokens.cached(header)
+    if caller is None:
+        caller = await anyio.to_thread.run_sync(svc.tokens.verify, svc.connection, header)
+    return caller
+
+
+def allowed(action: str) -> Callable[[Request], Awaitable[Caller]]:
     """A dependency: the caller, if its token's role allows ``action``."""
     if action not in REQUIRED:
         raise KeyError(f"no role is defined for action {action!r} (codenav.roles.REQUIRED)")
 
-    def dependency(request: Request) -> Caller:
-        caller = require_token(request)
+    async def dependency(request: Request) -> Caller:
+        caller = await caller_of(request)
         authorize(caller, action)
         return caller
 

@@ -70,9 +70,9 @@ class McpGate:
             await _json(send, 403, {"error": "forbidden", "message": "origin not allowed"})
             return
         try:
-            caller = await anyio.to_thread.run_sync(self.svc.tokens.verify,
-                                                    self.svc.connection,
-                                                    headers.get("authorization"))
+            caller = self.svc.tokens.cached(headers.get("authorization")) or \
+                await anyio.to_thread.run_sync(self.svc.tokens.verify, self.svc.connection,
+                                               headers.get("authorization"))
         except CodenavError as exc:
             await _json(send, exc.status, exc.to_dict())
             return

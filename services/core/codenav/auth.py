@@ -78,23 +78,36 @@ def revoke_token(conn: psycopg.Connection, token_id: int) -> bool:
 ConnectionFactory = Callable[[], AbstractContextManager[psycopg.Connection]]
 
 
+def _bearer(header: str | None) -> str:
+    """The token of an ``Authorization: Bearer <token>`` header."""
+    if not header or not header.lower().startswith("bearer "):
+        raise Unauthorized("missing bearer token",
+                           hint="send 'Authorization: Bearer <token>' (codenav token create)")
+    return header.split(" ", 1)[1].strip()
+
+
 class TokenVerifier:
     """Checks bearer tokens against the database, caching successes briefly."""
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[float, Caller]] = {}
 
-    def verify(self, conn_factory: ConnectionFactory, header: str | None) -> Caller:
-        if not header or not header.lower().startswith("bearer "):
-            raise Unauthorized("missing bearer token",
-                               hint="send 'Authorization: Bearer <token>' (codenav token create)")
-        token = header.split(" ", 1)[1].strip()
-        digest = hash_token(token)
-        now = time.monotonic()
+    def cached(self, header: str | None) -> Caller | None:
+        """The caller of a token verified moments ago, without the database; None when it
+        has to be checked (``verify``). A header that is not a bearer token is refused."""
+        digest = hash_token(_bearer(header))
         cached = self._cache.get(digest)
-        if cached is not None and cached[0] > now and (
+        if cached is not None and cached[0] > time.monotonic() and (
                 cached[1].expires_at is None or cached[1].expires_at.timestamp() > time.time()):
             return cached[1]
+        return None
+
+    def verify(self, conn_factory: ConnectionFactory, header: str | None) -> Caller:
+        caller = self.cached(header)
+        if caller is not None:
+            return caller
+        digest = hash_token(_bearer(header))
+        now = time.monotonic()
         with conn_factory() as conn:
             row = conn.execute(q.TOKEN_CHECK, (digest,)).fetchone()
             state = conn.execute(q.TOKEN_STATE, (digest,)).fetchone() if row is None else None

@@ -255,8 +255,7 @@ def annotate(conn: psycopg.Connection, scope: Scope, rconn: redis.Redis,
     if scope.at.kind == "worktree":  # a commit tree never changes: nothing is stale in it
         paths = freshness.answer_paths(answer)
         try:
-            stale = enqueue.pending_kinds(rconn, scope.id, paths)
-            pending = enqueue.pending_counts(rconn, scope.id)
+            stale, pending = enqueue.pending_state(rconn, scope.id, paths)
         except redis.RedisError:
             stale, pending = {}, {}
     freshness.annotate(answer, stale, sum(pending.values()), pending.get("unindexed", 0), run)

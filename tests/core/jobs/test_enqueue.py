@@ -62,6 +62,9 @@ def test_a_change_seen_again_while_a_job_runs_stays_pending(settings: Settings) 
     assert enqueue.pending_kinds(conn, repo_id, ["src/a.py", "src/b.py"]) == {
         "src/a.py": "changed"}
     assert enqueue.pending_counts(conn, repo_id) == {"changed": 1}
+    assert enqueue.pending_state(conn, repo_id, ["src/b.py", "src/a.py"]) == (
+        {"src/a.py": "changed"}, {"changed": 1})
     enqueue.done_paths(conn, repo_id, enqueue.pending_marks(conn, repo_id))
     assert enqueue.pending_changes(conn, repo_id) == {}
+    assert enqueue.pending_state(conn, repo_id, ["src/a.py"]) == ({}, {})
     assert enqueue.pending_since(conn, repo_id) is None

@@ -1219,6 +1219,7 @@ FILE_FACTS = """
 SELECT f.path, co.line_count, f.size, g.prior, g.imported_by
 FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
 LEFT JOIN tree_ranks(%(tree)s) g ON g.path = f.path AND g.repo_id = ANY(%(visible)s::int[])
+  AND g.path = ANY(%(paths)s)  -- lets the ranks be looked up by path, not scanned whole
 WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 # File-level links touching the strongest candidates (their graph neighbours).
 FILE_NEIGHBOURS = """

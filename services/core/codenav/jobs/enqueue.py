@@ -278,25 +278,36 @@ def pending_paths(conn: redis.Redis, repo_id: int) -> list[str]:
 
 def pending_kinds(conn: redis.Redis, repo_id: int, paths: list[str]) -> dict[str, str]:
     """Which of ``paths`` changed on disk since they were indexed (for ``stale`` flags)."""
-    if not paths:
-        return {}
-    values = conn.hmget(keys.PENDING.format(repo_id=repo_id), paths)
-    return {p: _kind(v) for p, v in zip(paths, values, strict=True) if v is not None}
+    return pending_state(conn, repo_id, paths)[0]
 
 
 def pending_counts(conn: redis.Redis, repo_id: int) -> dict[str, int]:
     """How many pending paths of each kind (exact for small sets, total otherwise)."""
+    return pending_state(conn, repo_id, [])[1]
+
+
+def pending_state(conn: redis.Redis, repo_id: int,
+                  paths: list[str]) -> tuple[dict[str, str], dict[str, int]]:
+    """``pending_kinds`` and ``pending_counts`` in one round trip (a second one only while
+    a few paths are pending, to tell their kinds apart)."""
     key = keys.PENDING.format(repo_id=repo_id)
-    total = int(conn.hlen(key))
+    pipe = conn.pipeline(transaction=False)
+    pipe.hlen(key)
+    if paths:
+        pipe.hmget(key, paths)
+    replies = pipe.execute()
+    total = int(replies[0])
+    kinds = {p: _kind(v) for p, v in zip(paths, replies[1], strict=True)
+             if v is not None} if paths else {}
     if total == 0:
-        return {}
+        return kinds, {}
     if total > 2000:
-        return {"changed": total}
+        return kinds, {"changed": total}
     counts: dict[str, int] = {}
     for value in conn.hvals(key):
         kind = _kind(value)
         counts[kind] = counts.get(kind, 0) + 1
-    return counts
+    return kinds, counts
 
 
 def done_paths(conn: redis.Redis, repo_id: int, marks: dict[str, str]) -> None:
