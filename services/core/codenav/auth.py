@@ -95,7 +95,9 @@ class TokenVerifier:
     def cached(self, header: str | None) -> Caller | None:
         """The caller of a token verified moments ago, without the database; None when it
         has to be checked (``verify``). A header that is not a bearer token is refused."""
-        digest = hash_token(_bearer(header))
+        return self._hit(hash_token(_bearer(header)))
+
+    def _hit(self, digest: str) -> Caller | None:
         cached = self._cache.get(digest)
         if cached is not None and cached[0] > time.monotonic() and (
                 cached[1].expires_at is None or cached[1].expires_at.timestamp() > time.time()):
@@ -103,10 +105,10 @@ class TokenVerifier:
         return None
 
     def verify(self, conn_factory: ConnectionFactory, header: str | None) -> Caller:
-        caller = self.cached(header)
+        digest = hash_token(_bearer(header))
+        caller = self._hit(digest)
         if caller is not None:
             return caller
-        digest = hash_token(_bearer(header))
         now = time.monotonic()
         with conn_factory() as conn:
             row = conn.execute(q.TOKEN_CHECK, (digest,)).fetchone()

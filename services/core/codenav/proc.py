@@ -22,7 +22,8 @@ GC_THRESHOLD = (10_000, 20, 20)
 """The collector's thresholds in a serving process (Python's default: 700, 10, 10). A query
 allocates tens of thousands of short-lived rows and tuples; with the default, a request
 every so often paid for a full collection of the whole heap. Measured over HTTP on Kafka
-(bench/README, "Heap"): search p99 99-156 -> 69 ms, find_files p99 163-192 -> 90 ms."""
+(bench/README, "The slow tail was the garbage collector"): search p99 99-156 -> 69 ms,
+find_files p99 163-192 -> 90 ms."""
 
 
 def settle_heap() -> None:

@@ -278,7 +278,7 @@ def pending_paths(conn: redis.Redis, repo_id: int) -> list[str]:
 
 def pending_kinds(conn: redis.Redis, repo_id: int, paths: list[str]) -> dict[str, str]:
     """Which of ``paths`` changed on disk since they were indexed (for ``stale`` flags)."""
-    return pending_state(conn, repo_id, paths)[0]
+    return pending_state(conn, repo_id, paths)[0] if paths else {}
 
 
 def pending_counts(conn: redis.Redis, repo_id: int) -> dict[str, int]:
