@@ -31,6 +31,9 @@ from codenav.tools.base import Args
 from codenav_api import metrics
 
 POOL_TIMEOUT_S = 3.0
+SPARE_WAIT_S = 0.001
+"""How long a request waits for a second connection (``Services.spare``): one that is free
+comes at once; when none is, its statements run on the request's own."""
 
 
 def _configure(conn: psycopg.Connection) -> None:
@@ -40,7 +43,8 @@ def _configure(conn: psycopg.Connection) -> None:
 class Services:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.pool = ConnectionPool(dsn(settings), min_size=1, max_size=12, open=False,
+        # two kept open, so that an idle API lends a request its second (``spare``)
+        self.pool = ConnectionPool(dsn(settings), min_size=2, max_size=12, open=False,
                                    kwargs={"autocommit": True, "application_name": "codenav-api",
                                            "prepare_threshold": PREPARE_THRESHOLD},
                                    # a request waits this long for a connection, then
@@ -76,6 +80,21 @@ class Services:
                               "it, and answers resume by themselves") from None
         except psycopg.OperationalError as exc:
             raise Unavailable(f"database unavailable: {str(exc).splitlines()[0]}") from None
+
+    @contextmanager
+    def spare(self) -> Iterator[psycopg.Connection | None]:
+        """A second pooled connection for statements a request can run beside its own
+        (``codenav.db.side``), when one is free right now; None otherwise (a busy pool grows
+        for the next request meanwhile)."""
+        try:
+            conn = self.pool.getconn(timeout=SPARE_WAIT_S)
+        except (PoolTimeout, psycopg.OperationalError):
+            yield None
+            return
+        try:
+            yield conn
+        finally:
+            self.pool.putconn(conn)
 
     def run(self, caller: Caller, tool: str, args: Args | dict[str, Any],
             overlay: str | None = None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ runs (psycopg, redis, tree-sitter behind them) when it is called, on the server.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -53,6 +54,9 @@ class Host(Protocol):
     redis: redis.Redis
     semantic: QueryEmbedder
     usage: UsageBuffer
+
+    def spare(self) -> AbstractContextManager[psycopg.Connection | None]:
+        """A second pooled connection while one is free, else None (``codenav.db.side``)."""
 
 
 @dataclass
