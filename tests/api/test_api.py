@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -182,3 +184,61 @@ def test_openapi_describes_the_tools(client: TestClient) -> None:
     for route in ("/v1/search", "/v1/find_files", "/v1/outline", "/v1/read", "/v1/status",
                   "/v1/reindex", "/v1/repos"):
         assert route in spec["paths"]
+
+
+def test_answers_with_a_second_connection_are_the_engines_own(
+        client: TestClient, indexed: repos.Repo, conn: psycopg.Connection) -> None:
+    """The served API sends a request's independent statements ahead on a second pooled
+    connection (``codenav.db.side``); its answers are those of the engine on one
+    connection."""
+    from codenav.access import Scope
+    from codenav.db import queries as q
+    from codenav.search import chunks, find
+
+    svc = client.app.state.services  # type: ignore[attr-defined]
+    lent: list[bool] = []
+    spare = svc.spare
+
+    @contextmanager
+    def counted() -> Iterator[psycopg.Connection | None]:
+        with spare() as c:
+            lent.append(c is not None)
+            yield c
+
+    svc.spare = counted
+    svc.pool.wait(timeout=30)  # both of the pool's first connections are open
+    conn.execute(q.SESSION_SETUP)  # the API's connections' settings (trigram threshold)
+    scope = Scope.system(indexed)
+    for query in ("[auth|login] token", "invoices", "TokenStore", "parse http header",
+                  "calculate total cents for an invoice", "zyzzyvaquux"):
+        for tool, engine in (("find_files", find.find_files), ("search", chunks.search)):
+            served = client.post(f"/v1/{tool}", json={"query": query,
+                                                      "mode": "lexical"}).json()
+            alone = engine(conn, scope, query, mode="lexical")
+            assert [(r["path"], r["score"]) for r in served["results"]] == \
+                [(r["path"], r["score"]) for r in alone["results"]], (tool, query)
+    assert lent and all(lent)  # a connection was free each time, and lent
+
+
+def test_many_requests_at_once_share_the_pool_without_waiting_on_each_other(
+        client: TestClient, indexed: repos.Repo) -> None:
+    """Each request may borrow a second connection, but only one that is free at once: with
+    more requests than the pool has connections, every one is answered, as when alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = ["[auth|login] token", "invoices", "parse http header", "TokenStore"]
+    calls = [(tool, query) for tool in ("find_files", "search") for query in queries]
+    alone = {call: client.post(f"/v1/{call[0]}", json={"query": call[1],
+                                                       "mode": "lexical"}).json()
+             for call in calls}
+
+    def ask(call: tuple[str, str]) -> tuple[tuple[str, str], int, dict]:
+        r = client.post(f"/v1/{call[0]}", json={"query": call[1], "mode": "lexical"})
+        return call, r.status_code, r.json()
+
+    with ThreadPoolExecutor(max_workers=24) as pool:
+        answers = list(pool.map(ask, calls * 6))
+    for call, status, body in answers:
+        assert status == 200, body
+        assert [r["path"] for r in body["results"]] == \
+            [r["path"] for r in alone[call]["results"]], call

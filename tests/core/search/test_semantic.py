@@ -8,6 +8,7 @@ import shutil
 import signal
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -18,6 +19,7 @@ from codenav import repos
 from codenav.access import Scope
 from codenav.config import Settings
 from codenav.db import queries as q
+from codenav.db.side import Side
 from codenav.embed import vectors
 from codenav.embed.client import EmbedClient
 from codenav.index import reconcile
@@ -256,6 +258,41 @@ def test_find_files_hybrid_ranks_the_file_that_means_the_query(
     assert answer["results"][0]["path"] == "web/server.go", answer
     assert "close in meaning" in answer["results"][0]["reason"]
     assert "note" not in answer
+
+
+def test_hybrid_answers_with_statements_sent_ahead_are_the_same(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """With a second connection (``codenav.db.side``, as the API lends one) the nearest
+    chunks and the graph links are read on it while the request's own connection ranks the
+    chunks; the answers are those of one connection."""
+    root = make_polyglot(tmp_path)
+    repo, _ = _index_and_embed(semantic_settings, conn, root, "poly")
+    qe = QueryEmbedder(EmbedClient.from_settings(semantic_settings))
+    scope = Scope.system(repo)
+    lent: list[int] = []
+
+    @contextmanager
+    def lender() -> Iterator[psycopg.Connection]:
+        with psycopg.connect(semantic_settings.database_url, autocommit=True) as spare:
+            lent.append(spare.info.backend_pid)
+            yield spare
+
+    def shown(answer: dict) -> list[tuple]:
+        return [(r["path"], r["score"], r.get("reason"), r.get("symbol"))
+                for r in answer["results"]]
+
+    texts = ("where do we try an upload again after it fails", "parse http header",
+             "total of an invoice")
+    for text in texts:
+        ctx = qe.context(conn, scope, text, "hybrid")
+        assert ctx is not None and ctx.usable
+        for run in (find.find_files, chunks.search):
+            alone = run(conn, scope, text, 5, mode="hybrid", semantic=ctx)
+            with Side(conn, lender) as side:
+                ahead = run(conn, scope, text, 5, mode="hybrid", semantic=ctx, side=side)
+            assert shown(ahead) == shown(alone), (run.__name__, text)
+            assert ahead["match_confidence"] == alone["match_confidence"]
+    assert len(lent) == 2 * len(texts) and conn.info.backend_pid not in lent
 
 
 def test_find_files_hybrid_weighs_build_scripts_for_a_query_about_the_build(

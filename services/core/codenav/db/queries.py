@@ -580,7 +580,7 @@ SELECT f.path, c.symbol, c.kind,
 FROM tree_files(%(tree)s) f JOIN chunks c ON c.content_id = f.content_id
 WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
   AND c.tsv @@ %(any)s::tsquery
-ORDER BY score DESC
+ORDER BY score DESC, f.path, c.ord  -- ties in file order, whatever the rows' order on disk
 LIMIT %(k)s"""
 
 
@@ -1226,12 +1226,13 @@ FILE_NEIGHBOURS = """
 SELECT src_path, dst_path, imports + refs FROM tree_links(%(tree)s)
 WHERE repo_id = ANY(%(visible)s::int[])
   AND (src_path = ANY(%(paths)s) OR dst_path = ANY(%(paths)s))
-ORDER BY imports + refs DESC
+ORDER BY imports + refs DESC, src_path, dst_path
 LIMIT %(k)s"""
 # Files whose path the query spells out (a stack frame, a module path, a file name).
 FILE_PATHS_LIKE = """
 SELECT path FROM tree_files(%(tree)s)
 WHERE repo_id = ANY(%(visible)s::int[]) AND path LIKE ANY(%(patterns)s)
+ORDER BY path
 LIMIT %(k)s"""
 
 # --- snapshots (codenav.snapshot) ----------------------------------------------------------

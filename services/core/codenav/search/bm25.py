@@ -18,6 +18,8 @@ import psycopg
 
 from codenav.access import Scope
 from codenav.db import queries as q
+from codenav.db import side
+from codenav.db.side import Pending, Side
 from codenav.search.query import Group, tsquery_for
 from codenav.search.weights import BM25_B as B
 from codenav.search.weights import BM25_K1 as K1
@@ -138,24 +140,43 @@ def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
     return score_files(conn, scope, groups, boosts).top(limit)
 
 
+class Asked(NamedTuple):
+    """What ``score_files`` reads beside the postings, sent ahead on a ``Side``."""
+
+    stats: Pending
+    """The tree's file count and mean size."""
+    paths: Pending
+    """(group number from 1, path) of every path matching a group."""
+
+
+def ask(scope: Scope, groups: list[Group], side: Side) -> Asked:
+    """Send the statements ``score_files`` needs beside the postings ahead on ``side``."""
+    terms = list(dict.fromkeys(t for g in groups for t in g.terms))
+    return Asked(side.fetch(q.REPO_FILE_STATS, scope.params()),
+                 side.fetch(q.FILE_GROUP_PATHS, scope.params(
+                     tsqs=[tsquery_for(g.terms) for g in groups], any=tsquery_for(terms))))
+
+
 def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
-                boosts: dict[str, float] | None = None) -> FileScores:
+                boosts: dict[str, float] | None = None, asked: Asked | None = None,
+                ) -> FileScores:
     """``rank_files`` for every file holding a query term (in the order of its score, ties
-    by path)."""
+    by path). ``asked``: what ``ask`` sent ahead for the same groups; the postings are read
+    on ``conn`` meanwhile."""
     if not groups:
         return FileScores.empty()
     group_of: dict[str, list[int]] = defaultdict(list)
     for i, g in enumerate(groups):
         for term in g.terms:
             group_of[term].append(i)
-    row = conn.execute(q.REPO_FILE_STATS, scope.params()).fetchone()
-    n_files = int(row[0]) if row else 0
-    avg_size = float(row[1]) if row and row[1] else 1.0
+    if asked is None:
+        asked = ask(scope, groups, side.inline(conn))
     postings = conn.execute(q.FILE_TERM_POSTINGS, {
         "terms": list(group_of), **scope.params()}).fetchall()
-    tsqs = [tsquery_for(g.terms) for g in groups]
-    path_rows = conn.execute(q.FILE_GROUP_PATHS, scope.params(
-        tsqs=tsqs, any=tsquery_for(list(group_of)))).fetchall()
+    stats = asked.stats.rows()
+    n_files = int(stats[0][0]) if stats else 0
+    avg_size = float(stats[0][1]) if stats and stats[0][1] else 1.0
+    path_rows = asked.paths.rows()
     # One entry per (file, group, term) posting, then one per path match, as flat columns:
     # thousands of files hold a common term, so the arithmetic runs over arrays (numpy),
     # and only the files a caller reads get their counts back as a dict.

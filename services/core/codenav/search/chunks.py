@@ -18,6 +18,7 @@ import psycopg
 from codenav.access import Scope
 from codenav.answers import empty_reason, glob_to_regex, stats
 from codenav.db import queries as q
+from codenav.db.side import Side, inline
 from codenav.embed import vectors
 from codenav.errors import InvalidRequest
 from codenav.graph.common import file_priors
@@ -244,16 +245,23 @@ def semantic_ranking(conn: psycopg.Connection, scope: Scope, ctx: SemanticContex
 
 def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
            filters: Filters = Filters(), mode: str = "hybrid",
-           semantic: SemanticContext | None = None) -> dict[str, Any]:
+           semantic: SemanticContext | None = None, side: Side | None = None,
+           ) -> dict[str, Any]:
     """The best chunks for ``text``: ``hybrid`` fuses the lexical rankers with vector k-NN,
-    ``lexical`` and ``semantic`` use one side. Semantic trouble degrades, never fails."""
+    ``lexical`` and ``semantic`` use one side. Semantic trouble degrades, never fails. The
+    rankers that do not need each other's answers go ahead on ``side``
+    (``codenav.db.side``; by default all run on ``conn``)."""
     started = time.monotonic()
     validate(limit, filters.kind)
     if mode not in MODES:
         raise InvalidRequest(f"unknown mode {mode!r}", hint="hybrid, lexical or semantic")
+    side = side if side is not None else inline(conn)
     query = parse_query(text)
     depth = max(W.SEARCH_DEPTH_MIN, limit * W.SEARCH_DEPTH_PER_RESULT)
-    vectors = semantic_ranking(conn, scope, semantic, filters, depth)
+    nearest = side.call(lambda c: semantic_ranking(c, scope, semantic, filters, depth)) \
+        if mode == "hybrid" and semantic is not None and semantic.usable else None
+    vectors = semantic_ranking(conn, scope, semantic, filters, depth) if mode == "semantic" \
+        else []
     use_lexical = mode != "semantic" or not vectors
     lexical: list[tuple[int, str, float]] = []
     decls: list[tuple[int, str]] = []
@@ -261,18 +269,28 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
     fuzzy: list[tuple[int, str]] = []
     unknown = False
     if use_lexical:
+        declared = side.call(lambda c: declaration_ranking(c, scope, query, filters,
+                                                           W.DECLARATION_DEPTH))
         weighted = weigh(conn, query)
         long_query = len(weighted.groups) >= bm25.LONG_QUERY_GROUPS
+        unknown = any(t not in weighted.known_terms for t in
+                      (identifier_terms(i.split(".")[-1])[0] for i in query.identifiers[:3]
+                       if identifier_terms(i.split(".")[-1])))
+        # a name the index does not know is looked up by trigrams whatever else is found
+        misspelt = side.call(lambda c: trigram_ranking(c, scope, query, filters,
+                                                       W.FUZZY_DEPTH)) \
+            if unknown and not long_query else None
         if long_query:
             lexical = lexical_in_files(conn, scope, weighted, filters, depth)
         else:
             lexical = lexical_ranking(conn, scope, weighted, filters, depth)
-        decls, owned = declaration_ranking(conn, scope, query, filters, W.DECLARATION_DEPTH)
-        unknown = any(t not in weighted.known_terms for t in
-                      (identifier_terms(i.split(".")[-1])[0] for i in query.identifiers[:3]
-                       if identifier_terms(i.split(".")[-1])))
-        if not long_query and (unknown or not decls):  # prose has no misspelt name to fix
+        decls, owned = declared.result()
+        if misspelt is not None:
+            fuzzy = misspelt.result()
+        elif not long_query and not decls:  # prose has no misspelt name to fix
             fuzzy = trigram_ranking(conn, scope, query, filters, W.FUZZY_DEPTH)
+    if nearest is not None:
+        vectors = nearest.result()
     lists = {
         "lexical": [(i, p) for i, p, _ in lexical],
         "declaration": decls,
@@ -285,10 +303,12 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
         W.FUZZY_WEIGHT_UNKNOWN if unknown else W.FUZZY_WEIGHT, W.SEMANTIC_WEIGHT])
     keys: list[tuple[int, str]] = list(fused)  # type: ignore[arg-type]
     ids = [key[0] for key in keys]
+    paths = sorted({path for _id, path in keys})
+    priors = side.call(lambda c: file_priors(c, scope, paths))
     details = {r[0]: r for r in conn.execute(q.CHUNK_DETAILS, scope.params(ids=ids)).fetchall()} \
         if ids else {}
     about_docs = fusion.asks_for_docs(text)
-    central = file_priors(conn, scope, sorted({path for _id, path in keys}))
+    central = priors.result()
     query_terms = {t for g in query.groups for t in g.terms}
     scored = []
     for key in keys:

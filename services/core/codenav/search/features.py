@@ -17,11 +17,13 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import psycopg
 
 from codenav.access import Scope
 from codenav.db import queries as q
+from codenav.db.side import Side, inline
 from codenav.embed import vectors
 from codenav.lang import conventions
 from codenav.search import bm25
@@ -112,6 +114,16 @@ def _declared_names(query: ParsedQuery, groups: list[Group], long_query: bool) -
     return sorted(n for n in names if len(n) > 2)
 
 
+class _Near(NamedTuple):
+    """The nearest chunks (chunk id, path, distance), their symbols, and the graph links of
+    the seed files (the best of BM25 and of the nearest chunks)."""
+
+    hits: list[tuple[int, str, float]]
+    symbols: dict[int, str | None]
+    seeds: list[str]
+    linked: list[tuple[Any, ...]]
+
+
 FILLER_ROLES = (conventions.EXAMPLE, conventions.DOCS, conventions.BENCH)
 
 
@@ -141,10 +153,12 @@ def _doc_term_pattern(terms: Iterable[str]) -> re.Pattern[str]:
 
 def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: list[Group],
            avg_terms: float, *, include_tests: bool, asked: set[str],
-           semantic: SemanticContext | None = None) -> Pool:
+           semantic: SemanticContext | None = None, side: Side | None = None) -> Pool:
     """The candidate files of a query with their features. ``groups`` are the weighted
     query groups (``codenav.search.chunks.weigh``); ``asked`` the non-source roles the query is
-    about (``codenav.lang.conventions.asked_roles``)."""
+    about (``codenav.lang.conventions.asked_roles``). Statements that do not need each
+    other's rows go ahead on ``side`` (``codenav.db.side``; by default all run on ``conn``)."""
+    side = side if side is not None else inline(conn)
     groups = bm25.usable_groups(groups)
     long_query = len(groups) >= bm25.LONG_QUERY_GROUPS
     total_idf = sum(g.idf for g in groups) or 1.0
@@ -171,8 +185,17 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
             cand = pool[path] = Candidate(path, role)
         return cand
 
+    # sent ahead: what needs the query only (BM25's statistics and path matches, the files
+    # declaring the names it spells, the files whose path it spells)
+    bm25_asked = bm25.ask(scope, groups, side) if groups else None
+    names = _declared_names(query, groups, long_query)
+    declaring = side.fetch(q.DECLARING_FILES, scope.params(names=names)) if names else None
+    patterns = path_patterns(query)
+    spelled = side.fetch(q.FILE_PATHS_LIKE, scope.params(patterns=patterns, k=W.PATH_MATCHES)) \
+        if patterns else None
+
     # 1. whole-file BM25: every file with a query term, scored; the best join the pool
-    scores = bm25.score_files(conn, scope, groups)
+    scores = bm25.score_files(conn, scope, groups, asked=bm25_asked)
     lexical_order: list[str] = []
     for path in scores.paths():
         if len(lexical_order) >= W.BM25_DEPTH:
@@ -187,6 +210,37 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     chunk_best: dict[str, float] = {}
     chunk_cov: dict[str, int] = {}
     chunk_files = [path for path in scores.paths(W.CHUNK_FILES) if admitted(path) is not None]
+    # the nearest chunks (hybrid mode), then the graph neighbours of the strongest files of
+    # both lists, go ahead while the chunks are ranked
+    def nearest_and_linked(c: psycopg.Connection) -> _Near:
+        hits: list[tuple[int, str, float]] = []
+        symbols: dict[int, str | None] = {}
+        if semantic is not None and semantic.usable:
+            assert semantic.model is not None and semantic.vector is not None
+            hits = vectors.knn(c, semantic.model, semantic.vector, scope,
+                               {"language": None, "kind": None, "exported": False,
+                                "path_re": None}, W.SEMANTIC_DEPTH)
+            if hits:
+                symbols = {r[0]: r[2] for r in c.execute(q.CHUNK_DETAILS, scope.params(
+                    ids=[h[0] for h in hits]))}
+        near_files = list(dict.fromkeys(path for _id, path, _d in hits
+                                        if admitted(path) is not None))
+        top = lexical_order[:W.NEIGHBOUR_SEEDS]
+        seeds = top + [p for p in near_files[:W.NEIGHBOUR_SEEDS] if p not in top]
+        linked = c.execute(q.FILE_NEIGHBOURS, scope.params(
+            paths=seeds, k=W.NEIGHBOUR_LINKS)).fetchall() if seeds else []
+        return _Near(hits, symbols, seeds, linked)
+
+    near_later = side.call(nearest_and_linked)
+    # the declarations of BM25's files go ahead too (step 6 asks for the rest of the pool)
+    term_group: dict[str, list[int]] = defaultdict(list)
+    for i, terms in enumerate(group_terms):
+        for t in terms:
+            term_group[t].append(i)
+    likes = [f"%{_like(t)}%" for t in term_group]
+    declared = [side.fetch(q.FILE_DECLARED, scope.params(
+        paths=lexical_order, likes=likes, k=W.DECLARED_ROWS))] \
+        if side.concurrent and lexical_order and likes else []
     if chunk_files and not long_query:
         rows = conn.execute(q.FIND_CHUNKS, {
             "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
@@ -206,31 +260,21 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
 
     # 3. files declaring what the query names, and files whose path it spells out
     declared_count: dict[str, int] = {}
-    names = _declared_names(query, groups, long_query)
-    if names:
-        for path, count in conn.execute(q.DECLARING_FILES,
-                                        scope.params(names=names)).fetchall():
+    if declaring is not None:
+        for path, count in declaring.rows():
             if get(path) is not None:
                 declared_count[path] = int(count)
-    patterns = path_patterns(query)
-    if patterns:
-        for (path,) in conn.execute(q.FILE_PATHS_LIKE, scope.params(
-                patterns=patterns, k=W.PATH_MATCHES)).fetchall():
+    if spelled is not None:
+        for (path,) in spelled.rows():
             cand = get(path)
             if cand is not None:
                 cand.mentioned = True
 
     # 4. semantic: the files of the nearest chunks
+    hits, symbols, seeds, linked = near_later.result()
     semantic_order: list[str] = []
     near: dict[str, list[float]] = defaultdict(list)
-    if semantic is not None and semantic.usable:
-        assert semantic.model is not None and semantic.vector is not None
-        hits = vectors.knn(conn, semantic.model, semantic.vector, scope,
-                              {"language": None, "kind": None, "exported": False,
-                               "path_re": None}, W.SEMANTIC_DEPTH)
-        symbols = {r[0]: r[2] for r in conn.execute(q.CHUNK_DETAILS,
-                                                    scope.params(ids=[h[0] for h in hits]))} \
-            if hits else {}
+    if hits:
         for chunk_id, path, dist in hits:
             cand = get(path)
             if cand is None:
@@ -241,17 +285,14 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
             near[path].append(1.0 - dist)
 
     # 5. graph neighbours of the strongest candidates
-    seeds = lexical_order[:W.NEIGHBOUR_SEEDS] + [p for p in semantic_order[:W.NEIGHBOUR_SEEDS]
-                                                 if p not in lexical_order[:W.NEIGHBOUR_SEEDS]]
     seed_strength = {p: max(scores.score(p) / best, near[p][0] if p in near else 0.0)
                      for p in seeds}
     nbr: dict[str, float] = defaultdict(float)
     nbr_n: dict[str, int] = defaultdict(int)
     nbr_from: dict[str, str] = {}
     added = 0
-    if seeds:
-        for src, dst, _weight in conn.execute(q.FILE_NEIGHBOURS, scope.params(
-                paths=seeds, k=W.NEIGHBOUR_LINKS)).fetchall():
+    if linked:
+        for src, dst, _weight in linked:
             for seed, other in ((src, dst), (dst, src)):
                 if seed not in seed_strength or other == seed:
                     continue
@@ -282,23 +323,13 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     sym_hits: dict[str, set[int]] = defaultdict(set)
     sym_top: dict[str, set[int]] = defaultdict(set)
     doc_hits: dict[str, set[int]] = defaultdict(set)
-    term_group: dict[str, list[int]] = defaultdict(list)
-    for i, terms in enumerate(group_terms):
-        for t in terms:
-            term_group[t].append(i)
-    if paths and groups:
-        likes = [f"%{_like(t)}%" for t in term_group]
-        doc_terms = _doc_term_pattern(term_group)
-        for path, name, depth, doc in conn.execute(q.FILE_DECLARED, scope.params(
-                paths=paths, likes=likes, k=W.DECLARED_ROWS)).fetchall():
-            for t in identifier_terms(name):
-                for i in term_group.get(t, ()):
-                    sym_hits[path].add(i)
-                    if depth == 0:
-                        sym_top[path].add(i)
-            if doc:  # a doc word counts whole (``identifier_terms(word)[0]``), not split
-                for t in {m.lower() for m in doc_terms.findall(doc)}:
-                    doc_hits[path].update(term_group.get(t, ()))
+    # the other candidates' declarations go ahead (the longest statement); the facts and
+    # the features that do not need them are read and computed meanwhile
+    asked_for = set(lexical_order) if declared else set()
+    rest = [p for p in paths if p not in asked_for]
+    if rest and likes:
+        declared.append(side.fetch(q.FILE_DECLARED, scope.params(
+            paths=rest, likes=likes, k=W.DECLARED_ROWS)))
     graph: dict[str, tuple[float, int]] = {}
     lines: dict[str, int] = {}
     if paths:
@@ -330,10 +361,6 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
                                 if terms & name) / total_idf
         if path in bm_rank:
             v["bm25_rank"] = 1.0 / (1 + bm_rank[path])
-        cand.symbol_groups = sym_hits.get(path, set())
-        v["sym_idf"] = sum(groups[i].idf for i in cand.symbol_groups) / total_idf
-        v["sym_top_idf"] = sum(groups[i].idf for i in sym_top.get(path, ())) / total_idf
-        v["doc_idf"] = sum(groups[i].idf for i in doc_hits.get(path, ())) / total_idf
         if path in chunk_best:
             v["chunk"] = chunk_best[path] / chunk_max
             v["chunk_cov"] = chunk_cov[path] / n_groups
@@ -363,5 +390,24 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         v["other_role"] = other_role(cand.role, asked)
         v["test"] = 1.0 if cand.role in (conventions.TEST, conventions.FIXTURE) else 0.0
         v["build_file"], v["build_asked"] = build_features(path, asked)
+
+    if declared:
+        doc_terms = _doc_term_pattern(term_group)
+        rows = [row for part in declared for row in part.rows() if row[0] in pool]
+        for path, name, depth, doc in rows[:W.DECLARED_ROWS]:
+            for t in identifier_terms(name):
+                for i in term_group.get(t, ()):
+                    sym_hits[path].add(i)
+                    if depth == 0:
+                        sym_top[path].add(i)
+            if doc:  # a doc word counts whole (``identifier_terms(word)[0]``), not split
+                for t in {m.lower() for m in doc_terms.findall(doc)}:
+                    doc_hits[path].update(term_group.get(t, ()))
+    for cand in pool.values():
+        v = cand.values
+        cand.symbol_groups = sym_hits.get(cand.path, set())
+        v["sym_idf"] = sum(groups[i].idf for i in cand.symbol_groups) / total_idf
+        v["sym_top_idf"] = sum(groups[i].idf for i in sym_top.get(cand.path, ())) / total_idf
+        v["doc_idf"] = sum(groups[i].idf for i in doc_hits.get(cand.path, ())) / total_idf
     return Pool(groups, list(pool.values()), lexical_order,
                 [p for p in semantic_order if p in pool], long_query)

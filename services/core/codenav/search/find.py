@@ -22,6 +22,7 @@ import psycopg
 
 from codenav.access import Scope
 from codenav.answers import empty_reason, stats
+from codenav.db.side import Side
 from codenav.errors import InvalidRequest
 from codenav.lang import conventions
 from codenav.search import features, fusion, learned
@@ -47,19 +48,22 @@ def asked_roles(query: ParsedQuery, text: str) -> set[str]:
 
 def collect(conn: psycopg.Connection, scope: Scope, text: str, include_tests: bool = False,
             mode: str = "hybrid", semantic: SemanticContext | None = None,
-            ) -> tuple[ParsedQuery, Pool, set[str], str]:
+            side: Side | None = None) -> tuple[ParsedQuery, Pool, set[str], str]:
     """The query, its candidate pool, the roles it asks for, and the model family that
-    scores it (``hybrid`` when vectors are used, else ``lexical``)."""
+    scores it (``hybrid`` when vectors are used, else ``lexical``). ``side``: see
+    ``features.gather``."""
     query = parse_query(text)
     w = weigh(conn, query)
     asked = asked_roles(query, text)
     use_vectors = mode != "lexical" and semantic is not None and semantic.usable
     pool = features.gather(conn, scope, query, w.groups if mode != "semantic" else [],
                            w.avg_terms, include_tests=include_tests or query.wants_tests,
-                           asked=asked, semantic=semantic if use_vectors else None)
+                           asked=asked, semantic=semantic if use_vectors else None,
+                           side=side)
     if mode == "semantic" and not pool.candidates:  # nothing embedded: lexical after all
         pool = features.gather(conn, scope, query, w.groups, w.avg_terms,
-                               include_tests=include_tests or query.wants_tests, asked=asked)
+                               include_tests=include_tests or query.wants_tests, asked=asked,
+                               side=side)
     return query, pool, asked, "hybrid" if use_vectors and mode == "hybrid" else "lexical"
 
 
@@ -85,13 +89,15 @@ def semantic_order(pool: Pool) -> list[tuple[float, Candidate]]:
 
 def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7,
                include_tests: bool = False, mode: str = "hybrid",
-               semantic: SemanticContext | None = None) -> dict[str, Any]:
+               semantic: SemanticContext | None = None, side: Side | None = None,
+               ) -> dict[str, Any]:
     started = time.monotonic()
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidRequest(f"limit must be between 1 and {MAX_LIMIT}")
     if mode not in MODES:
         raise InvalidRequest(f"unknown mode {mode!r}", hint="hybrid, lexical or semantic")
-    query, pool, asked, family = collect(conn, scope, text, include_tests, mode, semantic)
+    query, pool, asked, family = collect(conn, scope, text, include_tests, mode, semantic,
+                                           side)
     if mode == "semantic" and pool.semantic_order:
         ranked = semantic_order(pool)
     else:

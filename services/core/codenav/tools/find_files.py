@@ -19,11 +19,13 @@ class FindFilesArgs(Args):
 def handle(call: Call, args: FindFilesArgs) -> dict[str, Any]:
     """Rank files relevant to a task description. Words are ANDed softly; [a|b] means either;
     plurals match. Each result says why it matched."""
+    from codenav.db.side import Side
     from codenav.search import find
 
     ctx = call.host.semantic.context(call.conn, call.target, args.query, args.mode)
-    return find.find_files(call.conn, call.target, args.query, args.limit,
-                            args.include_tests, args.mode, ctx)
+    with Side(call.conn, call.host.spare) as side:
+        return find.find_files(call.conn, call.target, args.query, args.limit,
+                                args.include_tests, args.mode, ctx, side)
 
 
 def render(data: dict[str, Any]) -> str:

@@ -25,13 +25,15 @@ def handle(call: Call, args: SearchArgs) -> dict[str, Any]:
     """Find code chunks (functions, classes, methods, blocks) matching identifiers or a
     description. Returns exact code with path and lines. mode: hybrid (default), lexical or
     semantic."""
+    from codenav.db.side import Side
     from codenav.search import chunks
 
     ctx = call.host.semantic.context(call.conn, call.target, args.query, args.mode)
     filters = chunks.Filters(language=args.language or None, path=args.path or None,
                               kind=args.kind or None, exported=args.exported)
-    return chunks.search(call.conn, call.target, args.query, args.limit, filters, args.mode,
-                          ctx)
+    with Side(call.conn, call.host.spare) as side:
+        return chunks.search(call.conn, call.target, args.query, args.limit, filters,
+                              args.mode, ctx, side)
 
 
 def render(data: dict[str, Any]) -> str:
