@@ -92,7 +92,8 @@ def collect(conn: psycopg.Connection, pairs: list[tuple[str, int]]) -> dict[str,
     with conn.transaction():
         got = conn.execute(q.GC_TRY_LOCK).fetchone()
         if got and got[0]:  # else an indexer is mid-run: the last one to finish collects
-            out["contents"] = conn.execute(q.GC_DELETE).rowcount
+            row = conn.execute(q.GC_DELETE).fetchone()
+            out["contents"] = int(row[0]) if row else 0
     if hashes:
         out["vectors"] = conn.execute(q.EMBED_GC, (sorted(hashes),)).rowcount
     return out

@@ -30,6 +30,8 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
      alone (the rows and their meaning are those of 12).
  14  corpus_stats holds n_contents (IDF's N), refreshed with n_chunks: a query no longer
      counts the contents table.
+ 15  chunks, symbols, refs and file_terms without a foreign key to contents (written with
+     their content; garbage collection deletes them with it).
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -47,6 +49,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

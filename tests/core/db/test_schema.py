@@ -10,6 +10,7 @@ import pytest
 from psycopg import sql
 
 from codenav.db import migrations
+from codenav.db import queries as q
 from codenav.errors import SchemaMismatch
 from codenav.versions import SCHEMA_VERSION
 
@@ -221,3 +222,51 @@ def test_a_store_written_before_schema_14_keeps_the_idf_corpus_size_with_its_sta
         assert conn.execute("SELECT n_contents FROM corpus_stats").fetchone() == (2,)
         conn.execute("REFRESH MATERIALIZED VIEW CONCURRENTLY corpus_stats")
         assert conn.execute("SELECT n_contents FROM corpus_stats").fetchone() == (3,)
+
+
+def test_a_store_written_before_schema_15_keeps_content_rows_and_collects_them_with_it(
+        pg: object, db_url: str) -> None:
+    """Schema 14 -> 15: chunks, symbols, refs and file_terms lose their foreign key to
+    contents (its per-row check cost the bulk writes most of their time); their rows stay,
+    and garbage collection still takes a content's rows with it, leaving the rows of a
+    content a file still points at."""
+    children = ("chunks", "symbols", "refs", "file_terms")
+    with _store_at(db_url, "unchecked_", 14) as conn:
+        conn.execute("INSERT INTO contents (sha, language, chunker, size, line_count, "
+                     "body) VALUES ('kept', 'python', 5, 10, 1, 'x'), "
+                     "('gone', 'python', 5, 10, 1, 'y')")
+        conn.execute("""INSERT INTO chunks (content_id, ord, kind, symbol, start_line,
+                                            end_line, body, n_terms, tsv)
+                        SELECT id, 0, 'function', 'f', 1, 1, 'x', 1, 'x'::tsvector
+                        FROM contents""")
+        conn.execute("INSERT INTO symbols (content_id, ord, name, qualname, kind, depth, "
+                     "start_line, end_line, signature, doc, exported) "
+                     "SELECT id, 0, 'f', 'f', 'function', 0, 1, 1, 'f()', '', true "
+                     "FROM contents")
+        conn.execute("INSERT INTO refs (content_id, ord, kind, name, line) "
+                     "SELECT id, 0, 'call', 'g', 1 FROM contents")
+        conn.execute("INSERT INTO file_terms (term, content_id, tf) "
+                     "SELECT 'alpha', id, 1 FROM contents")
+        assert migrations.migrate(conn) == SCHEMA_VERSION
+        keys = conn.execute(
+            "SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND "
+            "confrelid = 'contents'::regclass AND conrelid = ANY(%s::regclass[])",
+            (list(children),)).fetchone()
+        assert keys == (0,)
+        for table in children:
+            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (2,), table  # noqa: S608
+        repo = conn.execute("INSERT INTO repos (name, root, team_id) SELECT 'r', '/r', "
+                            "min(id) FROM teams RETURNING id").fetchone()
+        assert repo is not None
+        tree = conn.execute("INSERT INTO trees (repo_id, kind) VALUES (%s, 'worktree') "
+                            "RETURNING id", (repo[0],)).fetchone()
+        assert tree is not None
+        conn.execute("INSERT INTO files (repo_id, tree_id, path, content_id, sha, language, "
+                     "size, mtime_ns, path_tsv) SELECT %s, %s, 'a.py', id, sha, language, 10, 0, "
+                     "'a' FROM contents WHERE sha = 'kept'", (repo[0], tree[0]))
+        assert conn.execute(q.GC_DELETE).fetchone() == (1,)
+        kept = conn.execute("SELECT id FROM contents").fetchall()
+        assert len(kept) == 1
+        for table in children:
+            assert conn.execute(f"SELECT array_agg(DISTINCT content_id) FROM {table}"  # noqa: S608
+                                ).fetchone() == ([kept[0][0]],), table

@@ -426,9 +426,18 @@ WRITERS_SHARED_LOCK = "SELECT pg_advisory_lock_shared(7248002)"
 WRITERS_SHARED_UNLOCK = "SELECT pg_advisory_unlock_shared(7248002)"
 # A content CI uploaded is kept an hour for the file list that will point at it (a publish
 # sends its contents first, its commit last).
+# A collected content's rows go with it (they have no foreign key to cascade from,
+# migration 0015); returns how many contents went.
 GC_DELETE = """
-DELETE FROM contents c WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.content_id = c.id)
-  AND (c.origin_team IS NULL OR c.created_at < now() - interval '1 hour')"""
+WITH gone AS (
+    DELETE FROM contents c WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.content_id = c.id)
+      AND (c.origin_team IS NULL OR c.created_at < now() - interval '1 hour')
+    RETURNING c.id),
+  chunks_gone AS (DELETE FROM chunks WHERE content_id IN (SELECT id FROM gone)),
+  symbols_gone AS (DELETE FROM symbols WHERE content_id IN (SELECT id FROM gone)),
+  refs_gone AS (DELETE FROM refs WHERE content_id IN (SELECT id FROM gone)),
+  terms_gone AS (DELETE FROM file_terms WHERE content_id IN (SELECT id FROM gone))
+SELECT count(*) FROM gone"""
 
 # --- tokens ------------------------------------------------------------------------------
 # --- tokens, teams, audit (codenav.auth, codenav.admin, codenav.audit) ---------------------

@@ -427,8 +427,8 @@ def collect_garbage(conn: psycopg.Connection) -> bool:
         got = conn.execute(q.GC_TRY_LOCK).fetchone()
         if not got or not got[0]:
             return False
-        deleted = conn.execute(q.GC_DELETE).rowcount
-    return deleted > 0
+        row = conn.execute(q.GC_DELETE).fetchone()
+    return bool(row and row[0])
 
 
 def refresh_stats(conn: psycopg.Connection) -> None:
