@@ -68,7 +68,7 @@ DUPLICATES = {
     "graph_state": "SELECT repo_id FROM graph_state GROUP BY 1 HAVING count(*) > 1",
     "orphan contents": "SELECT c.id FROM contents c WHERE NOT EXISTS "
                        "(SELECT 1 FROM files f WHERE f.content_id = c.id)",
-    "contents without facts": "SELECT id FROM contents WHERE facts_pending",
+    "contents without facts": "SELECT content_id FROM pending_facts",
     "runs left running": "SELECT id FROM index_runs WHERE state = 'running'",
 }
 """Each query lists rows that must not exist: a second copy of a row, or leftovers."""

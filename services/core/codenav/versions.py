@@ -32,6 +32,8 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
      counts the contents table.
  15  chunks, symbols, refs and file_terms without a foreign key to contents (written with
      their content; garbage collection deletes them with it).
+ 16  pending_facts replaces contents.facts_pending (claiming facts no longer rewrites the
+     contents row and its indexes); snapshots still carry the flag per content.
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -49,6 +51,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

@@ -270,3 +270,26 @@ def test_a_store_written_before_schema_15_keeps_content_rows_and_collects_them_w
         for table in children:
             assert conn.execute(f"SELECT array_agg(DISTINCT content_id) FROM {table}"  # noqa: S608
                                 ).fetchone() == ([kept[0][0]],), table
+
+
+def test_a_store_written_before_schema_16_keeps_which_contents_lack_graph_facts(
+        pg: object, db_url: str) -> None:
+    """Schema 15 -> 16: the contents whose graph facts a first index left for later move
+    from contents.facts_pending to pending_facts; a claim deletes their rows there and
+    leaves the contents row, and so its indexes, untouched."""
+    with _store_at(db_url, "pending_", 15) as conn:
+        conn.execute("INSERT INTO contents (sha, language, chunker, size, line_count, body, "
+                     "facts_pending) VALUES ('done', 'python', 5, 10, 1, 'x', false), "
+                     "('left', 'python', 5, 10, 1, 'y', true)")
+        assert migrations.migrate(conn) == SCHEMA_VERSION
+        assert conn.execute("SELECT c.sha FROM pending_facts p JOIN contents c "
+                            "ON c.id = p.content_id").fetchall() == [("left",)]
+        assert conn.execute("SELECT count(*) FROM information_schema.columns WHERE "
+                            "table_schema = current_schema() AND table_name = 'contents' "
+                            "AND column_name = 'facts_pending'").fetchone() == (0,)
+        left = conn.execute("SELECT id, xmin::text FROM contents WHERE sha = 'left'").fetchone()
+        assert left is not None
+        assert conn.execute(q.FACTS_CLAIM, ([left[0]],)).fetchall() == [(left[0],)]
+        assert conn.execute(q.FACTS_CLAIM, ([left[0]],)).fetchall() == []  # claimed once
+        assert conn.execute("SELECT xmin::text FROM contents WHERE id = %s",
+                            (left[0],)).fetchone() == (left[1],)

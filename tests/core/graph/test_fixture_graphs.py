@@ -73,7 +73,7 @@ def test_a_first_index_that_defers_graph_facts_ends_with_the_expected_graph(
     repo = repos.register(conn, str(root), family)
     summary = reconcile.reconcile(settings, repo.id, defer_graph=True)
     assert summary.graph_deferred
-    pending = conn.execute("SELECT count(*) FROM contents WHERE facts_pending").fetchone()
+    pending = conn.execute("SELECT count(*) FROM pending_facts").fetchone()
     refs = conn.execute("SELECT count(*) FROM refs").fetchone()
     assert pending is not None and pending[0] > 0 and refs == (0,)
     assert facts.fill_pending(settings, conn, repo.default_tree) == pending[0]

@@ -353,23 +353,28 @@ CREATE TEMP TABLE IF NOT EXISTS stage_contents (
     parse_error text, redactions jsonb
 ) ON COMMIT DELETE ROWS"""
 STAGE_COPY = "COPY stage_contents (sha, language, size, line_count, body, imports, parse_error, redactions) FROM STDIN"
-# Parameters: chunker version, whether the graph facts are left for later (facts_pending).
+# Parameters: chunker version, whether the graph facts are left for later (pending_facts).
 STAGE_INSERT = """
-INSERT INTO contents (sha, language, chunker, size, line_count, body, imports, parse_error,
-                      facts_pending, redactions)
-SELECT sha, language, %s, size, line_count, body, imports, parse_error, %s, redactions
-FROM stage_contents
-ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
-RETURNING id, sha, language"""
+WITH ins AS (
+    INSERT INTO contents (sha, language, chunker, size, line_count, body, imports,
+                          parse_error, redactions)
+    SELECT sha, language, %s, size, line_count, body, imports, parse_error, redactions
+    FROM stage_contents
+    ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
+    RETURNING id, sha, language),
+  pending AS (INSERT INTO pending_facts (content_id) SELECT id FROM ins WHERE %s)
+SELECT id, sha, language FROM ins"""
 # --- graph facts left for later by a first index (codenav.graph.facts) --------------------
 FACTS_PENDING_IDS = """
-SELECT DISTINCT c.id FROM contents c JOIN tree_files(%s) f ON f.content_id = c.id
-WHERE c.facts_pending ORDER BY c.id"""
-FACTS_BODIES = "SELECT id, language, body FROM contents WHERE id = ANY(%s) AND facts_pending"
+SELECT DISTINCT p.content_id FROM pending_facts p
+JOIN tree_files(%s) f ON f.content_id = p.content_id ORDER BY 1"""
+FACTS_BODIES = """
+SELECT c.id, c.language, c.body FROM contents c JOIN pending_facts p ON p.content_id = c.id
+WHERE c.id = ANY(%s)"""
 # Claims the contents (row locks until commit): a concurrent filler of the same contents
 # waits, then claims none of them, so refs are written once.
 FACTS_CLAIM = """
-UPDATE contents SET facts_pending = false WHERE id = ANY(%s) AND facts_pending RETURNING id"""
+DELETE FROM pending_facts WHERE content_id = ANY(%s) RETURNING content_id"""
 CHUNKS_COPY = """
 COPY chunks (content_id, ord, kind, symbol, parent, signature, doc, exported, start_line,
              end_line, part, body, n_terms, tsv) FROM STDIN"""
@@ -427,7 +432,7 @@ WRITERS_SHARED_UNLOCK = "SELECT pg_advisory_unlock_shared(7248002)"
 # A content CI uploaded is kept an hour for the file list that will point at it (a publish
 # sends its contents first, its commit last).
 # A collected content's rows go with it (they have no foreign key to cascade from,
-# migration 0015); returns how many contents went.
+# migrations 0015 and 0016); returns how many contents went.
 GC_DELETE = """
 WITH gone AS (
     DELETE FROM contents c WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.content_id = c.id)
@@ -436,7 +441,8 @@ WITH gone AS (
   chunks_gone AS (DELETE FROM chunks WHERE content_id IN (SELECT id FROM gone)),
   symbols_gone AS (DELETE FROM symbols WHERE content_id IN (SELECT id FROM gone)),
   refs_gone AS (DELETE FROM refs WHERE content_id IN (SELECT id FROM gone)),
-  terms_gone AS (DELETE FROM file_terms WHERE content_id IN (SELECT id FROM gone))
+  terms_gone AS (DELETE FROM file_terms WHERE content_id IN (SELECT id FROM gone)),
+  pending_gone AS (DELETE FROM pending_facts WHERE content_id IN (SELECT id FROM gone))
 SELECT count(*) FROM gone"""
 
 # --- tokens ------------------------------------------------------------------------------
@@ -929,7 +935,8 @@ GRAPH_KNOWN = "SELECT path FROM tree_ranks(%s) WHERE path = ANY(%s)"
 # Two versions of a file with the same key resolve every other file the same way. NULL:
 # its facts are not extracted yet (unknown).
 GRAPH_INTERFACE_KEYS = """
-SELECT c.id, CASE WHEN c.facts_pending THEN NULL ELSE md5(coalesce((
+SELECT c.id, CASE WHEN EXISTS (SELECT 1 FROM pending_facts p WHERE p.content_id = c.id)
+                  THEN NULL ELSE md5(coalesce((
     SELECT string_agg(x, E'\n' ORDER BY x) FROM (
         SELECT concat_ws('|', 's', s.name, s.qualname, s.kind, s.depth, s.exported,
                          array_to_string(s.bases, ','))
@@ -1333,7 +1340,8 @@ _IN_TREES = "(SELECT f.content_id FROM files f WHERE f.tree_id = ANY(%(trees)s::
 SNAPSHOT_EXPORT: dict[str, str] = {
     "contents": """
 COPY (SELECT c.id, c.sha, c.language, c.chunker, c.size, c.line_count, c.body, c.imports,
-             c.parse_error, c.facts_pending, c.redactions
+             c.parse_error,
+             EXISTS (SELECT 1 FROM pending_facts p WHERE p.content_id = c.id), c.redactions
       FROM contents c WHERE c.id IN @IN@ ORDER BY c.id) TO STDOUT (FORMAT binary)""",
     "chunks": """
 COPY (SELECT c.id, c.content_id, c.ord, c.kind, c.symbol, c.parent, c.signature, c.doc,
@@ -1496,15 +1504,17 @@ SNAPSHOT_MODEL_MAP = "INSERT INTO snap_model_map (src_id, id) VALUES (%s, %s)"
 SNAPSHOT_MERGE_CONTENTS = """
 WITH ins AS (
     INSERT INTO contents (sha, language, chunker, size, line_count, body, imports, parse_error,
-                          facts_pending, redactions)
-    SELECT sha, language, chunker, size, line_count, body, imports, parse_error, facts_pending,
-           redactions
+                          redactions)
+    SELECT sha, language, chunker, size, line_count, body, imports, parse_error, redactions
     FROM snap_contents
     ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
-    RETURNING id, sha, language, chunker)
-INSERT INTO snap_new (src_id, id)
-SELECT s.src_id, ins.id FROM ins
-JOIN snap_contents s ON s.sha = ins.sha AND s.language = ins.language AND s.chunker = ins.chunker"""
+    RETURNING id, sha, language, chunker),
+  new AS MATERIALIZED (
+    SELECT s.src_id, ins.id, s.facts_pending FROM ins
+    JOIN snap_contents s ON s.sha = ins.sha AND s.language = ins.language
+      AND s.chunker = ins.chunker),
+  pending AS (INSERT INTO pending_facts (content_id) SELECT id FROM new WHERE facts_pending)
+INSERT INTO snap_new (src_id, id) SELECT src_id, id FROM new"""
 SNAPSHOT_MAP_CONTENTS = """
 INSERT INTO snap_content_map (src_id, id)
 SELECT s.src_id, c.id FROM snap_contents s
@@ -1699,15 +1709,17 @@ CREATE TEMP TABLE snap_new (src_id bigint PRIMARY KEY, id bigint NOT NULL) ON CO
 PUBLISH_MERGE_CONTENTS = """
 WITH ins AS (
     INSERT INTO contents (sha, language, chunker, size, line_count, body, imports, parse_error,
-                          facts_pending, redactions, origin_team)
-    SELECT sha, language, chunker, size, line_count, body, imports, parse_error, facts_pending,
-           redactions, %(team)s
+                          redactions, origin_team)
+    SELECT sha, language, chunker, size, line_count, body, imports, parse_error, redactions, %(team)s
     FROM snap_contents
     ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
-    RETURNING id, sha, language, chunker)
-INSERT INTO snap_new (src_id, id)
-SELECT s.src_id, ins.id FROM ins
-JOIN snap_contents s ON s.sha = ins.sha AND s.language = ins.language AND s.chunker = ins.chunker"""
+    RETURNING id, sha, language, chunker),
+  new AS MATERIALIZED (
+    SELECT s.src_id, ins.id, s.facts_pending FROM ins
+    JOIN snap_contents s ON s.sha = ins.sha AND s.language = ins.language
+      AND s.chunker = ins.chunker),
+  pending AS (INSERT INTO pending_facts (content_id) SELECT id FROM new WHERE facts_pending)
+INSERT INTO snap_new (src_id, id) SELECT src_id, id FROM new"""
 PUBLISH_MERGE: tuple[tuple[str, str], ...] = (
     ("contents", PUBLISH_MERGE_CONTENTS), ("chunks", SNAPSHOT_MERGE_CHUNKS),
     ("symbols", SNAPSHOT_MERGE_SYMBOLS), ("refs", SNAPSHOT_MERGE_REFS),

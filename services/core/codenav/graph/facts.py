@@ -1,4 +1,4 @@
-"""Graph facts a first index left for later (``contents.facts_pending``).
+"""Graph facts a first index left for later (``pending_facts``).
 
 A first index whose graph build is deferred also skips reference extraction, a third of
 its CPU, so the repository is searchable sooner. Before a graph is built or updated, the
