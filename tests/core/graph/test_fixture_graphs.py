@@ -83,3 +83,34 @@ def test_a_first_index_that_defers_graph_facts_ends_with_the_expected_graph(
     actual = snapshot(conn, repo.id)
     assert differences(expected, actual) == {}, json.dumps(differences(expected, actual),
                                                            indent=1)
+
+
+def test_a_batch_of_deferred_facts_waits_for_a_collection_and_keeps_one_from_starting(
+        settings: Settings, conn: psycopg.Connection, db_url: str, tmp_path: Path) -> None:
+    """A content's refs have no foreign key, so a batch of deferred facts takes the writers'
+    lock for its transaction: a collection in progress holds the batch back until it ends,
+    and a collection that comes while a batch is written skips."""
+    import threading
+
+    from codenav.db import queries as q
+    from codenav.graph import facts
+
+    root = tmp_path / "java"
+    shutil.copytree(FIXTURES / "java", root, ignore=shutil.ignore_patterns("expected.json"))
+    repo = repos.register(conn, str(root), "java")
+    reconcile.reconcile(settings, repo.id, defer_graph=True)
+    ids = [r[0] for r in conn.execute("SELECT content_id FROM pending_facts ORDER BY 1")]
+    assert ids
+    filled: list[int] = []
+    with psycopg.connect(db_url) as collector, psycopg.connect(db_url) as writer:
+        with collector.transaction():
+            assert collector.execute(q.GC_TRY_LOCK).fetchone() == (True,)
+            batch = threading.Thread(target=lambda: filled.append(facts.fill_batch(writer, ids)))
+            batch.start()
+            batch.join(timeout=1.0)
+            assert batch.is_alive() and not filled  # held back by the collection
+        batch.join(timeout=30)
+        assert filled == [len(ids)]
+        with writer.transaction():  # a batch in its transaction: no collection starts
+            writer.execute(q.WRITERS_SHARED_XACT_LOCK)
+            assert not reconcile.collect_garbage(collector)

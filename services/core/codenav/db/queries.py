@@ -429,6 +429,9 @@ STATS_CHUNK_COUNT = "SELECT count(*) FROM chunks"
 GC_TRY_LOCK = "SELECT pg_try_advisory_xact_lock(7248002)"
 WRITERS_SHARED_LOCK = "SELECT pg_advisory_lock_shared(7248002)"
 WRITERS_SHARED_UNLOCK = "SELECT pg_advisory_unlock_shared(7248002)"
+# The same for one transaction (a batch of deferred graph facts): a collection waits for it
+# or skips, so no row is written for a content it is deleting.
+WRITERS_SHARED_XACT_LOCK = "SELECT pg_advisory_xact_lock_shared(7248002)"
 # A content CI uploaded is kept an hour for the file list that will point at it (a publish
 # sends its contents first, its commit last).
 # A collected content's rows go with it (they have no foreign key to cascade from,
@@ -1872,7 +1875,7 @@ GLOBAL = frozenset({
     "REPO_BY_TEAM_NAMES",
     # session locks (no row): an index run or an upload's merge holds them against the
     # garbage collector
-    "WRITERS_SHARED_LOCK", "WRITERS_SHARED_UNLOCK",
+    "WRITERS_SHARED_LOCK", "WRITERS_SHARED_UNLOCK", "WRITERS_SHARED_XACT_LOCK",
     # usage figures written (no row is returned)
     "USAGE_FLUSH",
     # the visible set itself: a token's team or grants

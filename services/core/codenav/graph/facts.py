@@ -56,6 +56,9 @@ def fill_batch(conn: psycopg.Connection, ids: list[int]) -> int:
                                                parsed.src)
         extracted.append((int(content_id), rows))
     with conn.transaction():
+        # no garbage collection meanwhile: a content's refs have no foreign key to stop
+        # them outliving a content collected in the middle of this batch
+        conn.execute(q.WRITERS_SHARED_XACT_LOCK)
         claimed = {int(r[0]) for r in conn.execute(q.FACTS_CLAIM, (ids,)).fetchall()}
         with conn.cursor().copy(q.REFS_COPY) as copy:
             for content_id, rows in extracted:
