@@ -435,17 +435,19 @@ WRITERS_SHARED_XACT_LOCK = "SELECT pg_advisory_xact_lock_shared(7248002)"
 # A content CI uploaded is kept an hour for the file list that will point at it (a publish
 # sends its contents first, its commit last).
 # A collected content's rows go with it (they have no foreign key to cascade from,
-# migrations 0015 and 0016); returns how many contents went.
+# migrations 0015 and 0016), found through their content_id index: written as IN (SELECT ..)
+# the planner, blind to how few contents go, read all of file_terms (147 ms on Kafka for
+# 10 contents, against 0.4 ms). Returns how many contents went.
 GC_DELETE = """
 WITH gone AS (
     DELETE FROM contents c WHERE NOT EXISTS (SELECT 1 FROM files f WHERE f.content_id = c.id)
       AND (c.origin_team IS NULL OR c.created_at < now() - interval '1 hour')
     RETURNING c.id),
-  chunks_gone AS (DELETE FROM chunks WHERE content_id IN (SELECT id FROM gone)),
-  symbols_gone AS (DELETE FROM symbols WHERE content_id IN (SELECT id FROM gone)),
-  refs_gone AS (DELETE FROM refs WHERE content_id IN (SELECT id FROM gone)),
-  terms_gone AS (DELETE FROM file_terms WHERE content_id IN (SELECT id FROM gone)),
-  pending_gone AS (DELETE FROM pending_facts WHERE content_id IN (SELECT id FROM gone))
+  chunks_gone AS (DELETE FROM chunks WHERE content_id = ANY(ARRAY(SELECT id FROM gone))),
+  symbols_gone AS (DELETE FROM symbols WHERE content_id = ANY(ARRAY(SELECT id FROM gone))),
+  refs_gone AS (DELETE FROM refs WHERE content_id = ANY(ARRAY(SELECT id FROM gone))),
+  terms_gone AS (DELETE FROM file_terms WHERE content_id = ANY(ARRAY(SELECT id FROM gone))),
+  pending_gone AS (DELETE FROM pending_facts WHERE content_id = ANY(ARRAY(SELECT id FROM gone)))
 SELECT count(*) FROM gone"""
 
 # --- tokens ------------------------------------------------------------------------------
