@@ -254,7 +254,8 @@ def test_a_store_written_before_schema_15_keeps_content_rows_and_collects_them_w
             (list(children),)).fetchone()
         assert keys == (0,)
         for table in children:
-            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (2,), table  # noqa: S608
+            assert conn.execute(sql.SQL("SELECT count(*) FROM {}").format(
+                sql.Identifier(table))).fetchone() == (2,), table
         repo = conn.execute("INSERT INTO repos (name, root, team_id) SELECT 'r', '/r', "
                             "min(id) FROM teams RETURNING id").fetchone()
         assert repo is not None
@@ -268,8 +269,8 @@ def test_a_store_written_before_schema_15_keeps_content_rows_and_collects_them_w
         kept = conn.execute("SELECT id FROM contents").fetchall()
         assert len(kept) == 1
         for table in children:
-            assert conn.execute(f"SELECT array_agg(DISTINCT content_id) FROM {table}"  # noqa: S608
-                                ).fetchone() == ([kept[0][0]],), table
+            assert conn.execute(sql.SQL("SELECT array_agg(DISTINCT content_id) FROM {}").format(
+                sql.Identifier(table))).fetchone() == ([kept[0][0]],), table
 
 
 def test_a_store_written_before_schema_16_keeps_which_contents_lack_graph_facts(

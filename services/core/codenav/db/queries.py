@@ -1506,6 +1506,15 @@ SNAPSHOT_REPO_UNHISTORY = "DELETE FROM ref_history WHERE repo_id = %s"
 SNAPSHOT_REPO_UNLAYER = "UPDATE trees SET base_id = NULL WHERE repo_id = %s"
 SNAPSHOT_REPO_CLEAR = "DELETE FROM trees WHERE repo_id = %s"
 SNAPSHOT_MODEL_MAP = "INSERT INTO snap_model_map (src_id, id) VALUES (%s, %s)"
+# After a merge's insert of contents (``ins``): the snapshot's ids mapped to the new ones,
+# and the contents whose graph facts the snapshot left for later marked so here too.
+_MERGED_CONTENTS = """,
+  new AS MATERIALIZED (
+    SELECT s.src_id, ins.id, s.facts_pending FROM ins
+    JOIN snap_contents s ON s.sha = ins.sha AND s.language = ins.language
+      AND s.chunker = ins.chunker),
+  pending AS (INSERT INTO pending_facts (content_id) SELECT id FROM new WHERE facts_pending)
+INSERT INTO snap_new (src_id, id) SELECT src_id, id FROM new"""
 SNAPSHOT_MERGE_CONTENTS = """
 WITH ins AS (
     INSERT INTO contents (sha, language, chunker, size, line_count, body, imports, parse_error,
@@ -1513,13 +1522,7 @@ WITH ins AS (
     SELECT sha, language, chunker, size, line_count, body, imports, parse_error, redactions
     FROM snap_contents
     ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
-    RETURNING id, sha, language, chunker),
-  new AS MATERIALIZED (
-    SELECT s.src_id, ins.id, s.facts_pending FROM ins
-    JOIN snap_contents s ON s.sha = ins.sha AND s.language = ins.language
-      AND s.chunker = ins.chunker),
-  pending AS (INSERT INTO pending_facts (content_id) SELECT id FROM new WHERE facts_pending)
-INSERT INTO snap_new (src_id, id) SELECT src_id, id FROM new"""
+    RETURNING id, sha, language, chunker)@MERGED@""".replace("@MERGED@", _MERGED_CONTENTS)
 SNAPSHOT_MAP_CONTENTS = """
 INSERT INTO snap_content_map (src_id, id)
 SELECT s.src_id, c.id FROM snap_contents s
@@ -1718,13 +1721,7 @@ WITH ins AS (
     SELECT sha, language, chunker, size, line_count, body, imports, parse_error, redactions, %(team)s
     FROM snap_contents
     ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
-    RETURNING id, sha, language, chunker),
-  new AS MATERIALIZED (
-    SELECT s.src_id, ins.id, s.facts_pending FROM ins
-    JOIN snap_contents s ON s.sha = ins.sha AND s.language = ins.language
-      AND s.chunker = ins.chunker),
-  pending AS (INSERT INTO pending_facts (content_id) SELECT id FROM new WHERE facts_pending)
-INSERT INTO snap_new (src_id, id) SELECT src_id, id FROM new"""
+    RETURNING id, sha, language, chunker)@MERGED@""".replace("@MERGED@", _MERGED_CONTENTS)
 PUBLISH_MERGE: tuple[tuple[str, str], ...] = (
     ("contents", PUBLISH_MERGE_CONTENTS), ("chunks", SNAPSHOT_MERGE_CHUNKS),
     ("symbols", SNAPSHOT_MERGE_SYMBOLS), ("refs", SNAPSHOT_MERGE_REFS),
