@@ -141,22 +141,23 @@ def build_corpus(root: Path, n_chunks: int, n_queries: int) -> tuple[list[str], 
     return sample, [q for q, _ in chosen], [b for _, b in chosen]
 
 
-def load_variant(v: Variant, model: str, cache: Path, threads: int) -> encoder.Encoder:
+def load_variant(v: Variant, model: str, cache: Path, threads: int) -> encoder.BaseEncoder:
     if v.backend != "onnx-int8-pt":
         return encoder.load(model, backend=v.backend, max_tokens=v.max_tokens, threads=threads,
                             cache_dir=cache)
-    base = encoder.load(model, backend="onnx", max_tokens=v.max_tokens, threads=threads,
+    base = encoder.load(model, backend="torch", max_tokens=v.max_tokens, threads=threads,
                         cache_dir=cache)
+    assert isinstance(base, encoder.Encoder)
     fp32 = _onnx.ensure_exported(base.model, model, cache, int8=False)
     target = fp32.parent.parent / "int8-per-tensor" / "model.onnx"
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
         _onnx.quantise(fp32, target, per_channel=False)
-    session = _onnx.open_session(target, threads)
-    return encoder.Encoder(base.model, name=model, backend=v.backend, session=session)
+    return encoder.Encoder(base.model, name=model, backend=v.backend, graph=target,
+                           threads=threads).open()
 
 
-def retrieval(enc: encoder.Encoder, queries: list[str], bodies: list[str]) -> dict[str, float]:
+def retrieval(enc: encoder.BaseEncoder, queries: list[str], bodies: list[str]) -> dict[str, float]:
     q = enc.encode(queries)
     d = enc.encode(bodies)
     scores = q @ d.T
@@ -194,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
           f"model {model}; {threads} threads", flush=True)
 
     print(f"load average before: {_load()}", flush=True)
-    encoders: dict[tuple[str, int], encoder.Encoder] = {}
+    encoders: dict[tuple[str, int], encoder.BaseEncoder] = {}
     for v in variants:
         if (v.backend, v.max_tokens) not in encoders:
             encoders[v.backend, v.max_tokens] = load_variant(v, model, cache, threads)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from transformers import AutoTokenizer
 
 from codenav_embedder.app import BUNDLED_ID, Runtime, create_app
 from codenav_embedder.encoder import CHARS_PER_TOKEN_CAP, PROBE_CHARS_PER_TOKEN
@@ -198,10 +199,11 @@ def test_a_long_text_is_tokenised_only_as_far_as_the_model_reads(runtime: Runtim
     ]
     prepared = enc.prepare(texts)
     cap = enc.max_tokens * CHARS_PER_TOKEN_CAP
-    ids = enc.model.tokenizer([t[:cap] for t in texts], truncation=True,
-                              max_length=enc.max_tokens)["input_ids"]
-    assert enc.model.tokenizer(prepared.texts, truncation=True,
-                               max_length=enc.max_tokens)["input_ids"] == ids
+    reference = AutoTokenizer.from_pretrained(runtime.model_name)  # the model's own, via HF
+    ids = reference([t[:cap] for t in texts], truncation=True,
+                    max_length=enc.max_tokens)["input_ids"]
+    assert reference(prepared.texts, truncation=True,
+                     max_length=enc.max_tokens)["input_ids"] == ids
     assert prepared.tokens == [len(i) for i in ids]
     assert prepared.truncated == [True, True, True, True, False, True]
     assert len(prepared.texts[0]) < enc.max_tokens * PROBE_CHARS_PER_TOKEN  # a prefix only

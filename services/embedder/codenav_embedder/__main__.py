@@ -35,9 +35,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     log_config = logs.setup(log_level, log_format, "embedder")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # a bar per model load is noise in a service log
     if args.prepare:
         from codenav_embedder import encoder
 

@@ -44,7 +44,7 @@ class Runtime:
         """The name vectors are stored under: ``base_id``, with ``@<tokens>`` when inputs are
         cut below the model's own limit (such vectors differ, and must not mix in an index
         with the uncut ones)."""
-        self.encoder: encoder.Encoder | None = None
+        self.encoder: encoder.BaseEncoder | None = None
         self.batcher: Batcher | None = None
         self.error: str | None = None
         self.ready = threading.Event()
@@ -99,7 +99,7 @@ class Runtime:
         if self.batcher is not None:
             self.batcher.stop()
 
-    def require(self) -> tuple[encoder.Encoder, Batcher]:
+    def require(self) -> tuple[encoder.BaseEncoder, Batcher]:
         if self.error:
             raise Unavailable(self.error, hint="see the embedder's log; fix the model setting")
         if not self.ready.is_set() or self.encoder is None or self.batcher is None:

@@ -1,11 +1,16 @@
 """A sentence-transformers model and the runtime that runs its transformer.
 
 Every backend shares the model's own preprocessing (tokenizer, truncation to ``max_tokens``)
-and its own pooling modules; only the transformer step differs:
+and its own pooling; only the transformer step differs:
 
     torch       sentence-transformers on PyTorch, fp32
     onnx        the transformer exported to ONNX, run by ONNX Runtime, fp32
     onnx-int8   the same graph with int8 dynamic quantisation of its weights
+
+For the ONNX backends the graph is exported in a child process (``_onnx``), which also
+checks whether the model can run without torch (``onnx_serve``); when it can, this process
+never imports torch or sentence-transformers (``OnnxEncoder``), else sentence-transformers
+hosts the model here and the graph replaces its transformer (``Encoder``).
 
 Vectors always come back L2-normalised, in float32, in the order of the inputs.
 """
@@ -15,17 +20,20 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from sentence_transformers import SentenceTransformer
 
-from codenav_embedder import _onnx
+from codenav_embedder import onnx_serve
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 log = logging.getLogger("codenav.embedder")
 
@@ -48,41 +56,27 @@ class Prepared:
     truncated: list[bool]
 
 
-class Encoder:
-    """One loaded model. ``encode`` is not thread-safe: a single thread calls it; a second
-    thread uses its own ``for_queries`` copy (the model and tokenizer are shared, the
-    runtime session is not)."""
+class BaseEncoder:
+    """What every runtime shares: cutting and counting texts, batching by length,
+    normalising. ``encode`` is not thread-safe: a single thread calls it; a second thread
+    uses its own ``for_queries`` copy (the tokenizer is shared, the runtime session is not)."""
 
-    def __init__(self, model: SentenceTransformer, *, name: str, backend: str,
-                 session: Any = None, graph: Path | None = None, threads: int = 1,
-                 own_tokens: int = 0) -> None:
-        self.model = model
-        self.name = name
-        self.backend = backend
-        self._session = session
-        self._graph = graph
-        self.threads = threads
-        self._tokenize = threading.Lock()  # the fast tokenizer is not safe to share
-        self._tail = list(model)[1:]
-        dimension = model.get_embedding_dimension()
-        if not dimension:
-            raise ValueError(f"model {name!r} does not declare its embedding dimension")
-        self.dimension = int(dimension)
-        if not model.max_seq_length:
-            raise ValueError(f"model {name!r} does not declare its max sequence length")
-        self.max_tokens = int(model.max_seq_length)
-        self.own_tokens = max(own_tokens, self.max_tokens)
-        """The model's own limit (``max_tokens`` may cut below it)."""
-        self._counter = _CountingTokenizer(model)
+    name: str
+    backend: str
+    dimension: int
+    max_tokens: int
+    own_tokens: int
+    """The model's own limit (``max_tokens`` may cut below it)."""
+    threads: int
+    _session: Any
+    _counter: _CountingTokenizer
 
-    def open(self) -> Encoder:
-        """Open the ONNX session (``load(..., open_session=False)`` defers it, so that the
+    def open(self) -> BaseEncoder:
+        """Open the runtime session (``load(..., open_session=False)`` defers it, so that the
         thread that opens it, whose priority its threads inherit, can be chosen)."""
-        if self._graph is not None and self._session is None:
-            self._session = _onnx.open_session(self._graph, self.threads)
         return self
 
-    def for_queries(self, threads: int = 1) -> Encoder:
+    def for_queries(self, threads: int = 1) -> BaseEncoder:
         """A copy for the query lane: same model and tokenizer, its own ONNX session with
         ``threads`` threads, so a query never waits for a bulk batch to finish."""
         clone = copy.copy(self)
@@ -128,23 +122,96 @@ class Encoder:
         if sort_by_length:
             order.sort(key=lambda i: -len(texts[i]))
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                idx = order[start:start + batch_size]
-                out[idx] = self._encode_batch([texts[i] for i in idx])
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            out[idx] = self._encode_batch([texts[i] for i in idx])
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Encoder(BaseEncoder):
+    """sentence-transformers hosts the model in this process (torch is loaded); with a
+    graph, ONNX Runtime replaces its transformer step."""
+
+    def __init__(self, model: SentenceTransformer, *, name: str, backend: str,
+                 session: Any = None, graph: Path | None = None, threads: int = 1,
+                 own_tokens: int = 0) -> None:
+        self.model = model
+        self.name = name
+        self.backend = backend
+        self._session = session
+        self._graph = graph
+        self.threads = threads
+        self._tokenize = threading.Lock()  # the fast tokenizer is not safe to share
+        self._tail = list(model)[1:]
+        dimension = model.get_embedding_dimension()
+        if not dimension:
+            raise ValueError(f"model {name!r} does not declare its embedding dimension")
+        self.dimension = int(dimension)
+        if not model.max_seq_length:
+            raise ValueError(f"model {name!r} does not declare its max sequence length")
+        self.max_tokens = int(model.max_seq_length)
+        self.own_tokens = max(own_tokens, self.max_tokens)
+        self._counter = _CountingTokenizer.of_model(model)
+
+    def open(self) -> Encoder:
+        if self._graph is not None and self._session is None:
+            self._session = onnx_serve.open_session(self._graph, self.threads)
+        return self
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        from codenav_embedder import _onnx
+
+        with torch.inference_mode():
+            with self._tokenize:
+                features = self.model.preprocess(texts)
+            if self._graph is None:
+                features = self.model.forward(features)
+            else:
+                features["token_embeddings"] = _onnx.run(self._session, features)
+                for module in self._tail:
+                    features = module(features)
+            return features["sentence_embedding"].float().numpy()
+
+
+class OnnxEncoder(BaseEncoder):
+    """The exported graph without torch: the model's tokenizer, ONNX Runtime, and its
+    pooling in numpy (``onnx_serve``)."""
+
+    def __init__(self, base: Path, manifest: onnx_serve.Manifest, *, graph: Path, name: str,
+                 backend: str, max_tokens: int, threads: int) -> None:
+        self.name = name
+        self.backend = backend
+        self.manifest = manifest
+        self._graph = graph
+        self._session = None
+        self.threads = threads
+        self.dimension = manifest.dimension
+        self.own_tokens = manifest.own_tokens
+        self.max_tokens = min(max_tokens, manifest.own_tokens) if max_tokens \
+            else manifest.own_tokens
+        self._tokenize = threading.Lock()  # the fast tokenizer is not safe to share
+        self._tokenizer = onnx_serve.tokenizer(base, self.max_tokens)
+        self._counter = _CountingTokenizer(onnx_serve.counting_tokenizer(base),
+                                           manifest.splits_at_whitespace)
+
+    def open(self) -> OnnxEncoder:
+        if self._session is None:
+            self._session = onnx_serve.open_session(self._graph, self.threads)
+        return self
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
         with self._tokenize:
-            features = self.model.preprocess(texts)
-        if self._graph is None:
-            features = self.model.forward(features)
-        else:
-            features["token_embeddings"] = _onnx.run(self._session, features)
-            for module in self._tail:
-                features = module(features)
-        return features["sentence_embedding"].float().numpy()
+            features = onnx_serve.features(self._tokenizer, texts)
+        feeds = {name: features[name] for name in self.manifest.inputs}
+        tokens = self._session.run(None, feeds)[0]
+        return onnx_serve.pool(tokens, features["attention_mask"], self.manifest.pooling,
+                               self.manifest.normalize)
 
 
 def _head(text: str, chars: int) -> str:
@@ -161,18 +228,22 @@ whitespace is tokenised into the first of the whole text's tokens."""
 class _CountingTokenizer:
     """The model's tokenizer without truncation or padding, to count what a text costs."""
 
-    def __init__(self, model: SentenceTransformer) -> None:
-        backend = getattr(model.tokenizer, "backend_tokenizer", None)
-        self._hf = model.tokenizer
-        self._fast = None
-        self.splits_at_whitespace = False
-        if backend is not None:
-            from tokenizers import Tokenizer
+    def __init__(self, fast: Any, splits_at_whitespace: bool, hf: Any = None) -> None:
+        self._fast = fast
+        self._hf = hf
+        self.splits_at_whitespace = splits_at_whitespace
 
-            self._fast = Tokenizer.from_str(backend.to_str())
-            self._fast.no_truncation()
-            self._fast.no_padding()
-            self.splits_at_whitespace = type(backend.pre_tokenizer).__name__ in WORD_SPLITTERS
+    @classmethod
+    def of_model(cls, model: SentenceTransformer) -> _CountingTokenizer:
+        backend = getattr(model.tokenizer, "backend_tokenizer", None)
+        if backend is None:
+            return cls(None, False, hf=model.tokenizer)
+        from tokenizers import Tokenizer
+
+        fast = Tokenizer.from_str(backend.to_str())
+        fast.no_truncation()
+        fast.no_padding()
+        return cls(fast, type(backend.pre_tokenizer).__name__ in WORD_SPLITTERS)
 
     def count(self, texts: list[str]) -> list[int]:
         stripped = [text.strip() for text in texts]
@@ -182,15 +253,55 @@ class _CountingTokenizer:
 
 
 def load(model_name: str, *, backend: str = "torch", max_tokens: int = 0, threads: int = 0,
-         cache_dir: Path | None = None, open_session: bool = True) -> Encoder:
+         cache_dir: Path | None = None, open_session: bool = True) -> BaseEncoder:
     """Load ``model_name`` (a sentence-transformers id or a local directory) for ``backend``.
 
     ``max_tokens`` 0 keeps the model's own limit (it is capped at that limit). ``threads`` 0
-    means one per core. ONNX graphs are exported once into ``cache_dir`` and reused; with
-    ``open_session=False`` the caller opens the session (``Encoder.open``)."""
+    means one per core. ONNX graphs are exported once into ``cache_dir`` (by a child
+    process) and reused; with ``open_session=False`` the caller opens the session
+    (``BaseEncoder.open``)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     threads = threads or (os.cpu_count() or 1)
+    if backend != "torch":
+        int8 = backend == "onnx-int8"
+        cache = cache_dir or default_cache_dir()
+        base = cache / onnx_serve.cache_key(model_name)
+        graph = onnx_serve.graph_path(base, int8)
+        if not graph.is_file() or not onnx_serve.described(base):
+            _export_in_child(model_name, cache, int8)
+        manifest = onnx_serve.read(base)
+        if manifest is not None:
+            lean = OnnxEncoder(base, manifest, graph=graph, name=model_name, backend=backend,
+                               max_tokens=max_tokens, threads=threads)
+            return lean.open() if open_session else lean
+    return _load_hosted(model_name, backend=backend, max_tokens=max_tokens, threads=threads,
+                        cache_dir=cache_dir, open_session=open_session)
+
+
+def _export_in_child(model_name: str, cache: Path, int8: bool) -> None:
+    """Export (and quantise) the graph in a child process: torch is loaded there, not here.
+    ``-P`` keeps a ``codenav_embedder`` folder in the working directory from shadowing us."""
+    log.info("exporting %s to ONNX in %s (a child process)", model_name, cache)
+    argv = [sys.executable, "-P", "-m", "codenav_embedder._onnx", model_name, str(cache)]
+    done = subprocess.run(argv + (["--int8"] if int8 else []), capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise RuntimeError(f"exporting {model_name} to ONNX failed: " + " | ".join(tail))
+
+
+def _load_hosted(model_name: str, *, backend: str, max_tokens: int, threads: int,
+                 cache_dir: Path | None, open_session: bool) -> Encoder:
+    """sentence-transformers in this process: the torch backend, or an ONNX graph for a
+    model ``onnx_serve`` cannot describe."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
+
+    from codenav_embedder import _onnx
+
+    hf_logging.disable_progress_bar()  # a bar per model load is noise in a service log
     torch.set_num_threads(threads)
     model = SentenceTransformer(model_name, device="cpu")
     model.eval()
