@@ -43,6 +43,7 @@ bench: install ## indexing, search and live-index benchmarks (CORPUS=path adds a
 	$(if $(CORPUS),$(PY) bench/graph_bench.py --corpus "$(CORPUS)")
 	$(PY) bench/embed_pipeline_bench.py
 	$(if $(CORPUS),$(PY) bench/embed_budget_bench.py "$(CORPUS)")
+	$(if $(CORPUS),$(PY) bench/stack_memory_bench.py "$(CORPUS)")
 	$(PY) bench/live_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
 	$(PY) bench/redact_bench.py
 	$(PY) bench/grep_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
