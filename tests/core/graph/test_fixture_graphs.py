@@ -114,3 +114,28 @@ def test_a_batch_of_deferred_facts_waits_for_a_collection_and_keeps_one_from_sta
         with writer.transaction():  # a batch in its transaction: no collection starts
             writer.execute(q.WRITERS_SHARED_XACT_LOCK)
             assert not reconcile.collect_garbage(collector)
+
+
+def test_deferred_facts_filled_by_the_pool_leave_refs_with_current_statistics(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """The graph build reads refs right after the deferred facts are filled: the fill
+    analyzes refs, so its plans see the rows just written (without it, on Apache Kafka, every
+    batch of the build scanned all of refs in parallel: 11 s of the build's 22)."""
+    import dataclasses
+
+    from codenav.graph import facts
+
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(facts.INLINE_LIMIT + 20):
+        (root / f"mod{i}.py").write_text(
+            f"from mod{(i + 1) % 7} import f{(i + 1) % 7}\n\n\ndef f{i}(x):\n"
+            f"    return f{(i + 1) % 7}(x) + {i}\n")
+    repo = repos.register(conn, str(root), "many")
+    reconcile.reconcile(settings, repo.id, defer_graph=True)
+    pooled = dataclasses.replace(settings, parse_processes=2)
+    assert facts.fill_pending(pooled, conn, repo.default_tree) >= facts.INLINE_LIMIT
+    counted = conn.execute("SELECT count(*) FROM refs").fetchone()
+    estimated = conn.execute("SELECT reltuples FROM pg_class WHERE relname = 'refs'").fetchone()
+    assert counted is not None and estimated is not None
+    assert estimated[0] == counted[0] > 0

@@ -1011,6 +1011,7 @@ SELECT g.path, g.prior, g.imported_by FROM tree_ranks(%(tree)s) g WHERE g.tree_i
 GRAPH_RANK_CLEAR = "DELETE FROM graph_files WHERE tree_id = %s"
 GRAPH_RANK_COPY = "COPY graph_files (repo_id, tree_id, path, rank, prior, imported_by) FROM STDIN"
 GRAPH_ANALYZE = "ANALYZE refs, graph_imports, graph_edges, graph_links, graph_files"
+FACTS_ANALYZE = "ANALYZE refs"
 
 # --- file-level ranking for long queries (codenav.search.bm25) ---------------------------------
 # The paths matching each query group: one match of every path against all the groups' terms

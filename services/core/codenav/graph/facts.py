@@ -43,6 +43,9 @@ def fill_pending(settings: Settings, conn: psycopg.Connection, tree_id: int) -> 
     else:
         with fork_pool(processes, _pool_init, (settings,)) as pool:
             filled = sum(pool.imap_unordered(_pool_fill, batches))
+        # the graph build reads these refs next: with statistics from before they were
+        # written, the planner scanned all of refs in parallel for every batch of files
+        conn.execute(q.FACTS_ANALYZE)
     log.info("tree %s: graph facts of %d deferred contents in %.1fs", tree_id, filled,
              time.monotonic() - started)
     return filled
