@@ -10,13 +10,14 @@ Otherwise ``serve.json`` says why, and the embedder hosts the model in sentence-
 as before.
 
 On the bundled MiniLM the embedder process then never imports torch: its resident memory
-drops from about 740 MB to about 200 MB (``bench/README.md``).
+drops from about 750 MB to about 350 MB at the peak of a Kafka index (``bench/README.md``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -163,7 +164,7 @@ def open_session(path: Path, threads: int) -> Any:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{id(text):x}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one writer per process
     tmp.write_text(text)
     tmp.chmod(0o644)
     tmp.replace(path)
