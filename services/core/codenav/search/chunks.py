@@ -202,10 +202,17 @@ def declaration_ranking(conn: psycopg.Connection, scope: Scope, query: ParsedQue
                                                 **scope.params(), "k": k,
                                                 **filters.params()}).fetchall()
 
+    # a query that is one identifier and nothing else asks for that declaration: its chunk
+    # is an exact match, boosted like Owner.member, however short (chunks under the
+    # embedding minimum have no vector, so hybrid search's semantic list cannot vote for it)
+    lone = query.raw.strip()
+    lone = lone if query.identifiers == [lone] and lone.isidentifier() else ""
+
     def key(row: tuple) -> tuple[int, int]:
         """Members of the owner the query names first, then exact names, constructors last."""
         owners = names.get((row[2] or "").lower(), set())
-        owned = 0 if owners and (row[3] or "").lower() in owners else 1
+        owned = 0 if owners and (row[3] or "").lower() in owners or lone and row[2] == lone \
+            else 1
         return owned, 1 if row[4] == "constructor" else 0
 
     exact = {(r[0], r[1]) for r in rows if key(r)[0] == 0}
