@@ -32,6 +32,7 @@ from typing import Any
 
 import psutil
 
+from benchkit import wait_ready
 from codenav_cli.stores import free_port
 
 MB = 2**20
@@ -127,18 +128,7 @@ def main() -> int:
                           start_new_session=True)
     result: dict[str, Any] = {"corpus": corpus.name}
     try:
-        import httpx
-
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
-            raise SystemExit(f"the stack did not become ready; see {home / 'up.log'}")
+        wait_ready(f"http://127.0.0.1:{port}", timeout=300)
         with StackSampler(up.pid) as sampler:
             time.sleep(10)  # the embedder loads its model in the background
             sampler.phase = "index"
