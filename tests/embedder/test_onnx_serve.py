@@ -102,3 +102,25 @@ def test_a_manifest_of_another_version_or_a_missing_tokenizer_is_not_served(
 def test_a_failed_export_names_the_cause(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="exporting .* failed"):
         encoder.load(str(tmp_path / "no-such-model"), backend="onnx-int8", cache_dir=tmp_path)
+
+
+def test_a_graph_that_cannot_be_described_is_still_served_hosted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache from before ``serve.json`` in a place the child cannot write (an older image):
+    the graph is there, the description fails, sentence-transformers hosts the graph."""
+    base = encoder.default_cache_dir() / onnx_serve.cache_key(default_model())
+    copy = tmp_path / base.name
+    shutil.copytree(base, copy)
+    (copy / onnx_serve.MANIFEST).unlink()
+    (copy / onnx_serve.TOKENIZER).unlink()
+
+    def unwritable(*_args: object) -> None:
+        raise RuntimeError("exporting failed: PermissionError: read-only cache")
+
+    monkeypatch.setattr(encoder, "_export_in_child", unwritable)
+    hosted = encoder.load(default_model(), backend="onnx-int8", max_tokens=64, threads=1,
+                          cache_dir=tmp_path)
+    assert isinstance(hosted, encoder.Encoder)
+    assert hosted.encode(["def f(): pass"]).shape == (1, 384)
+    with pytest.raises(RuntimeError, match="read-only"):  # without a graph nothing to host
+        encoder.load(default_model(), backend="onnx-int8", cache_dir=tmp_path / "empty")

@@ -269,7 +269,15 @@ def load(model_name: str, *, backend: str = "torch", max_tokens: int = 0, thread
         base = cache / onnx_serve.cache_key(model_name)
         graph = onnx_serve.graph_path(base, int8)
         if not graph.is_file() or not onnx_serve.described(base):
-            _export_in_child(model_name, cache, int8)
+            try:
+                _export_in_child(model_name, cache, int8)
+            except RuntimeError:
+                if not graph.is_file():
+                    raise
+                # a graph exported before serve.json existed, in a cache this process cannot
+                # write (an older image): sentence-transformers hosts it, as it did then
+                log.warning("%s could not be described for serving without torch; hosting "
+                            "it in sentence-transformers", model_name, exc_info=True)
         manifest = onnx_serve.read(base)
         if manifest is not None:
             lean = OnnxEncoder(base, manifest, graph=graph, name=model_name, backend=backend,
