@@ -161,8 +161,8 @@ def describe(model: SentenceTransformer, base: Path, graph: Path) -> str:
             own_tokens=int(model.max_seq_length or 0),
             pooling=str(pooling.pooling_mode), normalize=len(model) == 3,
             inputs=_input_names(model),
-            splits_at_whitespace=type(backend.pre_tokenizer).__name__ in (
-                "BertPreTokenizer", "Whitespace", "WhitespaceSplit"))
+            splits_at_whitespace=type(backend.pre_tokenizer).__name__ in
+            onnx_serve.WORD_SPLITTERS)
         manifest.write(base, backend.to_str())
         reason = _mismatch(model, base, manifest, graph)
     if reason:

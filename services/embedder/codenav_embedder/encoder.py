@@ -220,11 +220,6 @@ def _head(text: str, chars: int) -> str:
     return text[:end].rstrip() if end > 0 else ""
 
 
-WORD_SPLITTERS = ("BertPreTokenizer", "Whitespace", "WhitespaceSplit")
-"""Pre-tokenizers that end every word at whitespace, whatever follows it: a text cut at a
-whitespace is tokenised into the first of the whole text's tokens."""
-
-
 class _CountingTokenizer:
     """The model's tokenizer without truncation or padding, to count what a text costs."""
 
@@ -240,10 +235,8 @@ class _CountingTokenizer:
             return cls(None, False, hf=model.tokenizer)
         from tokenizers import Tokenizer
 
-        fast = Tokenizer.from_str(backend.to_str())
-        fast.no_truncation()
-        fast.no_padding()
-        return cls(fast, type(backend.pre_tokenizer).__name__ in WORD_SPLITTERS)
+        fast = onnx_serve.uncut(Tokenizer.from_str(backend.to_str()))
+        return cls(fast, type(backend.pre_tokenizer).__name__ in onnx_serve.WORD_SPLITTERS)
 
     def count(self, texts: list[str]) -> list[int]:
         stripped = [text.strip() for text in texts]

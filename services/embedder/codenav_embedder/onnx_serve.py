@@ -29,6 +29,9 @@ MANIFEST = "serve.json"
 TOKENIZER = "tokenizer.json"
 MANIFEST_VERSION = 1
 POOLINGS = ("mean", "cls", "max")
+WORD_SPLITTERS = ("BertPreTokenizer", "Whitespace", "WhitespaceSplit")
+"""Pre-tokenizers that end every word at whitespace, whatever follows it: a text cut at a
+whitespace is tokenised into the first of the whole text's tokens."""
 EXPORT_VERSION = 1
 """Bump when the export or quantisation recipe changes, so cached graphs are rebuilt.
 1: dynamo export (opset 18, eager attention); int8 = dynamic, per-channel, signed weights."""
@@ -119,7 +122,11 @@ def counting_tokenizer(base: Path) -> Any:
     """The same tokenizer without truncation or padding: what a whole text costs."""
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(base / TOKENIZER))
+    return uncut(Tokenizer.from_file(str(base / TOKENIZER)))
+
+
+def uncut(tok: Any) -> Any:
+    """``tok`` with truncation and padding turned off (it is changed and returned)."""
     tok.no_truncation()
     tok.no_padding()
     return tok
