@@ -108,3 +108,31 @@ def test_a_term_in_two_groups_counts_in_each(conn: psycopg.Connection, scope: Sc
     assert hit is not None and hit.counts[0] == hit.counts[1] > 0
     assert scores.score("src/acme/Upload.java") == pytest.approx(
         _expected(conn, scope, groups)["src/acme/Upload.java"], rel=1e-12)
+
+
+def test_the_order_read_part_way_or_past_its_first_sort_is_the_whole_order() -> None:
+    """``FileScores`` sorts the best files at the first read and the rest only when a
+    caller reads past them; either way the order is by score, ties by path, and files tied
+    across the first sort's edge keep that rule."""
+    import numpy as np
+
+    n = 3 * bm25.FileScores.FIRST_SORT
+    paths = [f"src/f{(i * 7919) % n:04d}.java" for i in range(n)]
+    scores = np.array([float(i % 5) for i in range(n)])  # hundreds of ties per score
+    fid = {p: i for i, p in enumerate(paths)}
+    expected = sorted(paths, key=lambda p: (-scores[fid[p]], p))
+
+    def fresh() -> bm25.FileScores:
+        return bm25.FileScores(scores, paths, fid, list(range(n + 1)), [0] * n, [1.0] * n, {})
+
+    assert list(fresh().paths(10)) == expected[:10]
+    assert [r.path for r in fresh().top(5)] == expected[:5]
+    part = fresh()
+    it = part.paths()
+    first = [next(it) for _ in range(20)]  # read part way, then past the first sort
+    assert first + list(it) == expected
+    assert list(part.paths(bm25.FileScores.FIRST_SORT + 1)) == \
+        expected[:bm25.FileScores.FIRST_SORT + 1]
+    assert fresh().best == 4.0 and bm25.FileScores.empty().best == 0.0
+    assert list(bm25.FileScores.empty().paths()) == []
+    assert fresh().score("nowhere.java") == 0.0 and fresh().get("nowhere.java") is None

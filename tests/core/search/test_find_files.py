@@ -219,3 +219,13 @@ def test_a_query_reads_the_corpus_size_from_the_stats_not_by_counting_contents(
     n_contents = execute(conn, "SELECT count(*) FROM contents").fetchone()
     stats = execute(conn, "SELECT n_contents FROM corpus_stats").fetchone()
     assert stats == n_contents and w.groups  # the index run refreshed it
+
+
+def test_the_declarations_read_for_candidates_match_any_query_term_with_fewer_patterns() -> None:
+    """A term another term contains adds no LIKE pattern: '%level%' already selects every
+    row '%levels%' selects, so the rows read for the symbol and doc fields are the same."""
+    terms = ["levels", "level", "adds", "add", "clients", "client", "x_y"]
+    kept = features._outermost(terms)
+    assert sorted(kept) == ["add", "client", "level", "x_y"]
+    for text in ("setlevels", "addressof", "the client_id", "x_yz", "nothing", "lev el"):
+        assert any(t in text for t in terms) == any(t in text for t in kept)

@@ -1208,32 +1208,40 @@ ORDER BY score DESC, f.path
 LIMIT %(k)s"""
 FILE_TERMS_COPY = "COPY file_terms (term, content_id, tf) FROM STDIN"
 # Whole-file term frequencies of the query's terms in a repository's files.
+# Both sides are read whole and hashed (OFFSET 0 keeps them apart): thousands of postings
+# against every file of the tree, where a merge join sorted the tree's files each query.
 FILE_TERM_POSTINGS = """
 SELECT t.term, f.path, t.tf, f.size
-FROM file_terms t JOIN tree_files(%(tree)s) f ON f.content_id = t.content_id
-  AND f.repo_id = ANY(%(visible)s::int[])
-WHERE t.term = ANY(%(terms)s)"""
+FROM (SELECT term, content_id, tf FROM file_terms WHERE term = ANY(%(terms)s) OFFSET 0) t
+JOIN (SELECT content_id, path, size FROM tree_files(%(tree)s)
+      WHERE repo_id = ANY(%(visible)s::int[]) OFFSET 0) f ON f.content_id = t.content_id"""
 
 # --- benchmarks: the code graph (bench/graph_bench.py) -------------------------------------
 # Files that declare names a long query spells out (top-level or class members).
+# The tree's files of each matching declaration are looked up by content (OFFSET 0 keeps
+# the lookup a parameterised index scan): a hash join hashed every file of the tree for a
+# few dozen declarations.
 DECLARING_FILES = """
 SELECT f.path, count(DISTINCT lower(s.name))
-FROM symbols s JOIN tree_files(%(tree)s) f ON f.content_id = s.content_id
-  AND f.repo_id = ANY(%(visible)s::int[])
+FROM symbols s CROSS JOIN LATERAL (
+    SELECT t.path FROM tree_files(%(tree)s) t
+    WHERE t.content_id = s.content_id AND t.repo_id = ANY(%(visible)s::int[]) OFFSET 0) f
 WHERE lower(s.name) = ANY(%(names)s) AND s.depth <= 1
 GROUP BY f.path"""
 
 # --- find_files: per-candidate features (codenav.search.features) --------------------------------
 # Declared names (and the start of their doc comments) of candidate files: the symbol and
 # doc fields of fielded file scoring. Only rows holding a query term (``likes``: each
-# '%term%') can count, so only those are sent: a fifth of them on Apache Kafka.
+# '%term%') can count, so only those are sent: a fifth of them on Apache Kafka. A doc
+# comment is sent only where it holds one (the caller looks for whole words in it).
 FILE_DECLARED = """
-SELECT f.path, s.name, s.depth, d.doc
+SELECT f.path, s.name, s.depth, CASE WHEN d.hit THEN d.doc END
 FROM tree_files(%(tree)s) f JOIN symbols s ON s.content_id = f.content_id
-CROSS JOIN LATERAL (SELECT left(s.doc, 400) AS doc) d
+CROSS JOIN LATERAL (SELECT left(s.doc, 400) AS doc) d0
+CROSS JOIN LATERAL (SELECT d0.doc, lower(d0.doc) LIKE ANY(%(likes)s) AS hit) d
 WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
   AND s.depth <= 2
-  AND (lower(s.name) LIKE ANY(%(likes)s) OR lower(d.doc) LIKE ANY(%(likes)s))
+  AND (lower(s.name) LIKE ANY(%(likes)s) OR d.hit)
 LIMIT %(k)s"""
 # Line count, size, centrality and importer count of candidate files, in one statement
 # (prior and importers are NULL where the graph has not ranked the file).

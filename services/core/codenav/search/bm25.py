@@ -83,17 +83,24 @@ def _module_paths(modules: set[str]) -> dict[str, float]:
 
 class FileScores:
     """Every file holding a query term, scored, best first (ties by path); a file's
-    ``RankedFile`` (its per-group counts and path groups) is built when asked for, so a
-    query over thousands of files pays only for the few it reads."""
+    ``RankedFile`` (its per-group counts and path groups) is built when asked for, and the
+    order is sorted only as far as it is read, so a query over thousands of files pays only
+    for the few it reads."""
 
-    __slots__ = ("_order", "_score", "_fid", "_starts", "_groups", "_tfs", "_path_hits")
+    __slots__ = ("_scores", "_paths", "_sorted", "_fid", "_starts", "_groups", "_tfs",
+                 "_path_hits")
 
-    def __init__(self, order: list[tuple[float, str]], fid: dict[str, int],
+    FIRST_SORT = 256
+    """Files ordered at the first read; reading past them orders the rest."""
+
+    def __init__(self, scores: np.ndarray, paths: list[str], fid: dict[str, int],
                  starts: list[int], groups: list[int], tfs: list[float],
                  path_hits: dict[str, set[int]]) -> None:
-        self._order = order
-        """(-score, path), sorted."""
-        self._score = {path: -neg for neg, path in order}
+        self._scores = scores
+        """File number -> score."""
+        self._paths = paths
+        self._sorted: list[tuple[float, str]] = []
+        """(-score, path) of the best files, in order: a prefix of the whole order."""
         self._fid = fid
         """Path -> file number; file ``f``'s (group, tf) pairs are ``[starts[f], starts[f+1])``
         of ``groups`` and ``tfs``, by group."""
@@ -104,33 +111,47 @@ class FileScores:
 
     @classmethod
     def empty(cls) -> FileScores:
-        return cls([], {}, [0], [], [], {})
+        return cls(np.zeros(0), [], {}, [0], [], [], {})
 
     @property
     def best(self) -> float:
-        return -self._order[0][0] if self._order else 0.0
+        return float(self._scores.max()) if len(self._paths) else 0.0
+
+    def _order(self, limit: int | None) -> list[tuple[float, str]]:
+        """At least the first ``limit`` entries of the order (all of it for None)."""
+        n = len(self._paths)
+        want = n if limit is None else min(limit, n)
+        if len(self._sorted) < want:
+            self._sorted = _best_first(self._scores, self._paths,
+                                       None if want > self.FIRST_SORT else self.FIRST_SORT)
+        return self._sorted
 
     def paths(self, limit: int | None = None) -> Iterator[str]:
         """File paths, best first."""
-        for _neg, path in self._order[:limit]:
-            yield path
+        n = len(self._paths) if limit is None else min(limit, len(self._paths))
+        order = self._order(min(n, self.FIRST_SORT))
+        for i in range(n):
+            if i == len(order):  # read past the first sort: the rest
+                order = self._order(None)
+            yield order[i][1]
 
     def score(self, path: str) -> float:
         """The file's score, 0 when it holds no query term."""
-        return self._score.get(path, 0.0)
+        f = self._fid.get(path)
+        return 0.0 if f is None else float(self._scores[f])
 
     def get(self, path: str) -> RankedFile | None:
-        score = self._score.get(path)
-        return None if score is None else self._ranked(path, score)
+        f = self._fid.get(path)
+        return None if f is None else self._ranked(path, f)
 
     def top(self, limit: int) -> list[RankedFile]:
-        return [self._ranked(path, -neg) for neg, path in self._order[:limit]]
+        return [self._ranked(path, self._fid[path]) for _neg, path in self._order(limit)[:limit]]
 
-    def _ranked(self, path: str, score: float) -> RankedFile:
-        f = self._fid[path]
+    def _ranked(self, path: str, f: int) -> RankedFile:
         lo, hi = self._starts[f], self._starts[f + 1]
         counts = dict(zip(self._groups[lo:hi], self._tfs[lo:hi], strict=True))
-        return RankedFile(path, score, counts, self._path_hits.get(path, _NO_GROUPS))
+        return RankedFile(path, float(self._scores[f]), counts,
+                          self._path_hits.get(path, _NO_GROUPS))
 
 
 def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
@@ -219,32 +240,27 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
         modules = _module_boosts(boosts)
         score *= np.array([_boost_for(path, boosts, modules) for path in paths]) \
             if modules else np.array([boosts.get(path, 1.0) for path in paths])
-    order = _best_first(score, paths)
     starts = np.searchsorted(file_of, np.arange(len(paths) + 1)).tolist()
-    return FileScores(order, fid, starts, group_at.tolist(), tf.tolist(), path_hits)
+    return FileScores(score, paths, fid, starts, group_at.tolist(), tf.tolist(), path_hits)
 
 
-def _columns(rows: list[tuple[Any, ...]], width: int) -> list[tuple[Any, ...]]:
-    """Rows as columns (``width`` empty ones for no rows)."""
-    return list(zip(*rows, strict=True)) if rows else [()] * width
+def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    """Rows as columns (a list per column; ``zip(*rows)`` makes an iterator per row)."""
+    return [[row[i] for row in rows] for i in range(width)]
 
 
-def _best_first(score: np.ndarray, paths: list[str]) -> list[tuple[float, str]]:
-    """(-score, path) of every file, best first, ties by path."""
+def _best_first(score: np.ndarray, paths: list[str],
+                limit: int | None = None) -> list[tuple[float, str]]:
+    """(-score, path) of the best ``limit`` files (every file for None), best first, ties by
+    path; files tied with the last one are all included, so the list is a prefix of the
+    whole order."""
     neg = -score
-    idx = np.argsort(neg, kind="stable")
-    ranked = neg[idx]
-    order = list(zip(ranked.tolist(), [paths[i] for i in idx.tolist()], strict=True))
-    tied = np.flatnonzero(ranked[1:] == ranked[:-1]).tolist()
-    i = 0
-    while i < len(tied):  # each run of equal scores, sorted by path
-        j = i
-        while j + 1 < len(tied) and tied[j + 1] == tied[j] + 1:
-            j += 1
-        lo, hi = tied[i], tied[j] + 2
-        order[lo:hi] = sorted(order[lo:hi])
-        i = j + 1
-    return order
+    if limit is not None and limit < len(paths):
+        cut = np.partition(neg, limit - 1)[limit - 1]
+        idx = np.flatnonzero(neg <= cut)
+    else:
+        idx = np.arange(len(paths))
+    return sorted(zip(neg[idx].tolist(), [paths[i] for i in idx.tolist()], strict=True))
 
 
 def _module_boosts(boosts: dict[str, float]) -> list[tuple[str, float]]:

@@ -106,6 +106,18 @@ def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+def _outermost(terms: Iterable[str]) -> list[str]:
+    """The terms no other term is part of: a row holding ``levels`` holds ``level`` too, so
+    '%level%' alone selects the rows '%level%' and '%levels%' select (half the patterns a
+    query of plurals tests per declaration)."""
+    ordered = sorted(set(terms), key=len)
+    kept: list[str] = []
+    for term in ordered:
+        if not any(k in term for k in kept):
+            kept.append(term)
+    return kept
+
+
 def _declared_names(query: ParsedQuery, groups: list[Group], long_query: bool) -> list[str]:
     names = {i.replace("::", ".").replace("\\", ".").split(".")[-1].lower()
              for i in query.identifiers}
@@ -237,7 +249,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     for i, terms in enumerate(group_terms):
         for t in terms:
             term_group[t].append(i)
-    likes = [f"%{_like(t)}%" for t in term_group]
+    likes = [f"%{_like(t)}%" for t in _outermost(term_group)]
     declared = [side.fetch(q.FILE_DECLARED, scope.params(
         paths=lexical_order, likes=likes, k=W.DECLARED_ROWS))] \
         if side.concurrent and lexical_order and likes else []
