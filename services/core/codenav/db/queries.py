@@ -419,9 +419,16 @@ STATS_REFRESH_CORPUS = "REFRESH MATERIALIZED VIEW CONCURRENTLY corpus_stats"
 # n_contents: IDF's N (every content of the store, as the document frequencies below are);
 # 0 or no row until the first refresh, when the live counts stand in.
 STATS_CORPUS = "SELECT n_chunks, avg_terms, n_contents FROM corpus_stats"
-# Document frequencies are read live from the whole-file postings (an index-only count per
-# query term): always current, nothing to refresh after an index run.
-STATS_TERMS = "SELECT term, count(*) FROM file_terms WHERE term = ANY(%s) GROUP BY term"
+# A query's weights in one round trip: the corpus columns above, and the document frequency
+# of each query term that has postings, read live from the whole-file postings (an
+# index-only count per term: always current, nothing to refresh after an index run). A row
+# per such term, each with the corpus columns; one row without a term when none has any.
+STATS_QUERY = """
+SELECT c.n_chunks, c.avg_terms, c.n_contents, t.term, t.n
+FROM (SELECT 1) AS one
+LEFT JOIN corpus_stats c ON true
+LEFT JOIN (SELECT term, count(*) AS n FROM file_terms WHERE term = ANY(%s) GROUP BY term) t
+  ON true"""
 STATS_CONTENTS = "SELECT count(*) FROM contents"
 STATS_CHUNK_COUNT = "SELECT count(*) FROM chunks"
 
@@ -1873,7 +1880,7 @@ GLOBAL = frozenset({
     # session settings
     "SESSION_SETUP", "SESSION_VECTOR_SETUP", "GREP_TIMEOUT", "LEXICAL_PLAN",
     # corpus-wide ranking statistics (numbers that weigh terms; no row reaches an answer)
-    "STATS_CORPUS", "STATS_TERMS", "STATS_CONTENTS", "STATS_CHUNK_COUNT",
+    "STATS_CORPUS", "STATS_QUERY", "STATS_CONTENTS", "STATS_CHUNK_COUNT",
     # embedding models (names and dimensions)
     "EMBED_MODEL_GET", "EMBED_MODEL_NAMES", "EMBED_MODEL_INSERT",
     # tokens, teams and the audit trail: filtered by the caller's team (%(team)s) or by

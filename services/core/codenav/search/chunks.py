@@ -84,7 +84,8 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 128,
           budget: int = CANDIDATE_BUDGET) -> Weighted:
     """Look up document frequencies, keep the most informative groups, and choose the
     rare terms whose matches form the candidate set."""
-    row = conn.execute(q.STATS_CORPUS).fetchone()
+    rows = conn.execute(q.STATS_QUERY, (query.all_terms,)).fetchall()
+    row = rows[0] if rows else None
     n_chunks = int(row[0]) if row and row[0] else 0
     avg_terms = float(row[1]) if row and row[1] else 50.0
     n_docs = int(row[2]) if row and row[2] else 0
@@ -96,7 +97,7 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 128,
         n_docs = int(docs[0]) if docs else 0
     n_docs = max(n_docs, 1)
     per_doc = n_chunks / n_docs if n_chunks else 10.0
-    dfs: dict[str, int] = dict(conn.execute(q.STATS_TERMS, (query.all_terms,)).fetchall())
+    dfs: dict[str, int] = {r[3]: int(r[4]) for r in rows if r[3] is not None}
     groups = []
     for g in query.groups:
         present = tuple(t for t in g.terms if dfs.get(t, 0) > 0)
