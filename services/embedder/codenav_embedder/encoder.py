@@ -71,6 +71,15 @@ class BaseEncoder:
     _session: Any
     _counter: _CountingTokenizer
 
+    def __init__(self, *, name: str, backend: str, graph: Path | None, session: Any,
+                 threads: int) -> None:
+        self.name = name
+        self.backend = backend
+        self._graph = graph
+        self._session = session
+        self.threads = threads
+        self._tokenize = threading.Lock()  # the fast tokenizer is not safe to share
+
     def open(self) -> BaseEncoder:
         """Open the runtime session (``load(..., open_session=False)`` defers it, so that the
         thread that opens it, whose priority its threads inherit, can be chosen)."""
@@ -139,13 +148,9 @@ class Encoder(BaseEncoder):
     def __init__(self, model: SentenceTransformer, *, name: str, backend: str,
                  session: Any = None, graph: Path | None = None, threads: int = 1,
                  own_tokens: int = 0) -> None:
+        super().__init__(name=name, backend=backend, graph=graph, session=session,
+                         threads=threads)
         self.model = model
-        self.name = name
-        self.backend = backend
-        self._session = session
-        self._graph = graph
-        self.threads = threads
-        self._tokenize = threading.Lock()  # the fast tokenizer is not safe to share
         self._tail = list(model)[1:]
         dimension = model.get_embedding_dimension()
         if not dimension:
@@ -183,19 +188,17 @@ class OnnxEncoder(BaseEncoder):
     """The exported graph without torch: the model's tokenizer, ONNX Runtime, and its
     pooling in numpy (``onnx_serve``)."""
 
+    _graph: Path  # always exported: this runtime has nothing else to run
+
     def __init__(self, base: Path, manifest: onnx_serve.Manifest, *, graph: Path, name: str,
                  backend: str, max_tokens: int, threads: int) -> None:
-        self.name = name
-        self.backend = backend
+        super().__init__(name=name, backend=backend, graph=graph, session=None,
+                         threads=threads)
         self.manifest = manifest
-        self._graph = graph
-        self._session = None
-        self.threads = threads
         self.dimension = manifest.dimension
         self.own_tokens = manifest.own_tokens
         self.max_tokens = min(max_tokens, manifest.own_tokens) if max_tokens \
             else manifest.own_tokens
-        self._tokenize = threading.Lock()  # the fast tokenizer is not safe to share
         self._tokenizer = onnx_serve.tokenizer(base, self.max_tokens)
         self._counter = _CountingTokenizer(onnx_serve.counting_tokenizer(base),
                                            manifest.splits_at_whitespace)
