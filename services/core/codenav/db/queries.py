@@ -1223,7 +1223,6 @@ FROM (SELECT term, content_id, tf FROM file_terms WHERE term = ANY(%(terms)s) OF
 JOIN (SELECT content_id, path, size FROM tree_files(%(tree)s)
       WHERE repo_id = ANY(%(visible)s::int[]) OFFSET 0) f ON f.content_id = t.content_id"""
 
-# --- benchmarks: the code graph (bench/graph_bench.py) -------------------------------------
 # Files that declare names a long query spells out (top-level or class members).
 # The tree's files of each matching declaration are looked up by content (OFFSET 0 keeps
 # the lookup a parameterised index scan): a hash join hashed every file of the tree for a
