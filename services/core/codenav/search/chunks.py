@@ -277,26 +277,29 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
     fuzzy: list[tuple[int, str]] = []
     unknown = False
     if use_lexical:
-        declared = side.call(lambda c: declaration_ranking(c, scope, query, filters,
-                                                           W.DECLARATION_DEPTH))
         weighted = weigh(conn, query)
         long_query = len(weighted.groups) >= bm25.LONG_QUERY_GROUPS
         unknown = any(t not in weighted.known_terms for t in
                       (identifier_terms(i.split(".")[-1])[0] for i in query.identifiers[:3]
                        if identifier_terms(i.split(".")[-1])))
-        # a name the index does not know is looked up by trigrams whatever else is found
-        misspelt = side.call(lambda c: trigram_ranking(c, scope, query, filters,
-                                                       W.FUZZY_DEPTH)) \
-            if unknown and not long_query else None
+
+        def names_and_fuzzy(c: psycopg.Connection) -> tuple[
+                list[tuple[int, str]], set[tuple[int, str]], list[tuple[int, str]]]:
+            """The declarations the query names; then, for a short query, the trigram
+            list: a name the index does not know is looked up whatever else is found, and
+            a query naming no declaration gets it as a fallback (prose has no misspelt name
+            to fix). Both go ahead while the lexical ranker runs."""
+            found, exact = declaration_ranking(c, scope, query, filters, W.DECLARATION_DEPTH)
+            near = trigram_ranking(c, scope, query, filters, W.FUZZY_DEPTH) \
+                if not long_query and (unknown or not found) else []
+            return found, exact, near
+
+        declared = side.call(names_and_fuzzy)
         if long_query:
             lexical = lexical_in_files(conn, scope, weighted, filters, depth)
         else:
             lexical = lexical_ranking(conn, scope, weighted, filters, depth)
-        decls, owned = declared.result()
-        if misspelt is not None:
-            fuzzy = misspelt.result()
-        elif not long_query and not decls:  # prose has no misspelt name to fix
-            fuzzy = trigram_ranking(conn, scope, query, filters, W.FUZZY_DEPTH)
+        decls, owned, fuzzy = declared.result()
     if nearest is not None:
         vectors = nearest.result()
     lists = {
