@@ -161,7 +161,8 @@ def test_a_linear_model_weighs_long_queries_with_their_own_weights() -> None:
 def test_a_docs_query_terms_are_found_as_the_index_cuts_its_words() -> None:
     """The doc field matches a query term where ``tokens.words`` would cut that term out of
     the doc (a maximal run of word characters, underscores at its ends dropped, any case),
-    and nowhere else: ``_doc_term_pattern`` must agree with splitting every word."""
+    and nowhere else: ``_DocTerms`` must agree with splitting every word, on ASCII docs
+    (lowered, then matched) and on the others (matched ignoring case) alike."""
     import random
 
     from codenav.tokens import words
@@ -170,11 +171,14 @@ def test_a_docs_query_terms_are_found_as_the_index_cuts_its_words() -> None:
     pieces = ["foo", "bar", "Foo", "_", "__", " ", ".", "baz9", "x", "é", "FOO_BAR", "-",
               "(", "offset", "Offsets", "1", "\n"]
     terms = {"foo", "bar", "foo_bar", "offset", "offsets", "x", "baz9", "1"}
-    pattern = features._doc_term_pattern(terms)
+    doc_terms = features._DocTerms(terms)
+    seen = {True: 0, False: 0}
     for _ in range(5000):
         doc = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 14)))
         expected = {w.lower().strip("_") for w in words(doc)} & terms
-        assert {m.lower() for m in pattern.findall(doc)} == expected, doc
+        assert doc_terms.found(doc) == expected, doc
+        seen[doc.isascii()] += 1
+    assert min(seen.values()) > 500, seen  # both ways of matching were exercised
 
 
 @pytest.fixture

@@ -1217,8 +1217,11 @@ FILE_TERMS_COPY = "COPY file_terms (term, content_id, tf) FROM STDIN"
 # Whole-file term frequencies of the query's terms in a repository's files.
 # Both sides are read whole and hashed (OFFSET 0 keeps them apart): thousands of postings
 # against every file of the tree, where a merge join sorted the tree's files each query.
+# One row of four arrays (term, path, tf, size), read in binary: thousands of postings as
+# rows cost a tuple each and a pass to make columns of them (Apache Kafka, 193 queries,
+# median 5.2 against 4.4 ms).
 FILE_TERM_POSTINGS = """
-SELECT t.term, f.path, t.tf, f.size
+SELECT array_agg(t.term), array_agg(f.path), array_agg(t.tf), array_agg(f.size)
 FROM (SELECT term, content_id, tf FROM file_terms WHERE term = ANY(%(terms)s) OFFSET 0) t
 JOIN (SELECT content_id, path, size FROM tree_files(%(tree)s)
       WHERE repo_id = ANY(%(visible)s::int[]) OFFSET 0) f ON f.content_id = t.content_id"""

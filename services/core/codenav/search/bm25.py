@@ -192,8 +192,9 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
             group_of[term].append(i)
     if asked is None:
         asked = ask(scope, groups, side.inline(conn))
-    postings = conn.execute(q.FILE_TERM_POSTINGS, {
-        "terms": list(group_of), **scope.params()}).fetchall()
+    with conn.cursor(binary=True) as cur:  # one row of arrays (``q.FILE_TERM_POSTINGS``)
+        postings = cur.execute(q.FILE_TERM_POSTINGS, {
+            "terms": list(group_of), **scope.params()}).fetchone()
     stats = asked.stats.rows()
     n_files = int(stats[0][0]) if stats else 0
     avg_size = float(stats[0][1]) if stats and stats[0][1] else 1.0
@@ -201,7 +202,7 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
     # One entry per (file, group, term) posting, then one per path match, as flat columns:
     # thousands of files hold a common term, so the arithmetic runs over arrays (numpy),
     # and only the files a caller reads get their counts back as a dict.
-    terms, posted, tf_col, size_col = _columns(postings, 4)
+    terms, posted, tf_col, size_col = [column or [] for column in postings or (None,) * 4]
     path_groups, path_files = _columns(path_rows, 2)
     paths = list(dict.fromkeys(posted + path_files))
     fid = {path: i for i, path in enumerate(paths)}

@@ -154,13 +154,27 @@ def build_features(path: str, asked: set[str]) -> tuple[float, float]:
     return 1.0, 1.0 if conventions.BUILD in asked else 0.0
 
 
-def _doc_term_pattern(terms: Iterable[str]) -> re.Pattern[str]:
+class _DocTerms:
     """The query terms as whole words of a doc comment, as ``codenav.tokens.words`` cuts
     them (a maximal run of word characters) with the run's underscores at either end
     dropped and its case ignored: one regex pass over a doc instead of splitting all of its
     words (declared names' docs are hundreds per query)."""
-    alternatives = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
-    return re.compile(rf"(?<!\w)_*({alternatives})_*(?!\w)", re.IGNORECASE)
+
+    def __init__(self, terms: Iterable[str]) -> None:
+        terms = list(terms)
+        alternatives = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
+        word = rf"(?<!\w)_*({alternatives})_*(?!\w)"
+        self._any_case = re.compile(word, re.IGNORECASE)
+        self._lower = re.compile(word) if all(t.isascii() for t in terms) else None
+
+    def found(self, doc: str) -> set[str]:
+        """The terms (lower case) ``doc`` holds as words. With ASCII terms, an ASCII doc is
+        lowered first and matched as it is: the same words as ignoring case (Unicode's case
+        rules differ from ASCII's only beyond it), for two thirds of the time (Apache Kafka:
+        1.4 against 2.1 ms for a query's 267 docs)."""
+        if self._lower is not None and doc.isascii():
+            return set(self._lower.findall(doc.lower()))
+        return {m.lower() for m in self._any_case.findall(doc)}
 
 
 def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: list[Group],
@@ -404,7 +418,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         v["build_file"], v["build_asked"] = build_features(path, asked)
 
     if declared:
-        doc_terms = _doc_term_pattern(term_group)
+        doc_terms = _DocTerms(term_group)
         rows = [row for part in declared for row in part.rows() if row[0] in pool]
         for path, name, depth, doc in rows[:W.DECLARED_ROWS]:
             for t in identifier_terms(name):
@@ -413,7 +427,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
                     if depth == 0:
                         sym_top[path].add(i)
             if doc:  # a doc word counts whole (``identifier_terms(word)[0]``), not split
-                for t in {m.lower() for m in doc_terms.findall(doc)}:
+                for t in doc_terms.found(doc):
                     doc_hits[path].update(term_group.get(t, ()))
     for cand in pool.values():
         v = cand.values
