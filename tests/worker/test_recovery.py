@@ -17,6 +17,7 @@ import psycopg
 import pytest
 import redis
 from rq.job import Job, JobStatus
+from rq.scheduler import RQScheduler
 from rq.serializers import JSONSerializer
 
 from codenav import repos
@@ -172,6 +173,29 @@ def test_workers_of_a_stack_that_died_whole_are_all_recovered_at_the_next_start(
     assert coordination.requeue_abandoned(r, settings, everyone=True) == [job_id]
     assert coordination.workers(r) == []
     assert r.keys("rq:scheduler-lock:*") == []  # the next workers' schedulers take over
+
+
+def test_one_scheduler_process_serves_the_queues_of_every_lane(
+        settings: Settings, service_env: dict[str, str]) -> None:
+    """Workers of two lanes: the first scheduler takes every queue's lock (the embed
+    queue's too, though no embed worker runs), and the other worker forks none."""
+    r = redis.Redis.from_url(settings.redis_url)
+    workers = [_worker(service_env, "--lane", "index"), _worker(service_env, "--lane", "overlay")]
+    keys = [RQScheduler.get_locking_key(name) for name in enqueue.QUEUES]
+    try:
+        owners = wait_until(lambda: all(o := r.mget(keys)) and o, 60, "every queue's lock")
+        assert len(set(owners)) == 1, owners
+        wait_until(lambda: len(coordination.workers(r)) == 2,
+                   60, "both workers registered")
+        time.sleep(1.0)  # a second scheduler, if one were started, would be forked by now
+        children = [c for w in workers for c in psutil.Process(w.pid).children()]
+        assert len(children) == 1, [c.cmdline() for c in children]
+    finally:
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        for w in workers:
+            w.wait(30)
+            kill_group(w.pid)
 
 
 def test_a_stop_during_a_graph_build_interrupts_it_without_a_failure_and_it_runs_again(

@@ -5,6 +5,10 @@
   the supervisor at once, or by any worker's maintenance once the heartbeat is stale).
 - A busy worker beats every ``HEARTBEAT_S`` seconds; maintenance runs every 30 s.
 - Redis going away is waited out (retried every 2 s at most), not fatal.
+- One scheduler serves every lane: each worker's scheduler asks for the locks of all the
+  queues, so the first one to start takes them all and the others start no process (RQ's
+  would run one per lane, each a forked copy of its worker). When its worker dies, its
+  locks expire and another worker's maintenance takes them over.
 - A stop (SIGTERM, SIGINT) is passed to the horse: the job stops at its next checkpoint
   and asks to be run again (``codenav.jobs.tasks.resumable``); a job still running
   ``HARD_STOP_S`` later is killed and put back at the front of its queue. Either way
@@ -22,11 +26,13 @@ from typing import Any
 
 import redis
 from rq import Queue
+from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from rq.job import Job
+from rq.scheduler import RQScheduler
 from rq.worker import Worker
 
 from codenav.config import Settings
-from codenav.jobs import coordination
+from codenav.jobs import coordination, enqueue
 from codenav.proc import die_with_parent
 
 log = logging.getLogger("codenav.worker")
@@ -90,6 +96,29 @@ class CodenavWorker(Worker):
 
         signal.signal(STOP_SIGNAL, stop)
         signal.signal(INTERRUPT_SIGNAL, interrupt)
+
+    # --- the scheduler -----------------------------------------------------------------
+    def _start_scheduler(self, burst: bool = False, logging_level: str | None = "INFO",
+                         date_format: str = DEFAULT_LOGGING_DATE_FORMAT,
+                         log_format: str = DEFAULT_LOGGING_FORMAT) -> None:
+        """RQ's, with the scheduler asking for every queue's lock, not only this lane's
+        (see the module's docstring)."""
+        self.scheduler = RQScheduler(
+            list(enqueue.QUEUES), connection=self.connection,
+            logging_level=logging_level if logging_level is not None else self.log.level,
+            date_format=date_format, log_format=log_format, serializer=self.serializer)
+        self.scheduler.acquire_locks()
+        if not self.scheduler.acquired_locks:
+            return  # another worker's scheduler serves them (maintenance asks again)
+        if burst:
+            try:
+                self.scheduler.register_birth()
+                self.scheduler.enqueue_scheduled_jobs()
+            finally:
+                self.scheduler.release_locks()
+                self.scheduler.register_death()
+        else:
+            self.scheduler.start()
 
     # --- the worker --------------------------------------------------------------------
     def handle_warm_shutdown_request(self) -> None:
