@@ -213,6 +213,16 @@ class Scope:
         assert self.tree is not None
         return self.tree
 
+    @property
+    def flat(self) -> bool:
+        """Whether the tree holds all of its rows itself (a working tree: no layers)."""
+        return self.at.kind == "worktree"
+
+    def sql(self, statement: str) -> str:
+        """``statement`` for this scope's tree: a working tree's rows are read from their
+        tables by tree id, not through its (absent) layers (``queries.flat_tree``)."""
+        return q.flat_tree(statement) if self.flat else statement
+
     def params(self, **extra: Any) -> dict[str, Any]:
         """Bound parameters of a repository-scoped statement."""
         return {"repo": self.repo.id, "tree": self.at.id, "run_ref": self.at.run_ref,

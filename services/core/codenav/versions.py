@@ -51,6 +51,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

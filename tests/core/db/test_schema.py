@@ -294,3 +294,21 @@ def test_a_store_written_before_schema_16_keeps_which_contents_lack_graph_facts(
         assert conn.execute(q.FACTS_CLAIM, ([left[0]],)).fetchall() == []  # claimed once
         assert conn.execute("SELECT xmin::text FROM contents WHERE id = %s",
                             (left[0],)).fetchone() == (left[1],)
+
+
+def test_a_working_tree_cannot_be_layered(pg: object, db_url: str) -> None:
+    """Schema 17: statements for a working tree read its tables by tree id
+    (``queries.flat_tree``), so the store refuses a working tree with a base or a layer."""
+    with _store_at(db_url, "flat_", 16) as conn:
+        repo = conn.execute("INSERT INTO repos (name, root, team_id) SELECT 'r', '/r', "
+                            "min(id) FROM teams RETURNING id").fetchone()
+        assert repo is not None
+        base = conn.execute("INSERT INTO trees (repo_id, kind, commit) VALUES (%s, 'commit', "
+                            "'a') RETURNING id", repo).fetchone()
+        assert base is not None
+        conn.execute("INSERT INTO trees (repo_id, kind, base_id) VALUES (%s, 'commit', %s)",
+                     (repo[0], base[0]))
+        conn.execute("INSERT INTO trees (repo_id, kind) VALUES (%s, 'worktree')", repo)
+        assert migrations.migrate(conn) == SCHEMA_VERSION
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute("UPDATE trees SET base_id = %s WHERE kind = 'worktree'", base)

@@ -98,11 +98,29 @@ def test_every_statement_on_the_query_path_carries_the_visible_set() -> None:
         if (module, function) in SYSTEM_FUNCTIONS:
             continue
         for statement in sorted(used):
-            if statement in q.GLOBAL or statement in ("hnsw_index_name",):
+            # helpers, not statements: an index's name; a working tree's form of a statement
+            # (its own statement is checked where it is named, and the next test checks
+            # that the form keeps the predicate)
+            if statement in q.GLOBAL or statement in ("hnsw_index_name", "flat_tree"):
                 continue
             if "%(visible)s" not in _text(statement):
                 missing.append(f"{module}.{function}: {statement}")
     assert not missing, "statements without the visibility predicate:\n" + "\n".join(missing)
+
+
+def test_a_working_trees_form_of_a_statement_keeps_its_visible_set() -> None:
+    """``flat_tree`` replaces only the layered tree functions: every predicate stays."""
+    changed = 0
+    for name in dir(q):
+        statement = getattr(q, name)
+        if not name.isupper() or not isinstance(statement, str):
+            continue
+        flat = q.flat_tree(statement)
+        changed += flat != statement
+        assert flat.count("%(visible)s") == statement.count("%(visible)s"), name
+        assert not any(f"{fn}(%(tree)s)" in flat for fn in
+                       ("tree_files", "tree_ranks", "tree_links")), name
+    assert changed > 40  # the statements that read a tree through its layers
 
 
 def test_the_visible_set_is_always_an_int_array_bound_by_name() -> None:

@@ -154,5 +154,5 @@ def file_priors(conn: psycopg.Connection, scope: Scope, paths: list[str]) -> dic
     """Each file's centrality prior in [0, 1] (absent: the graph has not ranked it)."""
     if not paths:
         return {}
-    return {path: float(prior) for path, prior in conn.execute(q.GRAPH_PRIORS,
+    return {path: float(prior) for path, prior in conn.execute(scope.sql(q.GRAPH_PRIORS),
                                                               scope.params(paths=paths))}

@@ -66,7 +66,8 @@ def mention_boosts(conn: psycopg.Connection, scope: Scope,
                 modules.add("/".join(parts[:end]))
     boosts: dict[str, float] = {}
     if names:
-        for path, count in conn.execute(q.DECLARING_FILES, scope.params(names=sorted(names))):
+        for path, count in conn.execute(scope.sql(q.DECLARING_FILES),
+                                        scope.params(names=sorted(names))):
             boosts[path] = 1.0 + DECLARES_BOOST * min(int(count), DECLARES_CAP)
     return boosts | {p: b for p, b in _module_paths(modules).items()}
 
@@ -173,8 +174,8 @@ class Asked(NamedTuple):
 def ask(scope: Scope, groups: list[Group], side: Side) -> Asked:
     """Send the statements ``score_files`` needs beside the postings ahead on ``side``."""
     terms = list(dict.fromkeys(t for g in groups for t in g.terms))
-    return Asked(side.fetch(q.REPO_FILE_STATS, scope.params()),
-                 side.fetch(q.FILE_GROUP_PATHS, scope.params(
+    return Asked(side.fetch(scope.sql(q.REPO_FILE_STATS), scope.params()),
+                 side.fetch(scope.sql(q.FILE_GROUP_PATHS), scope.params(
                      tsqs=[tsquery_for(g.terms) for g in groups], any=tsquery_for(terms))))
 
 
@@ -193,7 +194,7 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
     if asked is None:
         asked = ask(scope, groups, side.inline(conn))
     with conn.cursor(binary=True) as cur:  # one row of arrays (``q.FILE_TERM_POSTINGS``)
-        postings = cur.execute(q.FILE_TERM_POSTINGS, {
+        postings = cur.execute(scope.sql(q.FILE_TERM_POSTINGS), {
             "terms": list(group_of), **scope.params()}).fetchone()
     stats = asked.stats.rows()
     n_files = int(stats[0][0]) if stats else 0

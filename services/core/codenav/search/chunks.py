@@ -132,7 +132,7 @@ def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters
     }
     for i, g in enumerate(groups):
         params[f"q{i}"], params[f"w{i}"] = tsquery_for(g.terms), g.idf
-    statement = q.search_lexical(len(groups))
+    statement = q.search_lexical(len(groups), scope.flat)
     found: dict[tuple[int, str], float] = {}
     for candidates in w.candidate_queries():
         with conn.transaction():
@@ -160,7 +160,7 @@ def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filter
     best = files[0].score or 1.0
     file_weight = {f.path: f.score / best for f in files}
     groups = sorted(w.groups, key=lambda g: -g.idf)[:MAX_GROUPS]
-    rows = conn.execute(q.SEARCH_IN_FILES, {
+    rows = conn.execute(scope.sql(q.SEARCH_IN_FILES), {
         "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
         "avg_terms": w.avg_terms, **scope.params(), "k": k, "paths": list(file_weight),
         "any": tsquery_for([t for g in groups for t in g.terms]), **filters.params(),
@@ -199,9 +199,9 @@ def declaration_ranking(conn: psycopg.Connection, scope: Scope, query: ParsedQue
     if not names:
         return [], set()
     qualified = [f"{owner}.{name}" for name, owners in names.items() for owner in owners]
-    rows = conn.execute(q.SEARCH_DECLARATIONS, {"names": list(names), "qualified": qualified,
-                                                **scope.params(), "k": k,
-                                                **filters.params()}).fetchall()
+    rows = conn.execute(scope.sql(q.SEARCH_DECLARATIONS), {
+        "names": list(names), "qualified": qualified, **scope.params(), "k": k,
+        **filters.params()}).fetchall()
 
     # a query that is one identifier and nothing else asks for that declaration: its chunk
     # is an exact match, boosted like Owner.member, however short (chunks under the
@@ -229,7 +229,7 @@ def trigram_ranking(conn: psycopg.Connection, scope: Scope, query: ParsedQuery,
     for name in names:
         if len(name) < 3:
             continue
-        rows = conn.execute(q.SEARCH_TRIGRAM, {"name": name, **scope.params(), "k": k,
+        rows = conn.execute(scope.sql(q.SEARCH_TRIGRAM), {"name": name, **scope.params(), "k": k,
                                                **filters.params()}).fetchall()
         out += [(r[0], r[1]) for r in rows]
     return out
@@ -316,8 +316,8 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
     ids = [key[0] for key in keys]
     paths = sorted({path for _id, path in keys})
     priors = side.call(lambda c: file_priors(c, scope, paths))
-    details = {r[0]: r for r in conn.execute(q.CHUNK_DETAILS, scope.params(ids=ids)).fetchall()} \
-        if ids else {}
+    details = {r[0]: r for r in conn.execute(scope.sql(q.CHUNK_DETAILS),
+                                             scope.params(ids=ids)).fetchall()} if ids else {}
     about_docs = fusion.asks_for_docs(text)
     central = priors.result()
     query_terms = {t for g in query.groups for t in g.terms}

@@ -215,10 +215,11 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     # declaring the names it spells, the files whose path it spells)
     bm25_asked = bm25.ask(scope, groups, side) if groups else None
     names = _declared_names(query, groups, long_query)
-    declaring = side.fetch(q.DECLARING_FILES, scope.params(names=names)) if names else None
+    declaring = side.fetch(scope.sql(q.DECLARING_FILES), scope.params(names=names)) \
+        if names else None
     patterns = path_patterns(query)
-    spelled = side.fetch(q.FILE_PATHS_LIKE, scope.params(patterns=patterns, k=W.PATH_MATCHES)) \
-        if patterns else None
+    spelled = side.fetch(scope.sql(q.FILE_PATHS_LIKE), scope.params(
+        patterns=patterns, k=W.PATH_MATCHES)) if patterns else None
 
     # 1. whole-file BM25: every file with a query term, scored; the best join the pool
     scores = bm25.score_files(conn, scope, groups, asked=bm25_asked)
@@ -247,13 +248,13 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
                                {"language": None, "kind": None, "exported": False,
                                 "path_re": None}, W.SEMANTIC_DEPTH)
             if hits:
-                symbols = {r[0]: r[2] for r in c.execute(q.CHUNK_DETAILS, scope.params(
+                symbols = {r[0]: r[2] for r in c.execute(scope.sql(q.CHUNK_DETAILS), scope.params(
                     ids=[h[0] for h in hits]))}
         near_files = list(dict.fromkeys(path for _id, path, _d in hits
                                         if admitted(path) is not None))
         top = lexical_order[:W.NEIGHBOUR_SEEDS]
         seeds = top + [p for p in near_files[:W.NEIGHBOUR_SEEDS] if p not in top]
-        linked = c.execute(q.FILE_NEIGHBOURS, scope.params(
+        linked = c.execute(scope.sql(q.FILE_NEIGHBOURS), scope.params(
             paths=seeds, k=W.NEIGHBOUR_LINKS)).fetchall() if seeds else []
         return _Near(hits, symbols, seeds, linked)
 
@@ -264,11 +265,11 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         for t in terms:
             term_group[t].append(i)
     likes = [f"%{_like(t)}%" for t in _outermost(term_group)]
-    declared = [side.fetch(q.FILE_DECLARED, scope.params(
+    declared = [side.fetch(scope.sql(q.FILE_DECLARED), scope.params(
         paths=lexical_order, likes=likes, k=W.DECLARED_ROWS))] \
         if side.concurrent and lexical_order and likes else []
     if chunk_files and not long_query:
-        rows = conn.execute(q.FIND_CHUNKS, {
+        rows = conn.execute(scope.sql(q.FIND_CHUNKS), {
             "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
             "any": tsquery_for([t for g in groups for t in g.terms]), "paths": chunk_files,
             "avg_terms": avg_terms, **scope.params(), "k": W.CHUNK_DEPTH}).fetchall()
@@ -354,13 +355,13 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     asked_for = set(lexical_order) if declared else set()
     rest = [p for p in paths if p not in asked_for]
     if rest and likes:
-        declared.append(side.fetch(q.FILE_DECLARED, scope.params(
+        declared.append(side.fetch(scope.sql(q.FILE_DECLARED), scope.params(
             paths=rest, likes=likes, k=W.DECLARED_ROWS)))
     graph: dict[str, tuple[float, int]] = {}
     lines: dict[str, int] = {}
     if paths:
         for path, n_lines, size, prior, importers in conn.execute(
-                q.FILE_FACTS, scope.params(paths=paths)).fetchall():
+                scope.sql(q.FILE_FACTS), scope.params(paths=paths)).fetchall():
             lines[path] = int(n_lines)
             pool[path].size = int(size)
             if prior is not None:
