@@ -874,14 +874,14 @@ KNN_FILTERS = """(%(language)s::text IS NULL OR f.language = %(language)s)
   AND (NOT %(exported)s OR c.exported)"""
 
 
-def semantic_nearest(model_id: int, dim: int) -> sql.Composed:
+def semantic_nearest(model_id: int, dim: int, flat: bool = False) -> sql.Composed:
     """The first pass of a k-NN: the ``scan`` nearest vectors of the model, whatever their
     repository (the HNSW index reads a few hundred), then the chunks of the request's tree
     among them. ``semantic_search`` walks further when fewer than k pass the filters. The
     whole join under one ORDER BY ... LIMIT is planned as an exact scan on a large
     repository: the planner expects a dozen rows from chunk texts joined to the tree's
     chunks and files (two correlated keys), where every embedded chunk passes."""
-    return sql.SQL("""
+    return sql.SQL((flat_tree if flat else str)("""
 SELECT ct.chunk_id, ct.path, e.dist, c.start_line
 FROM (SELECT v.text_hash, (v.vec::vector({dim})) <=> %(q)s::vector({dim}) AS dist
       FROM embeddings v
@@ -894,17 +894,18 @@ JOIN tree_files(%(tree)s) f ON f.path = ct.path AND f.content_id = c.content_id
   AND f.repo_id = ANY(%(visible)s::int[])
 WHERE {filters}
 ORDER BY e.dist
-LIMIT %(k)s""").format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id)),
+LIMIT %(k)s""")).format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id)),
                        filters=sql.SQL(KNN_FILTERS))
 
 
-def semantic_search(model_id: int, dim: int) -> sql.Composed:
+def semantic_search(model_id: int, dim: int, flat: bool = False) -> sql.Composed:
     """k-NN over one model's vectors, filtered to a repo (and optional language, path glob,
     kind); iterative index scans keep it returning k rows when the filter is selective.
     Model and dimension are literals so the planner matches the partial index. Rows carry
     the chunk's start line: chunks with the same text share a vector, and the caller breaks
-    their ties by (path, line), which every store agrees on."""
-    return sql.SQL("""
+    their ties by (path, line), which every store agrees on. ``flat``: for a working tree
+    (``flat_tree``)."""
+    return sql.SQL((flat_tree if flat else str)("""
 SELECT ct.chunk_id, ct.path, (e.vec::vector({dim})) <=> %(q)s::vector({dim}) AS dist,
        c.start_line
 FROM embeddings e
@@ -915,7 +916,7 @@ JOIN tree_files(%(tree)s) f ON f.path = ct.path AND f.content_id = c.content_id
 WHERE e.model_id = {model}
   AND {filters}
 ORDER BY (e.vec::vector({dim})) <=> %(q)s::vector({dim})
-LIMIT %(k)s""").format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id)),
+LIMIT %(k)s""")).format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_id)),
                        filters=sql.SQL(KNN_FILTERS))
 
 # --- code graph: per-content facts (parser processes) --------------------------------------

@@ -272,9 +272,10 @@ def knn(conn: psycopg.Connection, model: Model, vector: list[float], scope: Scop
     a store's row order must not rank them)."""
     conn.execute(q.SESSION_VECTOR_SETUP)
     args = {"q": vector_literal(vector), **scope.params(), "k": k, **params}
-    rows = conn.execute(q.semantic_nearest(model.id, model.dim),
+    rows = conn.execute(q.semantic_nearest(model.id, model.dim, scope.flat),
                         {**args, "scan": k * NEAREST_SCAN}).fetchall()
     if len(rows) < k:  # a filter, or other repositories' vectors, took most of them
-        rows = conn.execute(q.semantic_search(model.id, model.dim), args).fetchall()
+        rows = conn.execute(q.semantic_search(model.id, model.dim, scope.flat),
+                            args).fetchall()
     rows.sort(key=lambda r: (float(r[2]), str(r[1]), int(r[3])))
     return [(int(r[0]), str(r[1]), float(r[2])) for r in rows]
