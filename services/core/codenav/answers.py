@@ -77,7 +77,7 @@ def empty_reason(conn: psycopg.Connection, scope: Scope, language: str | None = 
                  path: str | None = None) -> dict[str, str]:
     """Why an answer is empty: nothing indexed, the language or path is not indexed, or
     simply no match."""
-    count = conn.execute(q.REPO_COUNTS, scope.params()).fetchone()
+    count = conn.execute(scope.sql(q.REPO_COUNTS), scope.params()).fetchone()
     n_files = int(count[0]) if count else 0
     if n_files == 0:
         latest = conn.execute(q.RUN_LATEST, scope.params()).fetchone()
@@ -87,7 +87,8 @@ def empty_reason(conn: psycopg.Connection, scope: Scope, language: str | None = 
         return {"code": "not_indexed", "message": f"nothing is indexed for {scope.name!r}; "
                 "this is not evidence the code is absent. Run `codenav index` or reindex()."}
     if language:
-        langs: dict[str, int] = dict(conn.execute(q.REPO_LANGUAGES, scope.params()).fetchall())
+        langs: dict[str, int] = dict(conn.execute(scope.sql(q.REPO_LANGUAGES),
+                                                  scope.params()).fetchall())
         if language not in langs:
             known = ", ".join(sorted(langs)) or "none"
             what = "not a language codenav knows" if language not in known_languages()\
@@ -96,7 +97,7 @@ def empty_reason(conn: psycopg.Connection, scope: Scope, language: str | None = 
                     "message": f"language {language!r} is {what} (indexed: {known})"}
     if path:
         regex = glob_to_regex(path)
-        hit = conn.execute(q.PATH_EXISTS, scope.params(regex=regex)).fetchone()
+        hit = conn.execute(scope.sql(q.PATH_EXISTS), scope.params(regex=regex)).fetchone()
         if not hit:
             return {"code": "path_not_indexed",
                     "message": f"no indexed file matches path {path!r} (it may be ignored, "

@@ -43,14 +43,15 @@ def clean_path(path: str) -> str:
 
 
 def _file(conn: psycopg.Connection, scope: Scope, path: str) -> tuple:
-    row = conn.execute(q.FILE_BY_PATH, scope.params(path=path)).fetchone()
+    row = conn.execute(scope.sql(q.FILE_BY_PATH), scope.params(path=path)).fetchone()
     if row is not None:
         return row
     skipped = conn.execute(q.SKIPPED_FOR, scope.params(path=path)).fetchone()
     if skipped is not None:
         raise NotFound(f"{path} is not indexed: skipped ({skipped[0]}"
                        f"{': ' + skipped[1] if skipped[1] else ''})")
-    similar = [r[0] for r in conn.execute(q.SIMILAR_PATHS, scope.params(path=path)).fetchall()]
+    similar = [r[0] for r in conn.execute(scope.sql(q.SIMILAR_PATHS),
+                                          scope.params(path=path)).fetchall()]
     raise NotFound(f"{path} is not indexed in {scope.name!r}",
                    hint=("similar indexed paths: " + ", ".join(similar)) if similar else
                    "use find_files to locate it")
@@ -99,7 +100,7 @@ def outline(conn: psycopg.Connection, scope: Scope, path: str) -> dict[str, Any]
     path = clean_path(path)
     (fpath, content_id, size, _mtime, language, line_count, imports, _indexed,
      parse_error, redactions) = _file(conn, scope, path)
-    rows = conn.execute(q.FILE_SYMBOLS, scope.params(content=content_id)).fetchall()
+    rows = conn.execute(scope.sql(q.FILE_SYMBOLS), scope.params(content=content_id)).fetchall()
     answer: dict[str, Any] = {
         "repo": scope.name, "path": fpath, "language": language, "lines": line_count,
         "symbols": _nest(rows), "imports": list(imports or []),
@@ -127,8 +128,9 @@ def read(conn: psycopg.Connection, scope: Scope, path: str | None = None,
     candidates: list[dict[str, Any]] = []
     if symbol:
         sym = symbol.strip().replace("::", ".")
-        rows = conn.execute(q.SYMBOL_LOCATE, {**scope.params(), "name": sym.split(".")[-1].lower(),
-                                              "qual": sym.lower(), "path": clean}).fetchall()
+        rows = conn.execute(scope.sql(q.SYMBOL_LOCATE), {
+            **scope.params(), "name": sym.split(".")[-1].lower(), "qual": sym.lower(),
+            "path": clean}).fetchall()
         if not rows:
             hint = "check the spelling, or use search to find it"
             if clean:
@@ -155,7 +157,7 @@ def read(conn: psycopg.Connection, scope: Scope, path: str | None = None,
     if last - first + 1 > MAX_READ_LINES:
         last = first + MAX_READ_LINES - 1
         truncated = True
-    body_row = conn.execute(q.FILE_BODY, scope.params(content=content_id)).fetchone()
+    body_row = conn.execute(scope.sql(q.FILE_BODY), scope.params(content=content_id)).fetchone()
     lines = (body_row[0] if body_row else "").split("\n")
     answer: dict[str, Any] = {
         "repo": scope.name, "path": clean, "language": language, "start_line": first,

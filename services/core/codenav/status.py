@@ -48,7 +48,7 @@ def run_info(row: tuple | None) -> dict[str, Any] | None:
 
 def redactions(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
     """Secrets redacted inside indexed files: counts per file, with lines and kinds."""
-    rows = conn.execute(q.REPO_REDACTIONS, scope.params(k=REDACTED_SHOWN)).fetchall()
+    rows = conn.execute(scope.sql(q.REPO_REDACTIONS), scope.params(k=REDACTED_SHOWN)).fetchall()
     out: dict[str, Any] = {"files": int(rows[0][2]) if rows else 0,
                            "secrets": int(rows[0][3]) if rows else 0}
     if rows:
@@ -60,16 +60,17 @@ def redactions(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
 
 
 def file_count(conn: psycopg.Connection, scope: Scope) -> int:
-    row = conn.execute(q.REPO_COUNTS, scope.params()).fetchone()
+    row = conn.execute(scope.sql(q.REPO_COUNTS), scope.params()).fetchone()
     return int(row[0]) if row else 0
 
 
 def repo_status(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
     repo = scope.repo
-    n_files, total_bytes, _contents = conn.execute(q.REPO_COUNTS, scope.params()).fetchone() \
-        or (0, 0, 0)
-    languages: dict[str, int] = dict(conn.execute(q.REPO_LANGUAGES, scope.params()).fetchall())
-    chunks = conn.execute(q.REPO_CHUNKS, scope.params()).fetchone()
+    n_files, total_bytes, _contents = conn.execute(scope.sql(q.REPO_COUNTS),
+                                                   scope.params()).fetchone() or (0, 0, 0)
+    languages: dict[str, int] = dict(conn.execute(scope.sql(q.REPO_LANGUAGES),
+                                                  scope.params()).fetchall())
+    chunks = conn.execute(scope.sql(q.REPO_CHUNKS), scope.params()).fetchone()
     skipped: dict[str, int] = dict(conn.execute(q.SKIPPED_SUMMARY, scope.params()).fetchall())
     skipped_list = [{"path": p, "reason": r, **({"detail": d} if d else {})}
                     for p, r, d in conn.execute(q.SKIPPED_LIST, scope.params(k=SKIPPED_SHOWN))]

@@ -28,15 +28,18 @@ SCHEMA_RECORD = "INSERT INTO codenav_schema (version) VALUES (%s)"
 SESSION_SETUP = "SET pg_trgm.similarity_threshold = 0.4"
 
 # --- a working tree's rows, read without the layers --------------------------------------
-# tree_files(t), tree_ranks(t) and tree_links(t) read a layered tree (a branch's commit, an
-# overlay) through its layers; a working tree holds all of its rows itself (constraint
-# trees_worktree_flat), so a statement for one reads the tables by tree id instead
-# (``codenav.access.Scope.sql``). Every statement through the functions plans and probes the
-# two layers: on Apache Kafka that was a fifth of Postgres's CPU per find_files query
-# (23.5 against 18.3 ms, 200 queries, in one process, 4 rounds alternated).
+# tree_files(t), tree_ranks(t), tree_links(t), tree_imports(t) and tree_edges(t) read a
+# layered tree (a branch's commit, an overlay) through its layers; a working tree holds all
+# of its rows itself (constraint trees_worktree_flat), so a statement for one reads the
+# tables by tree id instead (``codenav.access.Scope.sql``). Every statement through the
+# functions plans and probes the two layers: on Apache Kafka that was a fifth of Postgres's
+# CPU per find_files query (23.5 against 18.3 ms, 200 queries, in one process, 4 rounds
+# alternated).
 _FLAT_TREE = (("tree_files(%(tree)s)", "(SELECT * FROM files WHERE tree_id = %(tree)s)"),
               ("tree_ranks(%(tree)s)", "(SELECT * FROM graph_files WHERE tree_id = %(tree)s)"),
-              ("tree_links(%(tree)s)", "(SELECT * FROM graph_links WHERE tree_id = %(tree)s)"))
+              ("tree_links(%(tree)s)", "(SELECT * FROM graph_links WHERE tree_id = %(tree)s)"),
+              ("tree_imports(%(tree)s)", "(SELECT * FROM graph_imports WHERE tree_id = %(tree)s)"),
+              ("tree_edges(%(tree)s)", "(SELECT * FROM graph_edges WHERE tree_id = %(tree)s)"))
 _flat: dict[str, str] = {}
 
 
@@ -1094,7 +1097,7 @@ WHERE e.repo_id = ANY(%(visible)s::int[])
   AND (%(verified)s::boolean IS NULL OR e.verified = %(verified)s)
   AND (%(kinds)s::text[] IS NULL OR e.kind = ANY(%(kinds)s))
   AND EXISTS (SELECT 1 FROM tree_files(%(tree)s) f WHERE f.path = e.src_path)
-ORDER BY e.verified DESC, e.src_path, e.line, e.kind
+ORDER BY e.verified DESC, e.src_path, e.line, e.kind, e.dst_path, e.dst_qual
 LIMIT %(k)s"""
 # References of a name that resolved to nothing: potential matches, with what they were
 # called on (the reason is derived from it).

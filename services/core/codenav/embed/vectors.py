@@ -250,7 +250,7 @@ def coverage(conn: psycopg.Connection, model: Model | None, scope: Scope) -> dic
     """How many of the scope's chunks that get a vector (``min_lines`` lines or more) have
     one of ``model``."""
     if model is None:
-        row = conn.execute(q.EMBED_REPO_CHUNKS, scope.params()).fetchone()
+        row = conn.execute(scope.sql(q.EMBED_REPO_CHUNKS), scope.params()).fetchone()
         return {"model": None, "embedded": 0, "total": int(row[0]) if row else 0,
                 "ratio": 0.0, "min_lines": q.EMBED_MIN_LINES}
     total, done = coverage_counts(conn, model, scope.params())

@@ -40,10 +40,10 @@ def locate(conn: psycopg.Connection, scope: Scope, symbol: str, path: str | None
     params = {**scope.params(), "name": name.lower(), "qual": qual.lower() if qual else None,
               "suffix": f"%.{qual.lower()}" if qual else None, "path": path, "kinds": kinds,
               "k": limit}
-    rows = conn.execute(q.GRAPH_LOCATE, params).fetchall()
+    rows = conn.execute(scope.sql(q.GRAPH_LOCATE), params).fetchall()
     total = len(rows)
     if total >= limit:
-        found = conn.execute(q.GRAPH_LOCATE_COUNT, params).fetchone()
+        found = conn.execute(scope.sql(q.GRAPH_LOCATE_COUNT), params).fetchone()
         total = int(found[0]) if found else total
     return rows, total
 
@@ -56,7 +56,7 @@ def coverage(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
     cached = _coverage_cache.get(key)
     if cached is not None and now - cached[0] < _COVERAGE_TTL_S:
         return dict(cached[1])
-    row = conn.execute(q.GRAPH_COVERAGE, {**scope.params(), "graphed": list(PATTERNS),
+    row = conn.execute(scope.sql(q.GRAPH_COVERAGE), {**scope.params(), "graphed": list(PATTERNS),
                                           "noncode": list(NON_CODE)}).fetchone()
     skipped, ungraphed, languages, failed, version = row if row else (0, 0, [], 0, None)
     out: dict[str, Any] = {}

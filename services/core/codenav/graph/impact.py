@@ -35,11 +35,11 @@ def _meta(conn: psycopg.Connection, scope: Scope, paths: list[str]) -> dict[str,
     if not paths:
         return {}
     out: dict[str, dict[str, Any]] = {}
-    for path, language, imported_by in conn.execute(q.GRAPH_FILE_META,
+    for path, language, imported_by in conn.execute(scope.sql(q.GRAPH_FILE_META),
                                                     scope.params(paths=paths)):
         out[path] = {"language": language, "exports": [], "imported_by": int(imported_by)}
     exports: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
-    for path, name, kind, depth, _line in conn.execute(q.GRAPH_EXPORTS,
+    for path, name, kind, depth, _line in conn.execute(scope.sql(q.GRAPH_EXPORTS),
                                                       scope.params(paths=paths)):
         exports[path].append((depth, kind, name))
     for path, names in exports.items():
@@ -63,12 +63,12 @@ def _walk_files(conn: psycopg.Connection, scope: Scope, start: str, depth: int,
     seen = {start}
     specs: dict[str, str] = {}
     if forward:
-        specs = {dst: spec for dst, spec in conn.execute(q.GRAPH_IMPORT_SPECS,
+        specs = {dst: spec for dst, spec in conn.execute(scope.sql(q.GRAPH_IMPORT_SPECS),
                                                          scope.params(path=start))}
     for level in range(1, depth + 1):
         if not frontier:
             break
-        sql = q.GRAPH_LINKS_FROM if forward else q.GRAPH_LINKS_TO
+        sql = scope.sql(q.GRAPH_LINKS_FROM) if forward else scope.sql(q.GRAPH_LINKS_TO)
         links: dict[str, tuple[str, str]] = {}
         for src, dst, n_imports, _refs in conn.execute(sql, scope.params(paths=frontier)):
             other, parent = (dst, src) if forward else (src, dst)
@@ -115,7 +115,7 @@ def dependencies(conn: psycopg.Connection, scope: Scope, path: str, direction: s
             truncated[key] = total
     answer.update(lists)
     if direction in ("imports", "both"):
-        answer["external"] = [r[0] for r in conn.execute(q.GRAPH_EXTERNAL_OF,
+        answer["external"] = [r[0] for r in conn.execute(scope.sql(q.GRAPH_EXTERNAL_OF),
                                                          scope.params(path=clean))]
     own = _meta(conn, scope, [clean]).get(clean, {})
     answer["exports"] = own.get("exports", [])
@@ -139,7 +139,7 @@ def _is_path(conn: psycopg.Connection, scope: Scope, text: str) -> str | None:
         clean = clean_path(text)
     except InvalidRequest:
         return None
-    found = conn.execute(q.FILE_BY_PATH, scope.params(path=clean)).fetchone()
+    found = conn.execute(scope.sql(q.FILE_BY_PATH), scope.params(path=clean)).fetchone()
     return clean if found is not None else None
 
 
@@ -184,7 +184,7 @@ def _symbol_impact(conn: psycopg.Connection, scope: Scope, symbol: str,
     for d in range(1, depth + 1):
         if not frontier:
             break
-        found = conn.execute(q.GRAPH_EDGES_TO, {
+        found = conn.execute(scope.sql(q.GRAPH_EDGES_TO), {
             **scope.params(), "paths": [p for p, _q in frontier],
             "quals": [qq for _p, qq in frontier], "verified": True, "kinds": None,
             "k": 20000}).fetchall()
@@ -248,8 +248,9 @@ def _overrides(conn: psycopg.Connection, scope: Scope, frontier: list[Node],
     names = defaultdict(set)
     for p, qq in methods:
         names[(p, qq.rpartition(".")[0])].add(qq.rpartition(".")[2])
-    subs = conn.execute(q.GRAPH_SUBCLASSES, {**scope.params(), "paths": [o[0] for o in owners],
-                                             "quals": [o[1] for o in owners]}).fetchall()
+    subs = conn.execute(scope.sql(q.GRAPH_SUBCLASSES), {
+        **scope.params(), "paths": [o[0] for o in owners],
+        "quals": [o[1] for o in owners]}).fetchall()
     wanted = []
     for src, cls, _kind, line, dst_path, dst_qual, ok, _how in subs:
         if ok:
@@ -258,7 +259,7 @@ def _overrides(conn: psycopg.Connection, scope: Scope, frontier: list[Node],
     if not wanted:
         return []
     present = {(p, qq): (line, kind) for p, qq, kind, line, _sig in conn.execute(
-        q.GRAPH_SYMBOL_AT, {**scope.params(), "paths": [w[0] for w in wanted],
+        scope.sql(q.GRAPH_SYMBOL_AT), {**scope.params(), "paths": [w[0] for w in wanted],
                             "quals": [w[1] for w in wanted]})}
     out = []
     for src, qual, _line, dst_path, dst_qual in wanted:
@@ -306,7 +307,7 @@ def _potential_count(conn: psycopg.Connection, scope: Scope, rows: list[tuple]) 
     """Name-only references (counted up to POTENTIAL_CAP: ``references`` lists them)."""
     if not rows:
         return 0
-    found = conn.execute(q.GRAPH_UNRESOLVED_COUNT, {**scope.params(), "name": rows[0][1],
+    found = conn.execute(scope.sql(q.GRAPH_UNRESOLVED_COUNT), {**scope.params(), "name": rows[0][1],
                                                     "cap": POTENTIAL_CAP}).fetchone()
     return int(found[0]) if found else 0
 

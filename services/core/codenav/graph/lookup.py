@@ -33,7 +33,7 @@ _CALLABLE = frozenset({"function", "method", "constructor", "macro", "property"}
 def _sizes(conn: psycopg.Connection, scope: Scope, paths: set[str]) -> dict[str, int]:
     if not paths:
         return {}
-    return {r[0]: int(r[1]) for r in conn.execute(q.FILE_META,
+    return {r[0]: int(r[1]) for r in conn.execute(scope.sql(q.FILE_META),
                                                   scope.params(paths=sorted(paths)))}
 
 
@@ -52,7 +52,7 @@ def definition(conn: psycopg.Connection, scope: Scope, symbol: str,
         words = set(_IDENT.findall(item["signature"]))
         types: dict[tuple[str, str], dict[str, Any]] = {}
         for name, dst_path, dst_qual, kind, start, end, signature, doc in conn.execute(
-                q.GRAPH_TYPES_OF, {**scope.params(), "path": item["path"],
+                scope.sql(q.GRAPH_TYPES_OF), {**scope.params(), "path": item["path"],
                                    "scope": item["qualname"]}):
             if name not in words or (dst_path, dst_qual) in types or\
                     (dst_path, dst_qual) == (item["path"], item["qualname"]):
@@ -86,11 +86,11 @@ def definition(conn: psycopg.Connection, scope: Scope, symbol: str,
 def _unresolved_types(conn: psycopg.Connection, scope: Scope, item: dict[str, Any],
                       words: set[str]) -> list[str]:
     """Type names in the signature that resolved to no indexed declaration (libraries)."""
-    refs = [(o, n) for o, n in conn.execute(q.GRAPH_TYPE_REFS, {
+    refs = [(o, n) for o, n in conn.execute(scope.sql(q.GRAPH_TYPE_REFS), {
         **scope.params(), "path": item["path"], "scope": item["qualname"]}) if n in words]
     if not refs:
         return []
-    resolved = {r[0] for r in conn.execute(q.GRAPH_RESOLVED_ORDS, scope.params(
+    resolved = {r[0] for r in conn.execute(scope.sql(q.GRAPH_RESOLVED_ORDS), scope.params(
         path=item["path"], ords=[o for o, _n in refs]))}
     return sorted({n for o, n in refs if o not in resolved})
 
@@ -133,7 +133,7 @@ def references(conn: psycopg.Connection, scope: Scope, symbol: str, path: str | 
     n_verified = n_potential = 0
     if targets:
         several = len({(t["path"], t["qualname"]) for t in targets}) > 1
-        edges = conn.execute(q.GRAPH_EDGES_TO, {
+        edges = conn.execute(scope.sql(q.GRAPH_EDGES_TO), {
             **scope.params(), "paths": [t["path"] for t in targets],
             "quals": [t["qualname"] for t in targets], "verified": None, "kinds": None,
             "k": MAX_VERIFIED + MAX_POTENTIAL}).fetchall()
@@ -154,7 +154,7 @@ def references(conn: psycopg.Connection, scope: Scope, symbol: str, path: str | 
         if include_potential:
             name = rows[0][1]
             kinds = _target_kinds({t["kind"] for t in targets})
-            found = conn.execute(q.GRAPH_UNRESOLVED, {**scope.params(), "name": name,
+            found = conn.execute(scope.sql(q.GRAPH_UNRESOLVED), {**scope.params(), "name": name,
                                                       "kinds": kinds,
                                                       "k": MAX_POTENTIAL}).fetchall()
             unresolved_total = int(found[0][5]) if found else 0
@@ -214,7 +214,7 @@ def implementations(conn: psycopg.Connection, scope: Scope, symbol: str) -> dict
     for depth in range(1, IMPLEMENTATION_DEPTH + 1):
         if not frontier:
             break
-        found = conn.execute(q.GRAPH_SUBCLASSES, {**scope.params(),
+        found = conn.execute(scope.sql(q.GRAPH_SUBCLASSES), {**scope.params(),
                                                   "paths": [p for p, _q in frontier],
                                                   "quals": [qq for _p, qq in frontier]})
         nxt = []
@@ -263,7 +263,7 @@ def _attach_methods(conn: psycopg.Connection, scope: Scope, results: list[dict[s
         return
     by_class: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for path, qualname, name, kind, line, signature in conn.execute(
-            q.GRAPH_MEMBERS, scope.params(paths=sorted({r["path"] for r in results}))):
+            scope.sql(q.GRAPH_MEMBERS), scope.params(paths=sorted({r["path"] for r in results}))):
         owner, _dot, _name = qualname.rpartition(".")
         by_class[(path, owner)].append({"name": name, "kind": kind, "line": line,
                                         "signature": signature})
@@ -279,14 +279,15 @@ def _go_satisfiers(conn: psycopg.Connection, scope: Scope, interfaces: list[dict
     """Go types whose method set (by name, across their package) covers an interface's."""
     out: list[dict[str, Any]] = []
     for iface in interfaces:
-        members = [r for r in conn.execute(q.GRAPH_MEMBERS, scope.params(paths=[iface["path"]]))
+        members = [r for r in conn.execute(scope.sql(q.GRAPH_MEMBERS),
+                                           scope.params(paths=[iface["path"]]))
                    if r[1].rpartition(".")[0] == iface["qualname"]]
         names = sorted({r[2] for r in members})
         if not names:
             continue
         methods: dict[tuple[str, str], set[str]] = defaultdict(set)
         where: dict[tuple[str, str], str] = {}
-        for path, qualname, name in conn.execute(q.GRAPH_GO_METHODS, {**scope.params(),
+        for path, qualname, name in conn.execute(scope.sql(q.GRAPH_GO_METHODS), {**scope.params(),
                                                                       "names": names}):
             owner = qualname.rpartition(".")[0]
             if not owner or (path == iface["path"] and owner == iface["qualname"]):

@@ -35,12 +35,12 @@ def skeleton(conn: psycopg.Connection, scope: Scope, path: str | None = None,
         raise InvalidRequest("depth must be 0 or more (0: the directory's own files)")
     like = _like(prefix) if prefix else None
     nesting: dict[str, set[str]] = defaultdict(set)
-    for file_path, qualname in conn.execute(q.GRAPH_SKELETON_CLASSES,
+    for file_path, qualname in conn.execute(scope.sql(q.GRAPH_SKELETON_CLASSES),
                                             scope.params(like=like)):
         nesting[file_path].add(qualname)
     files: dict[str, dict[str, Any]] = {}
     for file_path, language, _name, qualname, kind, line, _parent in conn.execute(
-            q.GRAPH_SKELETON, scope.params(like=like)):
+            scope.sql(q.GRAPH_SKELETON), scope.params(like=like)):
         rel = file_path[len(prefix) + 1:] if prefix else file_path
         if depth is not None and rel.count("/") > depth:
             continue
@@ -67,7 +67,7 @@ def skeleton(conn: psycopg.Connection, scope: Scope, path: str | None = None,
         answer["unseen"] = blind
     if not shown:
         pattern = f"^{re.escape(prefix)}/" if prefix else "."
-        exists = conn.execute(q.PATH_EXISTS, scope.params(regex=pattern)).fetchone()
+        exists = conn.execute(scope.sql(q.PATH_EXISTS), scope.params(regex=pattern)).fetchone()
         if prefix and exists is None:
             answer["empty"] = {"code": "path_not_indexed",
                                "message": f"no indexed file is under {prefix!r}"}

@@ -263,7 +263,7 @@ def _match_all(conn: psycopg.Connection, scope: Scope, pat: Pattern,
         wanted = sorted(needed - set(bodies))
         if wanted:
             bodies.update({int(cid): body.encode("utf-8") for cid, body in conn.execute(
-                q.GREP_BODIES, scope.params(ids=wanted)).fetchall()})
+                scope.sql(q.GREP_BODIES), scope.params(ids=wanted)).fetchall()})
         for file_path, content_id, language, size in batch:
             if time.monotonic() > deadline:
                 scan.stopped = "timeout"
