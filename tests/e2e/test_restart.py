@@ -62,9 +62,11 @@ def _stop(stack: RunningStack) -> float:
 
 
 def _settled(home: Path, timeout: float = 180.0) -> int:
-    """The last index run once the stack is idle (no run in progress, no job queued), so
-    the stop that follows interrupts nothing: a run a stop interrupts is recorded as
-    stopped and runs again at the next start (the chaos test covers that case)."""
+    """The last index run once the stack is idle (no run in progress, no job queued, and
+    every repository fresh: its watcher has ticked, so the reconcile a watcher asks for
+    before it starts watching is done too), so the stop that follows interrupts nothing: a
+    run a stop interrupts is recorded as stopped and runs again at the next start (the
+    chaos test covers that case)."""
     info = json.loads((home / "stack.json").read_text())
     deadline = time.monotonic() + timeout
     with psycopg.connect(info["database_url"], autocommit=True) as conn:
@@ -74,7 +76,8 @@ def _settled(home: Path, timeout: float = 180.0) -> int:
             assert row is not None
             status = httpx.post(f"{info['url']}/v1/status", json={}, timeout=30,
                                 headers={"Authorization": f"Bearer {info['token']}"}).json()
-            if row[1] == 0 and status["queue"].get("jobs") == 0:
+            if row[1] == 0 and status["queue"].get("jobs") == 0 and \
+                    all(r["freshness"]["fresh"] for r in status["repos"]):
                 return int(row[0])
             assert time.monotonic() < deadline, (row, status["queue"])
             time.sleep(0.2)
