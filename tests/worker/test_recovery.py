@@ -178,7 +178,8 @@ def test_workers_of_a_stack_that_died_whole_are_all_recovered_at_the_next_start(
 def test_one_scheduler_process_serves_the_queues_of_every_lane(
         settings: Settings, service_env: dict[str, str]) -> None:
     """Workers of two lanes: the first scheduler takes every queue's lock (the embed
-    queue's too, though no embed worker runs), and the other worker forks none."""
+    queue's too, though no embed worker runs), and the other worker forks none. When the
+    worker holding them is killed, the other one's maintenance takes them over."""
     r = redis.Redis.from_url(settings.redis_url)
     workers = [_worker(service_env, "--lane", "index"), _worker(service_env, "--lane", "overlay")]
     keys = [RQScheduler.get_locking_key(name) for name in enqueue.QUEUES]
@@ -190,6 +191,18 @@ def test_one_scheduler_process_serves_the_queues_of_every_lane(
         time.sleep(1.0)  # a second scheduler, if one were started, would be forked by now
         children = [c for w in workers for c in psutil.Process(w.pid).children()]
         assert len(children) == 1, [c.cmdline() for c in children]
+        # the scheduler's worker is killed (with its scheduler, as the supervisor does);
+        # the supervisor frees the dead scheduler's locks, and the other worker takes them
+        owner = next(w for w in workers if psutil.Process(w.pid).children())
+        other = next(w for w in workers if w is not owner)
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+        kill_group(owner.pid)
+        coordination.requeue_abandoned(r, settings)
+        # its maintenance runs every 30 s, idle or not
+        wait_until(lambda: psutil.Process(other.pid).children(), 75, "the other scheduler")
+        taken = wait_until(lambda: all(o := r.mget(keys)) and o, 30, "every lock taken over")
+        assert len(set(taken)) == 1 and taken[0] != owners[0], (owners, taken)
     finally:
         for w in workers:
             w.send_signal(signal.SIGTERM)

@@ -97,6 +97,13 @@ class CodenavWorker(Worker):
         signal.signal(STOP_SIGNAL, stop)
         signal.signal(INTERRUPT_SIGNAL, interrupt)
 
+    @property
+    def dequeue_timeout(self) -> int:
+        """An idle worker wakes at least every maintenance interval, so its maintenance
+        (abandoned jobs, taking over a dead worker's scheduler) runs on time: RQ's waits
+        ``worker_ttl - 15`` (405 s) for a job between two rounds."""
+        return min(super().dequeue_timeout, int(self.maintenance_interval))
+
     # --- the scheduler -----------------------------------------------------------------
     def _start_scheduler(self, burst: bool = False, logging_level: str | None = "INFO",
                          date_format: str = DEFAULT_LOGGING_DATE_FORMAT,
