@@ -12,6 +12,8 @@ import pytest
 from codenav import repos
 from codenav.config import Settings
 from codenav.graph import build
+from codenav.graph.context import Context
+from codenav.graph.scope import ScopeBuilder
 from codenav.index import reconcile
 from tests.core.graph.expected import snapshot
 from tests.core.graph.test_fixture_graphs import index_fixture
@@ -102,6 +104,30 @@ def test_a_class_added_to_a_java_package_is_seen_by_its_peers_without_an_import(
     assert (5, "src/main/java/com/acme/model/Receipt.java", "Receipt.print") in \
         _calls(conn, repo, teller)
     _same_as_full_rebuild(conn, repo)
+
+
+def test_the_files_of_one_package_share_one_member_list_and_release_their_rows(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A build holds every file's scope: a package of n files must not cost n lists of its
+    n files, and a file's own import rows go once the build has them."""
+    repo = index_fixture(settings, conn, "java", tmp_path)
+    index, content_ids = build.load_index(conn, repo.default_tree)
+    ctx = Context(index, build._DbLoader(conn, repo.default_tree, content_ids), set(index.files))
+    scopes = ScopeBuilder(ctx)
+    model = sorted(p for p in index.files if p.startswith("src/main/java/com/acme/model/"))
+    assert len(model) >= 3
+    groups = [g for p in model for g in scopes.scope(p).groups if g[0][0] == "package"]
+    assert len(groups) == len(model)
+    assert {len(members) for _key, _how, members in groups} == {len(model)}
+    assert len({id(members) for _key, _how, members in groups}) == 1
+    service = next(p for p in index.files if "/service/" in p and p.endswith(".java"))
+    scope = scopes.scope(service)
+    assert scope.imports
+    rows = list(scope.imports)
+    scope.release_rows()
+    assert not scope.imports and not scope.import_edges
+    assert scopes.scope(service) is scope and scope.groups  # its names stay for other files
+    assert rows  # what the build took before the release is the caller's
 
 
 def test_changing_a_base_class_re_resolves_calls_inherited_through_a_subclass(
