@@ -130,6 +130,28 @@ def test_the_files_of_one_package_share_one_member_list_and_release_their_rows(
     assert rows  # what the build took before the release is the caller's
 
 
+def test_a_files_locals_are_read_for_its_batch_and_let_go_after_while_fields_stay(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A full build holds every file's facts; the typed locals of functions (most of them)
+    only while the file's batch is resolved. Whoever asks for them otherwise reads them."""
+    repo = index_fixture(settings, conn, "java", tmp_path)
+    index, content_ids = build.load_index(conn, repo.default_tree)
+    ledger = "src/main/java/com/acme/service/Ledger.java"
+    ctx = Context(index, build._DbLoader(conn, repo.default_tree, content_ids), set(index.files))
+    ctx.preload(sorted(index.files))
+    facts = ctx.facts(ledger)
+    assert facts.locals is None
+    assert [v.qualifier for v in facts.variables[("Ledger", "auditor")]] == ["Auditor"]
+    assert all(ctx.symbols(ledger).kind(scope) == "class" for scope, _name in facts.variables)
+    local = ctx.variables(ledger, "Ledger.open", "account")  # read when asked
+    assert local is not None and [v.qualifier for v in local] == ["Account"]
+    ctx.drop_locals([ledger])
+    assert facts.locals is None
+    ctx.ensure_locals([ledger])
+    assert facts.locals is not None and ("Ledger.open", "account") in facts.locals
+    assert ctx.variables(ledger, "Ledger", "auditor") == facts.variables[("Ledger", "auditor")]
+
+
 def test_changing_a_base_class_re_resolves_calls_inherited_through_a_subclass(
         settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
     repo = index_fixture(settings, conn, "python", tmp_path)

@@ -339,7 +339,7 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
             conn.execute(q.GRAPH_LAYER_ADD, (tree.id, gone))
         batches = list(_batches(ordered, BATCH))
         with _Writer(conn, tree) as writer:
-            refs = _references(loader, batches[0]) if batches else {}
+            refs = _references(ctx, batches[0]) if batches else {}
             for at, batch in enumerate(batches):
                 lap = summary.lap("load", lap)
                 imports: list[ImportRow] = []
@@ -350,6 +350,7 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
                     imports += scope.imports
                     edges += resolver.edges(path, refs[path])
                     scope.release_rows()  # other files still read the scope's names
+                ctx.drop_locals(batch)
                 lap = summary.lap("resolve", lap)
                 if layered:
                     writer.settle()
@@ -361,7 +362,7 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
                 writer.settle()  # the previous batch is in: the connection is free again
                 lap = summary.lap("write", lap)
                 if at + 1 < len(batches):
-                    refs = _references(loader, batches[at + 1])
+                    refs = _references(ctx, batches[at + 1])
                     lap = summary.lap("load", lap)
                 writer.write(imports, edges, links)  # while the next batch is resolved
                 summary.imports += len(imports)
@@ -382,12 +383,15 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
     summary.lap("rank", lap)
 
 
-def _references(loader: _DbLoader, batch: list[str]) -> dict[str, list[Fact]]:
-    """The call and type references of ``batch``'s files (each file's list, perhaps empty)."""
+def _references(ctx: Context, batch: list[str]) -> dict[str, list[Fact]]:
+    """The call and type references of ``batch``'s files (each file's list, perhaps empty),
+    and their locals read into ``ctx``: before the batch is resolved, as the connection is
+    free then (the writer uses it while the batch is resolved)."""
     refs: dict[str, list[Fact]] = {p: [] for p in batch}
     for path, ord_, kind, name, qualifier, alias, line, scope in \
-            loader.facts(batch, ("call", "type")):
+            ctx.loader.facts(batch, ("call", "type")):
         refs[path].append(Fact(ord_, kind, name, qualifier, alias, line, scope))
+    ctx.ensure_locals(batch)
     return refs
 
 

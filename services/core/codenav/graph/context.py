@@ -102,6 +102,10 @@ class FileFacts:
     path: str
     imports: list[Fact] = field(default_factory=list)
     variables: dict[tuple[str, str], list[Fact]] = field(default_factory=dict)
+    """Typed variables of the file's top level and its classes (fields), by (scope, name)."""
+    locals: dict[tuple[str, str], list[Fact]] | None = None
+    """Typed variables of its functions and blocks: read when the file is resolved (or asked
+    for), and let go after; other files follow fields, not locals."""
     heritage: dict[str, list[Fact]] = field(default_factory=dict)
     decls: set[str] = field(default_factory=set)
     returns: dict[str, str] = field(default_factory=dict)
@@ -167,9 +171,12 @@ class Context:
     # --- facts ---------------------------------------------------------------------------
     def _read_facts(self, paths: list[str]) -> dict[str, FileFacts]:
         grouped = {p: FileFacts(p) for p in paths}
+        self._symbols.ensure(paths)
         for path, ord_, kind, name, qualifier, alias, line, scope in \
                 self.loader.facts(paths, FACT_KINDS):
             facts = grouped.setdefault(path, FileFacts(path))
+            if kind == "var" and self._local(path, scope):
+                continue  # 84% of Apache Kafka's typed variables: read per batch
             fact = Fact(ord_, kind, name, qualifier, alias, line, scope)
             if kind in ("import", "reexport"):
                 facts.imports.append(fact)
@@ -185,6 +192,37 @@ class Context:
 
     def facts(self, path: str) -> FileFacts:
         return self._facts.get(path)
+
+    def _local(self, path: str, scope: str) -> bool:
+        return bool(scope) and self.symbols(path).kind(scope) not in CLASS_LIKE
+
+    def variables(self, path: str, scope: str, name: str) -> list[Fact] | None:
+        """The typed variables ``name`` declared directly in ``scope`` of the file."""
+        facts = self.facts(path)
+        if not self._local(path, scope):
+            return facts.variables.get((scope, name))
+        if facts.locals is None:
+            self.ensure_locals([path])
+        return facts.locals.get((scope, name)) if facts.locals is not None else None
+
+    def ensure_locals(self, paths: Iterable[str]) -> None:
+        """Read the locals of ``paths`` (a batch about to be resolved) in one statement."""
+        wanted = [p for p in paths if p in self.index.files and self.facts(p).locals is None]
+        if not wanted:
+            return
+        found: dict[str, dict[tuple[str, str], list[Fact]]] = {p: {} for p in wanted}
+        for path, ord_, kind, name, qualifier, alias, line, scope in \
+                self.loader.facts(wanted, ("var",)):
+            if self._local(path, scope):
+                found[path].setdefault((scope, name), []).append(
+                    Fact(ord_, kind, name, qualifier, alias, line, scope))
+        for path, held in found.items():
+            self.facts(path).locals = held
+
+    def drop_locals(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            if path in self._facts:
+                self.facts(path).locals = None
 
     def ensure_facts(self, paths: Iterable[str]) -> None:
         self._facts.ensure(paths)

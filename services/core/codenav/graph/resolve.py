@@ -442,12 +442,11 @@ class Resolver:
 
     def _variable_type(self, sc: FileScope, table: SymbolTable, name: str,
                        scope: str) -> list[Target]:
-        facts = self.ctx.facts(sc.path)
         implicit = sc.language in IMPLICIT_THIS
         for prefix in [*_chain(scope), ""]:
             if prefix and not implicit and table.kind(prefix) in CLASS_LIKE:
                 continue  # Python/JS/Go/Rust/PHP: fields need self./this.
-            found = facts.variables.get((prefix, name))
+            found = self.ctx.variables(sc.path, prefix, name)
             if found:
                 for var in found:
                     typed = self.type_of(sc, table, var)
@@ -522,7 +521,7 @@ class Resolver:
         if depth > MAX_BASES:
             return []
         if not inherited_only:
-            var = self.ctx.facts(cls.path).variables.get((cls.qual, name))
+            var = self.ctx.variables(cls.path, cls.qual, name)
             if var:
                 sc = self.scopes.scope(cls.path)
                 table = self.ctx.symbols(cls.path)
