@@ -1087,12 +1087,21 @@ WHERE lower(s.name) = %(name)s
   AND (%(path)s::text IS NULL OR f.path = %(path)s)
   AND (%(kinds)s::text[] IS NULL OR s.kind = ANY(%(kinds)s))"""
 # Edges into a set of declarations, from files that still exist.
+# A layered tree's rows (``tree_edges(t)``: a union of its own rows and its layers') are
+# never probed by a join key: Postgres plans no parameterized path into the union, so a
+# join with the names asked for hashed all of the base's edges. On Apache Kafka (494,267
+# edges) ``references`` on a tree layered on the working tree took 1.8 s and ``impact`` 3.7 s
+# against 5 and 4 ms on the working tree itself. The keys therefore go into a LATERAL
+# subquery (``OFFSET 0`` keeps it from being flattened back into a join), and anti-joins
+# into a correlated ``NOT EXISTS (... OFFSET 0)``: each branch of the union is then probed by
+# its index.
 GRAPH_EDGES_TO = """
 SELECT e.src_path, e.line, e.src_scope, e.kind, e.how, e.dst_path, e.dst_qual, e.verified,
        count(*) OVER () AS total
-FROM tree_edges(%(tree)s) e
-JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
-  ON e.dst_path = t.path AND e.dst_qual = t.qual
+FROM unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
+CROSS JOIN LATERAL (
+    SELECT g.* FROM tree_edges(%(tree)s) g
+    WHERE g.dst_path = t.path AND g.dst_qual = t.qual OFFSET 0) e
 WHERE e.repo_id = ANY(%(visible)s::int[])
   AND (%(verified)s::boolean IS NULL OR e.verified = %(verified)s)
   AND (%(kinds)s::text[] IS NULL OR e.kind = ANY(%(kinds)s))
@@ -1108,7 +1117,7 @@ FROM refs r JOIN tree_files(%(tree)s) f ON f.content_id = r.content_id
 WHERE r.name = %(name)s AND r.kind IN ('call', 'type', 'extends', 'implements')
   AND r.kind = ANY(%(kinds)s)
   AND NOT EXISTS (SELECT 1 FROM tree_edges(%(tree)s) e
-                  WHERE e.src_path = f.path AND e.ord = r.ord)
+                  WHERE e.src_path = f.path AND e.ord = r.ord OFFSET 0)
 ORDER BY f.path, r.line
 LIMIT %(k)s"""
 # How many references of a name resolved to nothing, counted up to a cap (impact's note).
@@ -1118,7 +1127,7 @@ SELECT count(*) FROM (
       AND f.repo_id = ANY(%(visible)s::int[])
     WHERE r.name = %(name)s AND r.kind IN ('call', 'type', 'extends', 'implements')
       AND NOT EXISTS (SELECT 1 FROM tree_edges(%(tree)s) e
-                      WHERE e.src_path = f.path AND e.ord = r.ord)
+                      WHERE e.src_path = f.path AND e.ord = r.ord OFFSET 0)
     LIMIT %(cap)s) x"""
 # The type references of a declaration that resolved, with the declarations they name.
 GRAPH_TYPES_OF = """
@@ -1148,10 +1157,12 @@ WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)
 ORDER BY f.path, s.start_line"""
 GRAPH_SUBCLASSES = """
 SELECT e.src_path, e.src_scope, e.kind, e.line, e.dst_path, e.dst_qual, e.verified, e.how
-FROM tree_edges(%(tree)s) e
-JOIN unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
-  ON e.dst_path = t.path AND e.dst_qual = t.qual
-WHERE e.repo_id = ANY(%(visible)s::int[]) AND e.kind IN ('extends', 'implements')
+FROM unnest(%(paths)s::text[], %(quals)s::text[]) AS t(path, qual)
+CROSS JOIN LATERAL (
+    SELECT g.* FROM tree_edges(%(tree)s) g
+    WHERE g.dst_path = t.path AND g.dst_qual = t.qual AND g.kind IN ('extends', 'implements')
+    OFFSET 0) e
+WHERE e.repo_id = ANY(%(visible)s::int[])
 ORDER BY e.verified DESC, e.src_path, e.line"""
 GRAPH_SYMBOL_AT = """
 SELECT f.path, s.qualname, s.kind, s.start_line, s.signature
