@@ -10,6 +10,10 @@ git (no checkout; a bare mirror works). Reports, all measured in this run:
   and max, with the files each one parsed; target: 2 s per commit of typical size;
 - what the extra trees add to the store: the size of every table after the first commit
   and after the last (target: +10 % for 19 extra refs);
+- the graph tools on the newest commit (a tree layered on the ones before it) beside the
+  first (a tree holding all its rows): ``references`` and ``impact`` of the declarations
+  referenced most in the newest tree and of a random sample, p50 and max per tree, answers
+  compared (they may differ only where the commits changed the code);
 - ``codenav publish`` against a second store served by a real API and index worker: a
   first publish of the last commit, the same again, and a commit changing 10 files on top
   of it (made in a temporary clone); what each sent (target: 1 MB for 10 files, without
@@ -129,6 +133,54 @@ def index_history(settings: Settings, conn: psycopg.Connection, root: Path,
             "layered_trees": trees[1] if trees else 0}
 
 
+def graph_tools(settings: Settings, conn: psycopg.Connection, history: list[str],
+                branch: str, n: int = 20) -> dict[str, Any]:
+    """``references`` and ``impact`` on the newest commit (layered) and on the first (its
+    tree holds all its rows), in this process through the API's own service object."""
+    from codenav.access import Caller
+    from codenav_api.service import Services
+
+    newest = conn.execute("SELECT t.id, t.base_id IS NOT NULL FROM repo_refs rr "
+                          "JOIN trees t ON t.id = rr.tree_id WHERE rr.name = %s",
+                          (branch,)).fetchone()
+    assert newest is not None
+    hubs = conn.execute("SELECT e.dst_qual, count(*) FROM tree_edges(%s) e WHERE e.verified "
+                        "GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %s", (newest[0], n // 2)).fetchall()
+    names = [str(r[0]).rpartition(".")[2] for r in hubs]
+    names += [str(r[0]) for r in conn.execute(
+        "SELECT DISTINCT s.name FROM tree_files(%s) f JOIN symbols s ON s.content_id = "
+        "f.content_id WHERE s.depth = 1 AND length(s.name) > 5 ORDER BY 1",
+        (newest[0],)).fetchall()][:: max(1, 1000 // n)][: n - len(names)]
+    services = Services(settings)
+    services.open()
+    caller = Caller.operator()
+    out: dict[str, Any] = {"newest_layered": bool(newest[1]), "names": len(names)}
+    answers: dict[str, list[str]] = {}
+    try:
+        services.pool.wait()
+        for label, ref in (("first", history[0]), ("newest", branch)):
+            for tool in ("references", "impact"):
+                times, got = [], []
+                for name in names:
+                    args = {"symbol": name} if tool == "references" else \
+                        {"symbol_or_path": name, "depth": 2}
+                    started = time.perf_counter()
+                    answer = services.run(caller, tool, {**args, "ref": ref})
+                    times.append((time.perf_counter() - started) * 1000)
+                    answer.pop("_stats", None)
+                    answer.pop("ref", None)
+                    got.append(json.dumps(answer, sort_keys=True, default=str))
+                out[f"{tool}_{label}_p50_ms"] = round(statistics.median(times), 1)
+                out[f"{tool}_{label}_max_ms"] = round(max(times), 1)
+                answers[f"{tool}_{label}"] = got
+    finally:
+        services.close()
+    for tool in ("references", "impact"):
+        out[f"{tool}_same_answers"] = sum(a == b for a, b in zip(
+            answers[f"{tool}_first"], answers[f"{tool}_newest"], strict=True))
+    return out
+
+
 def ten_file_commit(root: Path, base: str, work: Path) -> tuple[Path, str]:
     """A clone at ``base`` with one more commit changing 10 source files."""
     clone = work / "publish-clone"
@@ -214,13 +266,16 @@ def main() -> int:
         print(f"refs_bench: {len(history)} commits of {branch}, {label}", flush=True)
         home = work / "home"
         result: dict[str, Any] = {"corpus": label, "branch": branch}
-        with benchkit.stores(home / "index", queue=False) as st:
+        with benchkit.stores(home / "index") as st:  # Redis: the API's service object
+            assert st.rd is not None
             settings = Settings.load(env={"CODENAV_DATABASE_URL": st.pg.url,
+                                          "CODENAV_REDIS_URL": st.rd.url,
                                           "CODENAV_HOME": str(home / "index"),
                                           "CODENAV_ALLOWED_ROOTS": str(root)},
                                      dotenv=Path("/nonexistent"))
             with psycopg.connect(st.pg.url, autocommit=True) as conn:
                 result["index"] = index_history(settings, conn, root, history, branch)
+                result["tools"] = graph_tools(settings, conn, history, branch)
         idx = result["index"]
         print(f"\nfirst commit: {idx['first_seconds']:.1f}s; each later commit: median "
               f"{idx['later_median_s']}s, max {idx['later_max_s']}s (target 2 s)")
@@ -231,6 +286,14 @@ def main() -> int:
         print("  growth by table (bytes): " + ", ".join(
             f"{t} +{b / 1e6:.2f} MB" for t, b in sorted(idx["growth_by_table"].items(),
                                                         key=lambda kv: -kv[1])))
+        tools = result["tools"]
+        print(f"graph tools on {tools['names']} names, the newest commit ("
+              f"{'layered' if tools['newest_layered'] else 'not layered'}) against the first:")
+        for tool in ("references", "impact"):
+            print(f"  {tool}: p50 {tools[f'{tool}_newest_p50_ms']} ms (max "
+                  f"{tools[f'{tool}_newest_max_ms']}) against {tools[f'{tool}_first_p50_ms']} "
+                  f"ms (max {tools[f'{tool}_first_max_ms']}); {tools[f'{tool}_same_answers']} "
+                  f"of {tools['names']} answers the same")
         if not args.no_publish:
             result["publish"] = publish_round(home, root, history[-1], work)
             ten = result["publish"]["10-file commit"]
