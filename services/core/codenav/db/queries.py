@@ -1109,7 +1109,7 @@ FROM (
       AND (%(kinds)s::text[] IS NULL OR g.kind = ANY(%(kinds)s))
     OFFSET 0) e  -- the files' check once for all the edges, not once per name asked for
 WHERE EXISTS (SELECT 1 FROM tree_files(%(tree)s) f WHERE f.path = e.src_path)
-ORDER BY e.verified DESC, e.src_path, e.line, e.kind, e.dst_path, e.dst_qual
+ORDER BY e.verified DESC, e.src_path, e.line, e.kind, e.dst_path, e.dst_qual, e.src_scope, e.how
 LIMIT %(k)s"""
 # References of a name that resolved to nothing: potential matches, with what they were
 # called on (the reason is derived from it).
