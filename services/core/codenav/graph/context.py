@@ -217,6 +217,9 @@ class Context:
                 found[path].setdefault((scope, name), []).append(
                     Fact(ord_, kind, name, qualifier, alias, line, scope))
         for path, held in found.items():
+            for facts in held.values():
+                if len(facts) > 1:  # source order, whatever order the rows came in
+                    facts.sort(key=lambda fact: fact.ord)
             self.facts(path).locals = held
 
     def drop_locals(self, paths: Iterable[str]) -> None:
