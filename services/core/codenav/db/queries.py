@@ -1086,7 +1086,6 @@ WHERE lower(s.name) = %(name)s
   AND (%(qual)s::text IS NULL OR lower(s.qualname) = %(qual)s OR lower(s.qualname) LIKE %(suffix)s)
   AND (%(path)s::text IS NULL OR f.path = %(path)s)
   AND (%(kinds)s::text[] IS NULL OR s.kind = ANY(%(kinds)s))"""
-# Edges into a set of declarations, from files that still exist.
 # A layered tree's rows (``tree_edges(t)``: a union of its own rows and its layers') are
 # never probed by a join key: Postgres plans no parameterized path into the union, so a
 # join with the names asked for hashed all of the base's edges. On Apache Kafka (494,267
@@ -1096,6 +1095,7 @@ WHERE lower(s.name) = %(name)s
 # subquery (``OFFSET 0`` keeps it from being flattened back into a join), and anti-joins
 # into a correlated ``NOT EXISTS (... OFFSET 0)``: each branch of the union is then probed by
 # its index.
+# Edges into a set of declarations, from files that still exist.
 GRAPH_EDGES_TO = """
 SELECT e.src_path, e.line, e.src_scope, e.kind, e.how, e.dst_path, e.dst_qual, e.verified,
        count(*) OVER () AS total
