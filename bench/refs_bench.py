@@ -12,7 +12,8 @@ git (no checkout; a bare mirror works). Reports, all measured in this run:
   and after the last (target: +10 % for 19 extra refs);
 - the graph tools on the newest commit (a tree layered on the ones before it) beside the
   first (a tree holding all its rows): ``references`` and ``impact`` of the declarations
-  referenced most in the newest tree and of a random sample, p50 and max per tree, answers
+  referenced most in the newest tree and of an evenly spaced sample of its declarations
+  (alphabetical order), p50 and max per tree, answers
   compared (they may differ only where the commits changed the code);
 - ``codenav publish`` against a second store served by a real API and index worker: a
   first publish of the last commit, the same again, and a commit changing 10 files on top
