@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -175,11 +176,13 @@ def test_workers_of_a_stack_that_died_whole_are_all_recovered_at_the_next_start(
     assert r.keys("rq:scheduler-lock:*") == []  # the next workers' schedulers take over
 
 
-def test_one_scheduler_process_serves_the_queues_of_every_lane(
+def test_one_scheduler_thread_serves_the_queues_of_every_lane(
         settings: Settings, service_env: dict[str, str]) -> None:
     """Workers of two lanes: the first scheduler takes every queue's lock (the embed
-    queue's too, though no embed worker runs), and the other worker forks none. When the
-    worker holding them is killed, the other one's maintenance takes them over."""
+    queue's too, though no embed worker runs). It runs in a thread of its worker: neither
+    worker forks a process for it. It moves a job due later onto its queue. When the
+    worker holding the locks is killed, the other one's maintenance takes them over; a
+    worker that stops releases them."""
     r = redis.Redis.from_url(settings.redis_url)
     workers = [_worker(service_env, "--lane", "index"), _worker(service_env, "--lane", "overlay")]
     keys = [RQScheduler.get_locking_key(name) for name in enqueue.QUEUES]
@@ -188,21 +191,31 @@ def test_one_scheduler_process_serves_the_queues_of_every_lane(
         assert len(set(owners)) == 1, owners
         wait_until(lambda: len(coordination.workers(r)) == 2,
                    60, "both workers registered")
-        time.sleep(1.0)  # a second scheduler, if one were started, would be forked by now
+        time.sleep(1.0)  # a scheduler process, if one were forked, would be there by now
         children = [c for w in workers for c in psutil.Process(w.pid).children()]
-        assert len(children) == 1, [c.cmdline() for c in children]
-        # the scheduler's worker is killed (with its scheduler, as the supervisor does);
-        # the supervisor frees the dead scheduler's locks, and the other worker takes them
-        owner = next(w for w in workers if psutil.Process(w.pid).children())
+        assert children == [], [c.cmdline() for c in children]
+        holder = RQScheduler.fetch(owners[0].decode(), r).pid
+        owner = next(w for w in workers if w.pid == holder)
         other = next(w for w in workers if w is not owner)
+        # a job due in a second on the embed queue (no worker takes it): only a running
+        # scheduler moves it onto the queue
+        queue = enqueue.queue_for(r, settings, enqueue.EMBED_QUEUE)
+        due = queue.enqueue_in(timedelta(seconds=1), "builtins.len", "due")
+        wait_until(lambda: due.id in queue.job_ids, 30, "the due job queued")
+        queue.empty()
+        # the owner is killed (with its process group, as the supervisor does); the
+        # supervisor frees the dead scheduler's locks, and the other worker takes them
         owner.send_signal(signal.SIGKILL)
         owner.wait(10)
         kill_group(owner.pid)
         coordination.requeue_abandoned(r, settings)
         # its maintenance runs every 30 s, idle or not
-        wait_until(lambda: psutil.Process(other.pid).children(), 75, "the other scheduler")
-        taken = wait_until(lambda: all(o := r.mget(keys)) and o, 30, "every lock taken over")
-        assert len(set(taken)) == 1 and taken[0] != owners[0], (owners, taken)
+        taken = wait_until(lambda: all(o := r.mget(keys)) and len(set(o)) == 1
+                           and o[0] != owners[0] and o, 75, "every lock taken over")
+        assert RQScheduler.fetch(taken[0].decode(), r).pid == other.pid
+        other.send_signal(signal.SIGTERM)
+        assert other.wait(30) == 0
+        assert r.mget(keys) == [None] * len(keys)  # released at the stop, not left to expire
     finally:
         for w in workers:
             w.send_signal(signal.SIGTERM)

@@ -375,7 +375,7 @@ class Stack:
         code = child.proc.returncode
         how = f"signal {-code}" if code < 0 else f"code {code}"
         # Whatever it started in its session goes too (Postgres' backends, a worker's
-        # scheduler), so the next incarnation starts clean.
+        # horse and its parser processes), so the next incarnation starts clean.
         kill_group(child.proc.pid, signal.SIGKILL, wait=5.0)
         if child.lane and child.worker_name:
             self._dead_workers.add(child.worker_name)

@@ -10,7 +10,8 @@ slice, and each lane scales apart (compose: ``worker``, ``overlay-worker`` and
 An index or overlay worker preloads every grammar and the secret detectors before RQ forks a
 work horse per job, so horses share them. Every worker waits for the database schema and
 the queue (an embed worker also for the embedder's model) before it takes a job, then works
-its lane's queue with the scheduler, so retries with intervals run.
+its lane's queue with the scheduler (a thread of one worker: ``worker.ThreadScheduler``), so
+retries with intervals run.
 """
 
 from __future__ import annotations
