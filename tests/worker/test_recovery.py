@@ -24,7 +24,7 @@ from rq.serializers import JSONSerializer
 from codenav import repos
 from codenav.config import Settings
 from codenav.index.walk import walk
-from codenav.jobs import coordination, enqueue
+from codenav.jobs import coordination, enqueue, keys
 from codenav.proc import kill_group
 from tests.core.jobs.test_tasks import _stdlib_sample
 
@@ -268,3 +268,47 @@ def test_a_stopping_worker_does_not_wait_for_its_command_listener(settings: Sett
     stopping.start()
     stopping.join(HARD_STOP_S)
     assert not stopping.is_alive(), "the worker's stop waits for its command listener"
+
+
+def _grammars_mapped(pid: int) -> set[str]:
+    """The language-pack grammars a process has loaded (their libraries in its maps)."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return {Path(line.split()[-1]).name.removesuffix(".abi3.so") for line in maps.splitlines()
+            if "tree_sitter_language_pack/bindings/" in line}
+
+
+def test_an_index_worker_preloads_only_the_languages_jobs_have_met(
+        settings: Settings, service_env: dict[str, str], conn: psycopg.Connection,
+        tmp_path: Path) -> None:
+    """A worker loads no grammar for a language no job has met. A job's process records
+    the languages it had to load; the next worker (and the next job's fork) loads them
+    before forking, so its jobs inherit them."""
+    r = redis.Redis.from_url(settings.redis_url)
+    r.delete(keys.LANGUAGES)
+    root = tmp_path / "poly"
+    root.mkdir()
+    (root / "app.py").write_text("def main():\n    return helper()\n\n\ndef helper():\n"
+                                 "    return 1\n")
+    (root / "Main.java").write_text("class Main {\n  int run() { return new Main().hashCode(); }\n"
+                                    "}\n")
+    repo = repos.register(conn, str(root), "poly")
+    idle = _worker(service_env, "--lane", "overlay", "--name", "idle")
+    try:
+        wait_until(lambda: any(w.name == "idle" for w in coordination.workers(r)), 60,
+                   "the worker registered")  # it loads what it preloads before that
+        assert _grammars_mapped(idle.pid) == set()
+    finally:
+        idle.send_signal(signal.SIGTERM)
+        idle.wait(30)
+    enqueue.request_full(r, settings, repo.id)
+    assert _worker(service_env, "--burst").wait(300) == 0
+    assert {"python", "java"} <= {m.decode() for m in r.smembers(keys.LANGUAGES)}
+    assert conn.execute("SELECT count(*) FROM graph_edges").fetchone() != (0,)
+    warm = _worker(service_env, "--lane", "overlay")
+    try:
+        loaded = wait_until(lambda: {"python", "java"} <= (g := _grammars_mapped(warm.pid))
+                            and g, 60, "the grammars loaded")
+        assert "ruby" not in loaded, loaded
+    finally:
+        warm.send_signal(signal.SIGTERM)
+        warm.wait(30)

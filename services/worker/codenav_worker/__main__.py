@@ -7,11 +7,11 @@ Indexing and embedding never share a process, so an edit never waits behind an e
 slice, and each lane scales apart (compose: ``worker``, ``overlay-worker`` and
 ``embed-worker``).
 
-An index or overlay worker preloads every grammar and the secret detectors before RQ forks a
-work horse per job, so horses share them. Every worker waits for the database schema and
-the queue (an embed worker also for the embedder's model) before it takes a job, then works
-its lane's queue with the scheduler (a thread of one worker: ``worker.ThreadScheduler``), so
-retries with intervals run.
+An index or overlay worker preloads the secret detectors, and the grammars and queries of the
+languages jobs have met, before RQ forks a work horse per job, so horses share them. Every
+worker waits for the database schema and the queue (an embed worker also for the embedder's
+model) before it takes a job, then works its lane's queue with the scheduler (a thread of
+one worker: ``worker.ThreadScheduler``), so retries with intervals run.
 """
 
 from __future__ import annotations
@@ -100,15 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.lane in ("index", "overlay"):
             import codenav.jobs.tasks
             import codenav.overlays  # noqa: F401 (imported once here, not in every horse)
-            from codenav.graph.extract import preload_queries
             from codenav.index import redact
-            from codenav.parse.chunker import preload_grammars
 
-            preload_grammars()
-            preload_queries()
             redact.preload()
         wait_for_schema(settings)
-        proc.settle_heap()  # before the parser pool forks: its processes inherit it
         conn = enqueue.connect_redis(settings)
         _wait_for("the queue", lambda: bool(conn.ping()), 300.0)
         if args.lane == "embed":
@@ -116,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         worker = CodenavWorker(list(enqueue.LANES[args.lane]), connection=conn,
                                serializer=JSONSerializer, settings=settings,
                                name=args.name or coordination.worker_name(args.lane))
+        if args.lane in ("index", "overlay"):
+            worker.preload_languages()  # and before each job, what jobs met meanwhile
+        proc.settle_heap()  # before the parser pool forks: its processes inherit it
         worker.work(burst=args.burst, with_scheduler=True, logging_level=settings.log_level)
     except CodenavError as exc:
         print(f"codenav-worker: {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else ""),

@@ -8,11 +8,13 @@ import threading
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from codenav.config import Settings
 from codenav.db import queries as q
-from codenav.index.ingest import FileResult, Ingester, read_entry
+from codenav.index.ingest import FileResult, Ingester, pooled, read_entry
 from codenav.index.walk import FileEntry
+from codenav.parse import chunker
 from codenav.versions import CHUNKER_VERSION
 
 SOURCE = "def shared(x):\n    return x + 1\n"
@@ -97,3 +99,16 @@ def test_a_content_whose_claimer_died_unstored_is_parsed_by_the_waiter(
     chunks = conn.execute("SELECT count(*) FROM chunks WHERE content_id = %s",
                           (result.content_id,)).fetchone()
     assert chunks is not None and chunks[0] >= 1
+
+
+def test_the_languages_parser_processes_parsed_are_noted_in_the_job_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker learns from them which grammars and queries to load before it forks."""
+    monkeypatch.setattr(chunker, "_MET", set())
+    batches = [[FileResult("a.rb", 10, 0, language="ruby", parsed=True),
+                FileResult("b.go", 10, 0, language="go"),  # known already: not parsed here
+                FileResult("c.txt", 10, 0, language="text", parsed=True)],  # no grammar
+               [FileResult("d.bin", 10, 0, skip="binary")]]
+    assert list(pooled(iter(batches))) == batches
+    assert chunker._MET == {"ruby"}
+    assert "ruby" in chunker.languages_met()

@@ -79,6 +79,9 @@ _ROLE_ORDER = ("import", "var.name", "field.name", "ret.name", "tparam", "local"
                "implements", "new", "call", "decl", "super", "bare", "type")
 
 
+_COMPILED: set[str] = set()
+
+
 @cache
 def _query(language: str) -> tuple[Query, tuple[str, ...]]:
     """The language's reference and import patterns as one query, and each pattern's role
@@ -95,13 +98,21 @@ def _query(language: str) -> tuple[Query, tuple[str, ...]]:
         role = next((r for r in _ROLE_ORDER if r in names or
                      (r == "import" and any(n.startswith("import.") for n in names))), "")
         roles.append(role)
+    _COMPILED.add(language)
     return query, tuple(roles)
 
 
-def preload_queries() -> None:
-    """Compile every language's patterns once (before forking parser processes)."""
-    for language in PATTERNS:
-        _query(language)
+def preload_queries(languages: Iterable[str] | None = None) -> None:
+    """Compile the patterns of ``languages`` (default: all) once, before forking parser
+    processes. All 14 take 0.5 s and 30 MB; one language 3-130 ms and 0.2-7 MB."""
+    for language in PATTERNS if languages is None else languages:
+        if language in PATTERNS:
+            _query(language)
+
+
+def compiled_queries() -> set[str]:
+    """The languages whose patterns this process has compiled (or inherited)."""
+    return set(_COMPILED)
 
 
 class _Enclosing:

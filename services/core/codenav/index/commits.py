@@ -33,7 +33,7 @@ from codenav.graph import build as graph
 from codenav.graph import facts
 from codenav.index import gitread
 from codenav.index.ignore import IGNORE_FILES, TreeIgnoreRules
-from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process_blobs
+from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process_blobs, pooled
 from codenav.index.walk import FileEntry, Skip
 from codenav.lang import language_for
 from codenav.proc import fork_pool
@@ -254,7 +254,8 @@ def ingest_blobs(settings: Settings, gdir: Path, todo: list[FileEntry],
             own.close()
         return
     with fork_pool(processes, pool_init, (settings, False, team_id)) as pool:
-        yield from pool.imap_unordered(pool_process_blobs, [(str(gdir), b) for b in batches])
+        yield from pooled(pool.imap_unordered(pool_process_blobs,
+                                              [(str(gdir), b) for b in batches]))
 
 
 def index_commit(settings: Settings, conn: psycopg.Connection, repo: Repo, gdir: Path,

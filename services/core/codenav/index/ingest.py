@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from codenav.index.gitread import BlobReader
 from codenav.index.redact import describe, redact
 from codenav.index.walk import FileEntry
 from codenav.lang import language_for
-from codenav.parse.chunker import ChunkLimits, parse_file
+from codenav.parse.chunker import ChunkLimits, note_languages, parse_file
 from codenav.tokens import chunk_tsvector, file_term_counts
 from codenav.versions import CHUNKER_VERSION
 
@@ -272,3 +273,11 @@ def pool_process_blobs(args: tuple[str, list[FileEntry]]) -> list[FileResult]:
     assert _INGESTER is not None, "pool_init did not run"
     gdir, entries = args
     return _INGESTER.process_blobs(Path(gdir), entries)
+
+
+def pooled(results: Iterable[list[FileResult]]) -> Iterator[list[FileResult]]:
+    """Batches from parser processes, their languages noted in this process
+    (``note_languages``): a worker loads those before it forks its next job's process."""
+    for batch in results:
+        note_languages({r.language for r in batch if r.parsed and r.language})
+        yield batch

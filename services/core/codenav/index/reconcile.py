@@ -30,7 +30,7 @@ from codenav.graph import facts
 from codenav.index.gitinfo import head_commit, wait_for_checkout
 from codenav.index.gitread import is_bare
 from codenav.index.ignore import IgnoreRules
-from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process
+from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process, pooled
 from codenav.index.walk import FileEntry, Skip, walk
 from codenav.proc import fork_pool
 from codenav.tokens import path_tsvector
@@ -367,7 +367,7 @@ def _ingest(settings: Settings, root: Path, todo: list[FileEntry],
         return
     tasks = [(str(root), batch) for batch in _batches(todo, BATCH_FILES)]
     with fork_pool(processes, pool_init, (settings, defer_facts, team_id)) as pool:
-        yield from pool.imap_unordered(pool_process, tasks)
+        yield from pooled(pool.imap_unordered(pool_process, tasks))
 
 
 def _apply(conn: psycopg.Connection, target: tuple[int, int], results: list[FileResult],

@@ -10,6 +10,7 @@ at most ``max_lines`` lines, consecutive parts sharing ``overlap`` lines.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
@@ -35,17 +36,36 @@ class ChunkLimits:
     window: int = 60
 
 
+_LOADED: set[str] = set()
+_MET: set[str] = set()
+
+
 @cache
 def parser_for(language: str) -> Parser:
     from tree_sitter_language_pack import get_parser
 
-    return get_parser(STRUCTURED[language])  # type: ignore[arg-type]
+    parser = get_parser(STRUCTURED[language])  # type: ignore[arg-type]
+    _LOADED.add(language)
+    return parser
 
 
-def preload_grammars() -> None:
-    """Load every grammar once (before forking workers, so children share them)."""
-    for language in STRUCTURED:
-        parser_for(language)
+def preload_grammars(languages: Iterable[str] | None = None) -> None:
+    """Load the grammars of ``languages`` (default: all) once, before forking workers, so
+    children share them."""
+    for language in STRUCTURED if languages is None else languages:
+        if language in STRUCTURED:
+            parser_for(language)
+
+
+def note_languages(languages: Iterable[str]) -> None:
+    """Languages this process's parser processes parsed for it."""
+    _MET.update(language for language in languages if language in STRUCTURED)
+
+
+def languages_met() -> set[str]:
+    """The structured languages this process has parsed, had parsed for it
+    (``note_languages``) or inherited the grammar of."""
+    return _LOADED | _MET
 
 
 def parse_file(text: str, language: str, limits: ChunkLimits = ChunkLimits()) -> ParsedFile:
