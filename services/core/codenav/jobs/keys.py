@@ -26,6 +26,6 @@ ALIVE = "codenav:watcher-alive:{me}"
 """A sidecar's own heartbeat."""
 LANGUAGES = "codenav:languages"
 """Set: the languages index jobs have parsed, whose grammars and queries a forking worker
-loads before it forks a job's process (``codenav_worker.worker``)."""
+loads before it forks a job's process."""
 JOB_ID = re.compile(r"^(full|paths|graph|embed|refs|publish)-(\d+)-[0-9a-f]+$")
 """Job ids: kind, repository, random part."""
