@@ -5,7 +5,8 @@ numbers, each measured in this run.
 embedder; then ``codenav index CORPUS`` (returns once the code graph is built), then the
 stack keeps running until every chunk to embed has its vector (``codenav status``), or
 ``--embed-timeout`` seconds. Every 0.25 s each process of the stack except Postgres is
-sampled; printed per phase (idle, index with the graph, embedding):
+sampled; printed per phase (idle; index with the graph; embedding; after: the ``--settle``
+seconds of idling after the last vector; settled: 5 s sampled after those):
 
 - the peak of the summed RSS (resident pages; forked workers share pages with their
   parent, which RSS counts in each), and the peak of the summed PSS (each shared page
@@ -116,6 +117,9 @@ def main() -> int:
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--embed-timeout", type=float, default=900,
                         help="seconds to wait for every vector after the index (0: skip)")
+    parser.add_argument("--settle", type=float, default=90,
+                        help="seconds the stack idles after the last vector before the "
+                             "'settled' phase (5 s) is sampled (0: skip)")
     parser.add_argument("--out", type=Path, default=None, help="also write the result as JSON")
     args = parser.parse_args()
     corpus = args.corpus.resolve()
@@ -150,6 +154,11 @@ def main() -> int:
             result["embedded"] = f"{vectors.get('embedded', 0)}/{vectors.get('total', 0)}"
             result["embedding_s"] = round(time.perf_counter() - started
                                           - result["index_with_graph_s"], 1)
+            if args.settle > 0:  # what a server holds once its backlog is done
+                sampler.phase = "after"
+                time.sleep(args.settle)
+                sampler.phase = "settled"
+                time.sleep(5)
         result["phases"] = {
             phase: {"peak_rss_mb": round(p["rss"] / MB), "peak_pss_mb": round(p["pss"] / MB),
                     "process_peaks_mb": {name: round(v / MB) for name, v in sorted(

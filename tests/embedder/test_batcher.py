@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -86,3 +87,59 @@ def test_stopping_cancels_the_queued_bulk_work_and_finishes_the_slice_in_hand() 
     stopper.join(10)
     assert in_hand.result(10).shape == (16, 1)
     assert encoded == [16]
+
+
+def test_an_idle_bulk_runtime_is_released_and_opened_again_for_the_next_bulk_work() -> None:
+    """After ``release_after_s`` without bulk work the bulk thread releases its runtime;
+    queries (their own lane) do not open it; the next bulk work opens it first."""
+    events: list[str] = []
+    released = threading.Event()
+
+    def bulk(texts: list[str]) -> np.ndarray:
+        assert events[-1] in ("setup", "encode"), events  # never on a released runtime
+        events.append("encode")
+        return np.ones((len(texts), 1))
+
+    def release() -> None:
+        events.append("release")
+        released.set()
+
+    batcher = Batcher(bulk, slice_size=8, query_encode=lambda t: np.zeros((len(t), 1)),
+                      bulk_setup=lambda: events.append("setup"), bulk_release=release,
+                      release_after_s=0.2)
+    batcher.start()
+    try:
+        assert batcher.submit([f"chunk {i}" for i in range(20)]).result(10).shape == (20, 1)
+        assert released.wait(10)
+        assert batcher.submit(["a query"]).result(10).shape == (1, 1)
+        assert events == ["setup", "encode", "encode", "encode", "release"]
+        assert batcher.submit(["chunk"] * 9).result(10).shape == (9, 1)
+        assert events[5:] == ["setup", "encode", "encode"]
+        assert batcher.stats.releases == 1
+    finally:
+        batcher.stop()
+
+
+def test_a_bulk_runtime_that_is_busy_or_unconfigured_is_never_released() -> None:
+    released: list[int] = []
+    gate = threading.Event()
+
+    def slow(texts: list[str]) -> np.ndarray:
+        gate.wait(10)
+        return np.ones((len(texts), 1))
+
+    busy = Batcher(slow, slice_size=8, bulk_release=lambda: released.append(1),
+                   release_after_s=0.05)
+    never = Batcher(lambda t: np.ones((len(t), 1)), bulk_release=lambda: released.append(2))
+    work = busy.submit(["chunk"] * 8)  # queued before its thread starts: never idle
+    for b in (busy, never):
+        b.start()
+    try:
+        assert never.submit(["chunk"] * 8).result(10).shape == (8, 1)
+        time.sleep(0.3)  # a slice longer than the idle time is not idle time
+        assert released == []
+        gate.set()
+        assert work.result(10).shape == (8, 1)
+    finally:
+        for b in (busy, never):
+            b.stop()

@@ -304,3 +304,26 @@ def test_with_batch_size_one_the_vector_never_depends_on_the_other_inputs() -> N
         alone = _vectors(_embed(c, [TEXT]))[0]
         among_others = _vectors(_embed(c, [*OTHERS, TEXT, *OTHERS]))
         np.testing.assert_array_equal(among_others[len(OTHERS)], alone)
+
+
+def test_an_idle_bulk_runtime_is_closed_and_the_next_bulk_request_gets_the_same_vectors(
+        ) -> None:
+    """After ``bulk_release_s`` without bulk work the bulk session is dropped (its memory
+    goes back); the next bulk request opens it again and gets the same vectors. Queries
+    keep their own session throughout."""
+    settings = EmbedderSettings(bulk_release_s=0.3)
+    texts = [*OTHERS, TEXT, *CODE]  # more than a query's 4 texts: the bulk runtime
+    with TestClient(create_app(settings)) as c:
+        runtime: Runtime = c.app.state.runtime  # type: ignore[attr-defined]
+        _wait_until_ready(c, runtime)
+        assert runtime.batcher is not None and runtime.encoder is not None
+        first = _vectors(_embed(c, texts))
+        deadline = time.monotonic() + 30
+        while runtime.batcher.stats.releases < 1:
+            assert time.monotonic() < deadline, "the bulk runtime was not released"
+            time.sleep(0.05)
+        assert runtime.encoder._session is None
+        query = _vectors(_embed(c, [TEXT]))[0]  # the query lane: nothing reopened for it
+        assert runtime.encoder._session is None
+        np.testing.assert_array_equal(_vectors(_embed(c, texts)), first)
+        assert float(query @ first[len(OTHERS)]) > 0.98

@@ -82,7 +82,9 @@ class Runtime:
                           max_batch=s.max_batch, slice_size=2 * s.batch_size,
                           query_encode=query_encode if s.query_threads else None,
                           bulk_nice=s.bulk_nice,
-                          bulk_setup=lambda: enc.open().encode(["warm up"], batch_size=1))
+                          bulk_setup=lambda: enc.open().encode(["warm up"], batch_size=1),
+                          bulk_release=enc.close,
+                          release_after_s=s.bulk_release_s if s.query_threads else 0.0)
         batcher.start()
         if enc.max_tokens < enc.own_tokens:
             self.model_id = f"{self.base_id}@{enc.max_tokens}"

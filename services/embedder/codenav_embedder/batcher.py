@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -41,6 +42,8 @@ class Stats:
     batches: int = 0
     """encode calls; fewer than ``requests`` means requests were grouped"""
     largest_batch: int = 0
+    releases: int = 0
+    """Times the bulk runtime was closed after idling (``release_after_s``)."""
 
 
 URGENT_TEXTS = 4
@@ -50,9 +53,15 @@ URGENT_TEXTS = 4
 class Batcher:
     def __init__(self, encode: Encode, *, max_batch: int = 256, slice_size: int = 64,
                  query_encode: Encode | None = None, bulk_nice: int = 0,
-                 bulk_setup: Callable[[], object] | None = None) -> None:
+                 bulk_setup: Callable[[], object] | None = None,
+                 bulk_release: Callable[[], object] | None = None,
+                 release_after_s: float = 0.0) -> None:
         self._encode = encode
         self._bulk_setup = bulk_setup
+        self._bulk_release = bulk_release if release_after_s > 0 else None
+        """Called by the bulk thread after ``release_after_s`` seconds without bulk work
+        (the runtime gives its memory back); ``bulk_setup`` runs again before the next."""
+        self._release_after = release_after_s
         self._query_encode = query_encode
         self._bulk_nice = bulk_nice
         self._max_batch = max_batch
@@ -125,13 +134,15 @@ class Batcher:
             (self._urgent if urgent else self._pending).extend(items)
             self._cond.notify_all()  # two threads wait: each for its own queue
 
-    def _take(self, queries_only: bool = False,
+    def _take(self, queries_only: bool = False, idle_s: float | None = None,
               ) -> list[tuple[list[str], Future[np.ndarray]]] | None:
         """The next group to encode: urgent requests first (all of them, up to
-        ``max_batch`` texts), else one slice of bulk work; None once stopping and empty.
-        With a query lane, the bulk thread never takes urgent requests and the query
-        thread takes nothing else."""
+        ``max_batch`` texts), else one slice of bulk work; None once stopping and empty;
+        an empty group after ``idle_s`` seconds with nothing to take. With a query lane,
+        the bulk thread never takes urgent requests and the query thread takes nothing
+        else."""
         lane = self._query_encode is not None
+        deadline = None if idle_s is None else time.monotonic() + idle_s
         with self._cond:
             while True:
                 if queries_only:
@@ -142,7 +153,12 @@ class Batcher:
                     queue = self._pending
                 if queue or self._stopping:
                     break
-                self._cond.wait()
+                if deadline is None:
+                    self._cond.wait()
+                elif (left := deadline - time.monotonic()) > 0:
+                    self._cond.wait(left)
+                else:
+                    return []
             if not queue:
                 return None
             limit = self._max_batch if queue is self._urgent else self._slice
@@ -156,10 +172,23 @@ class Batcher:
     def _run(self) -> None:
         if self._bulk_nice:
             lower_priority(self._bulk_nice)
-        if self._bulk_setup is not None:  # runs at the bulk priority (threads inherit it)
-            self._bulk_setup()
-        while (group := self._take()) is not None:
-            self._encode_group(group, self._encode)
+        idle = self._release_after if self._bulk_release is not None else None
+        group: list[tuple[list[str], Future[np.ndarray]]] | None = None
+        while True:
+            if self._bulk_setup is not None:  # runs at the bulk priority (threads inherit it)
+                self._bulk_setup()
+            if group:
+                self._encode_group(group, self._encode)
+            while group := self._take(idle_s=idle):
+                self._encode_group(group, self._encode)
+            if group is None:
+                return
+            assert self._bulk_release is not None
+            self._bulk_release()  # idle that long: the runtime gives its memory back
+            with self._stats_lock:
+                self.stats.releases += 1
+            if (group := self._take()) is None:  # no runtime until there is work again
+                return
 
     def _run_queries(self) -> None:
         assert self._query_encode is not None

@@ -18,6 +18,8 @@ Vectors always come back L2-normalised, in float32, in the order of the inputs.
 from __future__ import annotations
 
 import copy
+import ctypes
+import gc
 import logging
 import os
 import subprocess
@@ -84,6 +86,16 @@ class BaseEncoder:
         """Open the runtime session (``load(..., open_session=False)`` defers it, so that the
         thread that opens it, whose priority its threads inherit, can be chosen)."""
         return self
+
+    def close(self) -> None:
+        """Drop the runtime session (``open`` makes another: 0.06 s for the default model)
+        and hand the memory it freed back to the system. After bulk work a MiniLM session
+        holds about 120 MB, mostly its arena."""
+        if self._graph is None:  # hosted by sentence-transformers: no session of ours
+            return
+        self._session = None
+        gc.collect()
+        _trim_heap()
 
     def for_queries(self, threads: int = 1) -> BaseEncoder:
         """A copy for the query lane: same model and tokenizer, its own ONNX session with
@@ -323,3 +335,12 @@ def _load_hosted(model_name: str, *, backend: str, max_tokens: int, threads: int
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "codenav-embedder"
+
+
+def _trim_heap() -> None:
+    """Return the C heap's free pages to the system (glibc's ``malloc_trim``): freed arena
+    blocks otherwise stay resident. Elsewhere a no-op."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

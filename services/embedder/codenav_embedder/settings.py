@@ -57,6 +57,10 @@ class EmbedderSettings:
     bulk_nice: int = 10
     """How much lower bulk embedding's CPU priority is (Linux nice, per thread): queries,
     index jobs and searches run first when the cores are busy; 0 keeps it normal."""
+    bulk_release_s: float = 60.0
+    """Seconds without bulk work after which the bulk runtime is closed and its memory
+    handed back (about 120 MB for MiniLM); the next bulk request opens it again (0.06 s).
+    0 keeps it open. Only with a query lane: without one, queries share that runtime."""
     cache_dir: str = ""
     """Where exported ONNX graphs are kept; empty means ``$XDG_CACHE_HOME/codenav-embedder``."""
     host: str = "127.0.0.1"
@@ -75,7 +79,7 @@ class EmbedderSettings:
         if self.backend not in BACKENDS:
             raise ConfigError(f"CODENAV_EMBED_BACKEND must be one of {', '.join(BACKENDS)}, "
                               f"got {self.backend!r}")
-        for name in ("threads", "max_tokens", "query_threads", "bulk_nice"):
+        for name in ("threads", "max_tokens", "query_threads", "bulk_nice", "bulk_release_s"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"CODENAV_EMBED_{name.upper()} must be 0 or more")
         for name in ("batch_size", "max_batch", "max_inputs"):
