@@ -169,8 +169,8 @@ def open_session(path: Path, threads: int) -> Any:
     options.log_severity_level = 3
     # No memory patterns: they plan one arena block per input shape, and sorted batches come
     # in every length up to the cut. Kafka windows, 2 threads, batches of 32: the bulk
-    # session held 171 MB more after a pass with them and 87 MB without, at the same speed
-    # (bench/README.md, issue 18).
+    # session held 171 MB more after a pass with them and 87 MB without, within 1.5% of
+    # their speed (bench/README.md, issue 18).
     options.enable_mem_pattern = False
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
