@@ -49,10 +49,10 @@ def parser_for(language: str) -> Parser:
     return parser
 
 
-def preload_grammars(languages: Iterable[str] | None = None) -> None:
-    """Load the grammars of ``languages`` (default: all) once, before forking workers, so
-    children share them."""
-    for language in STRUCTURED if languages is None else languages:
+def preload_grammars(languages: Iterable[str]) -> None:
+    """Load the grammars of ``languages`` once, before forking workers, so children share
+    them."""
+    for language in languages:
         if language in STRUCTURED:
             parser_for(language)
 
