@@ -77,7 +77,7 @@ class ThreadScheduler(RQScheduler):
     def _run(self) -> None:
         try:
             self.work()
-        except Exception:  # the worker's maintenance starts another within 30 s
+        except Exception:  # RQ's maintenance (every 30 s) starts another: read, not tested
             log.exception("scheduler %s stopped on an error", self.name)
 
 
