@@ -224,6 +224,38 @@ def test_one_scheduler_thread_serves_the_queues_of_every_lane(
             kill_group(w.pid)
 
 
+def test_schedulers_take_the_locks_in_one_order_and_a_freed_one_at_once(
+        settings: Settings) -> None:
+    """Two schedulers asking together cannot split the locks: both ask in one order and
+    stop at the first one another holds. One holding fewer than all asks again every
+    round, so a lock freed by a dead scheduler is taken within a second, not after RQ's
+    120 s fallback."""
+    from codenav_worker.worker import ThreadScheduler
+
+    r = redis.Redis.from_url(settings.redis_url)
+    names = sorted(enqueue.QUEUES)
+    keys_ = [RQScheduler.get_locking_key(name) for name in names]
+    first = ThreadScheduler(list(reversed(names)), connection=r)
+    second = ThreadScheduler(names, connection=r)
+    assert first.acquire_locks() == set(names)
+    assert second.acquire_locks() == set()
+    first.release_locks()
+    # a dead scheduler still holds the middle lock: the next one takes those before it
+    r.set(keys_[1], "dead-scheduler", ex=60)
+    assert second.acquire_locks() == {names[0]}
+    second.start()
+    try:
+        r.delete(keys_[1])  # the supervisor frees it
+        wait_until(lambda: r.mget(keys_) == [second.name.encode()] * len(keys_), 5,
+                   "every lock taken by the running scheduler")
+    finally:
+        second.request_stop()
+        thread = second._process
+        assert thread is not None
+        thread.join(10)
+    assert r.mget(keys_) == [None] * len(keys_)
+
+
 def test_a_stop_during_a_graph_build_interrupts_it_without_a_failure_and_it_runs_again(
         settings: Settings, service_env: dict[str, str], conn: psycopg.Connection,
         tmp_path: Path) -> None:

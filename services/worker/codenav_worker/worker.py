@@ -6,8 +6,8 @@
 - A busy worker beats every ``HEARTBEAT_S`` seconds; maintenance runs every 30 s.
 - Redis going away is waited out (retried every 2 s at most), not fatal.
 - One scheduler serves every lane: each worker's scheduler asks for the locks of all the
-  queues, so the first one to start takes them all and the others start no process (RQ's
-  would run one per lane, each a forked copy of its worker). When its worker dies, its
+  queues in one order, so the first one to start takes them all and the others start none
+  (RQ's would run one per lane, each a forked copy of its worker). When its worker dies, its
   locks expire and another worker's maintenance takes them over. It runs in a thread of its
   worker, not in a forked copy (RQ's): a copy held 45 MB resident (20 MB of its own) to
   wake once a second and look at a few Redis keys.
@@ -24,6 +24,7 @@ import logging
 import os
 import signal
 import threading
+from datetime import datetime
 from typing import Any
 
 import redis
@@ -31,6 +32,7 @@ from rq import Queue
 from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from rq.job import Job
 from rq.scheduler import RQScheduler
+from rq.scripts import acquire_or_refresh_lock
 from rq.worker import Worker
 
 from codenav.config import Settings
@@ -73,6 +75,31 @@ class ThreadScheduler(RQScheduler):
 
     def _install_signal_handlers(self) -> None:
         """None: signals belong to the main thread (the worker's)."""
+
+    def acquire_locks(self, auto_start: bool = False) -> set[str]:
+        """RQ's, in one order for every scheduler and stopping at the first lock another
+        one holds. RQ's walks a set, whose order differs between processes: two workers
+        starting together split the locks, and each kept its share until RQ's fallback
+        (120 s) let it ask again."""
+        held: set[str] = set()
+        for name in sorted(self._queue_names):
+            outcome = acquire_or_refresh_lock(
+                self.connection, self.get_locking_key(name), self.name, self.interval + 60)
+            if outcome == "taken":
+                break
+            held.add(name)
+        self._scheduled_job_registries = []
+        self._acquired_locks = held
+        self.lock_acquisition_time = datetime.now()  # type: ignore[assignment]  # RQ: None
+        if held and auto_start and (self._process is None or not self._process.is_alive()):
+            self.start()
+        return held
+
+    @property
+    def should_reacquire_locks(self) -> bool:
+        """Every round (once a second) while it holds fewer than all: the locks of a
+        scheduler that died are freed by the supervisor or expire, and are taken at once."""
+        return self._acquired_locks != self._queue_names
 
     def _run(self) -> None:
         try:
