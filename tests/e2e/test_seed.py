@@ -188,11 +188,16 @@ def test_a_physical_seed_starts_an_empty_home_with_the_same_answers_and_no_crede
                         assert time.monotonic() < deadline, "embedding did not finish"
                         time.sleep(0.5)
                 # the answers to compare with are a settled store's: the graph build can
-                # still run once every chunk is embedded (an answer says "updating" then)
-                while any(r[0] != "done" for r in _runs(home_a)):
-                    assert time.monotonic() < deadline, "the index runs did not finish"
-                    time.sleep(0.5)
-                expected = _answers(home_a)
+                # still run once every chunk is embedded, and the watcher asks for a
+                # reconcile once its watch is up (an answer says "updating" meanwhile)
+                while True:
+                    while any(r[0] != "done" for r in _runs(home_a)):
+                        assert time.monotonic() < deadline, "the index runs did not finish"
+                        time.sleep(0.5)
+                    expected = _answers(home_a)
+                    if not any("index_status" in a for a in expected):
+                        break
+                    assert time.monotonic() < deadline, "the store did not settle"
             finally:
                 ctrl_c(first)
             env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}

@@ -66,3 +66,36 @@ def test_a_refused_watch_falls_back_to_polling_and_keeps_following_the_disk(
     assert watch.refusals == 1 and watch.mode == "polling" and watch.force_polling
     assert calls[0] == {}, "the switch asks for a full reconcile: events may have been lost"
     assert any(c.get("src/b.py") == "unindexed" for c in calls), calls
+
+
+class LateWatch(RepoWatch):
+    """A watch that comes up late, as in a loaded watcher: a file is written after the
+    start-up reconcile's scan and before the watch is up, so it raises no event."""
+
+    def __init__(self, *args: object, write: Path, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.write = write
+
+    async def _watch(self, targets: list[Path]) -> bool:
+        self.write.write_text("z = 3\n")
+        return await super()._watch(targets)
+
+
+def test_a_change_made_before_the_watch_is_up_is_caught_by_a_full_reconcile(
+        tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    calls: list[Changes] = []
+
+    async def scenario() -> None:
+        watch = LateWatch(1, tmp_path, lambda _repo, changes: calls.append(changes),
+                          debounce_ms=50, poll_delay_ms=100, write=tmp_path / "src" / "c.py")
+        task = asyncio.create_task(watch.run())
+        for _ in range(100):
+            if calls:
+                break
+            await asyncio.sleep(0.05)
+        watch.stop.set()
+        await asyncio.wait_for(task, 10)
+
+    asyncio.run(scenario())
+    assert {} in calls, "the watch, once up, asks for a full reconcile"

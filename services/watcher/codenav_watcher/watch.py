@@ -133,15 +133,15 @@ class RepoWatch:
 
     async def run(self) -> None:
         self.last_head = head_commit(self.root)
-        replanned = False
         while not self.stop.is_set():
             planning = time.monotonic()
             dirs = await asyncio.to_thread(watched_dirs, self.root)
-            if replanned:
-                # Changes made while the watch was re-planned raised no event: once the new
-                # watch is surely up, a full reconcile (the scan is the truth) catches them.
-                delay = max(REPLAN_CATCH_UP_S, 2 * (time.monotonic() - planning))
-                asyncio.get_running_loop().call_later(delay, self.on_changes, self.repo_id, {})
+            # Changes made before the watch is up raise no event: those made while it was
+            # planned, or re-planned, and at the start those made after the start-up
+            # reconcile's scan (a worker may run it at once). Once the watch is surely up,
+            # a full reconcile (the scan is the truth) catches them.
+            delay = max(REPLAN_CATCH_UP_S, 2 * (time.monotonic() - planning))
+            asyncio.get_running_loop().call_later(delay, self.on_changes, self.repo_id, {})
             git = self.root / ".git"
             targets = dirs + ([git] if git.is_dir() else [])
             self.watched = len(targets)
@@ -166,7 +166,6 @@ class RepoWatch:
                 continue
             if not replan:
                 return
-            replanned = True
 
     def _to_polling(self) -> None:
         self.force_polling = True
