@@ -19,7 +19,7 @@ from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.graph.extract import extract
 from codenav.parse.chunker import parse_file
-from codenav.proc import fork_pool
+from codenav.proc import map_shared
 
 log = logging.getLogger("codenav.graph")
 
@@ -41,8 +41,8 @@ def fill_pending(settings: Settings, conn: psycopg.Connection, tree_id: int) -> 
     if len(ids) < INLINE_LIMIT or processes <= 1:
         filled = sum(fill_batch(conn, batch) for batch in batches)
     else:
-        with fork_pool(processes, _pool_init, (settings,)) as pool:
-            filled = sum(pool.imap_unordered(_pool_fill, batches))
+        filled = sum(map_shared(processes, _pool_init, (settings,), _pool_fill, batches,
+                                lambda batch: fill_batch(conn, batch)))
         # the graph build reads these refs next: with statistics from before they were
         # written, the planner scanned all of refs in parallel for every batch of files
         conn.execute(q.FACTS_ANALYZE)

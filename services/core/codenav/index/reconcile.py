@@ -32,7 +32,7 @@ from codenav.index.gitread import is_bare
 from codenav.index.ignore import IgnoreRules
 from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process, pooled
 from codenav.index.walk import FileEntry, Skip, walk
-from codenav.proc import fork_pool
+from codenav.proc import map_shared
 from codenav.tokens import path_tsvector
 from codenav.versions import CHUNKER_VERSION
 
@@ -366,8 +366,13 @@ def _ingest(settings: Settings, root: Path, todo: list[FileEntry],
             ingester.close()
         return
     tasks = [(str(root), batch) for batch in _batches(todo, BATCH_FILES)]
-    with fork_pool(processes, pool_init, (settings, defer_facts, team_id)) as pool:
-        yield from pooled(pool.imap_unordered(pool_process, tasks))
+    own = Ingester(settings, defer_facts, team_id)
+    try:
+        yield from pooled(map_shared(processes, pool_init, (settings, defer_facts, team_id),
+                                     pool_process, tasks,
+                                     lambda task: own.process(Path(task[0]), task[1])))
+    finally:
+        own.close()
 
 
 def _apply(conn: psycopg.Connection, target: tuple[int, int], results: list[FileResult],
