@@ -203,6 +203,10 @@ def wait_for_graph(settings: Settings, info: dict[str, Any], name: str, quiet: b
         sys.stderr.write(f"building the code graph of {name}...\n")
     started = time.monotonic()
     done = wait_for_job(settings, graph_job, name, quiet=True)
+    # a graph job that filled many deferred facts builds the graph in a job of its own
+    while done.get("state") == "finished" and \
+            (graph_job := (done.get("result") or {}).get("graph_job")):
+        done = wait_for_job(settings, graph_job, name, quiet=True)
     if not quiet:
         state = "done" if done.get("state") == "finished" else done.get("state")
         sys.stderr.write(f"code graph {state} in {time.monotonic() - started:.1f}s\n")

@@ -24,6 +24,16 @@ def test_a_running_graph_build_keeps_the_repo_from_being_fresh(settings: Setting
     assert enqueue.waiting(conn, 41) == {}
 
 
+def test_a_job_clears_only_its_own_running_mark(settings: Settings) -> None:
+    """A graph job that queued the next one to go on may end after that one started."""
+    conn = enqueue.connect_redis(settings)
+    enqueue.mark_running(conn, "graph", 42, "graph-42-next")
+    enqueue.mark_finished(conn, "graph", 42, "graph-42-first")
+    assert enqueue.waiting(conn, 42) == {"graph": "running (graph-42-next)"}
+    enqueue.mark_finished(conn, "graph", 42, "graph-42-next")
+    assert enqueue.waiting(conn, 42) == {}
+
+
 def test_a_failed_enqueue_leaves_no_flag_behind(settings: Settings) -> None:
     """Redis refusing the enqueue after the flag is set (here: an ACL user that may write
     codenav's keys but not RQ's) must not leave a flag that makes every later request

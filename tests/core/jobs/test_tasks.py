@@ -173,3 +173,37 @@ def test_a_worker_killed_mid_job_loses_nothing(job_env: Settings, conn: psycopg.
                             "(SELECT 1 FROM files f WHERE f.content_id = c.id)").fetchone()
     assert dangling == (0,)
     redis.Redis.from_url(job_env.redis_url).flushdb()
+
+
+def test_a_graph_job_that_fills_many_facts_leaves_the_build_to_a_job_of_its_own(
+        job_env: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A first index defers the graph and its facts to a graph job. A run while that job
+    waits leaves them to it as well. The graph job parses a share of the facts itself; with
+    many, the build goes on in the next job, so its process starts without that memory."""
+    from codenav.graph import build, facts
+
+    repo = repos.register(conn, str(_stdlib_sample(tmp_path, limit=400)), "stdlib")
+    r = enqueue.connect_redis(job_env)
+    first = enqueue.request_full(r, job_env, repo.id)
+    conn_r = enqueue.connect_redis(job_env)
+    Worker([enqueue.INDEX_QUEUE], connection=conn_r,
+           serializer=JSONSerializer).work(burst=True, max_jobs=1)
+    info = enqueue.job_info(r, first or "")
+    assert info is not None and info["state"] == "finished"
+    graph_job = info["result"]["graph_job"]
+    tree = reconcile.worktree(conn, repo.id)
+    assert build.awaits_build(conn, tree)
+    # another full run while the graph job waits: it leaves the build to that job
+    again = reconcile.reconcile(job_env, repo.id, None, defer_graph=True)
+    assert again.graph_deferred
+    assert build.awaits_build(conn, tree)
+    _work(job_env)
+    filling = enqueue.job_info(r, graph_job)
+    assert filling is not None and filling["state"] == "finished", filling
+    assert filling["result"]["facts"] >= facts.INLINE_LIMIT
+    building = enqueue.job_info(r, filling["result"]["graph_job"])
+    assert building is not None and building["state"] == "finished", building
+    assert building["result"]["files"] > 0 and "facts" not in building["result"]
+    assert build.is_current(conn, tree)
+    assert conn.execute("SELECT count(*) FROM pending_facts").fetchone() == (0,)
+    assert enqueue.waiting(r, repo.id) == {}

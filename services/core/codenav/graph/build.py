@@ -188,6 +188,12 @@ def mark_stale(conn: psycopg.Connection, tree_id: int) -> None:
     conn.execute(q.GRAPH_STATE_PUT, (0, False, 0, 0.0, tree_id))
 
 
+def awaits_build(conn: psycopg.Connection, tree_id: int) -> bool:
+    """Whether the tree's graph is marked for a full build (``mark_stale``) not yet done."""
+    row = conn.execute(q.GRAPH_STATE_GET, (tree_id,)).fetchone()
+    return row is not None and row[0] == 0
+
+
 def is_current(conn: psycopg.Connection, tree_id: int) -> bool:
     """Whether the tree's graph was built by this code's resolver and is not stale."""
     row = conn.execute(q.GRAPH_STATE_GET, (tree_id,)).fetchone()

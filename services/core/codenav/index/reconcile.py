@@ -101,8 +101,9 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
     """Bring the index of ``repo_id`` in line with disk, for ``paths`` or the whole tree.
 
     With ``defer_graph``, a first index leaves its graph build to the caller (a separate
-    job), so the repository is searchable sooner; later runs always update the graph in
-    the same run, so it never points at a vanished definition. ``stop`` ends the run
+    job), so the repository is searchable sooner, and so does a run while that build
+    waits; later runs always update the graph in the same run, so it never points at a
+    vanished definition. ``stop`` ends the run
     after the batch in hand (``Interrupted``; the run is recorded as stopped): a first
     index keeps what it published, and the next run parses only the rest."""
     started = time.monotonic()
@@ -338,7 +339,10 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, target: tuple[int, 
     progress("commit", len(entries), done, summary.files_parsed, len(gone), force=True)
     _apply(conn, (repo_id, tree_id), skipped_early + pending, sorted(gone), skips, paths,
            summary, known)
-    if defer_graph and initial:
+    if defer_graph and (initial or graph.awaits_build(conn, tree_id)):
+        # A run while the first index's graph job waits (the watcher's catch-up reconcile,
+        # say) leaves the build, and the facts it needs, to that job as well: the graph is
+        # built in full either way, and here it would hold up the run's answer.
         graph.mark_stale(conn, tree_id)
         summary.graph_deferred = True
     else:  # re-resolve the changed files and every file that depends on them

@@ -247,8 +247,18 @@ def mark_running(conn: redis.Redis, kind: str, repo_id: int, job_id: str | None)
     conn.set(keys.RUNNING.format(kind=kind, repo_id=repo_id), job_id or "?", ex=RUNNING_TTL_S)
 
 
-def mark_finished(conn: redis.Redis, kind: str, repo_id: int) -> None:
-    conn.delete(keys.RUNNING.format(kind=kind, repo_id=repo_id))
+_DELETE_IF_SAME = "if redis.call('get', KEYS[1]) == ARGV[1] then " \
+    "return redis.call('del', KEYS[1]) end return 0"
+
+
+def mark_finished(conn: redis.Redis, kind: str, repo_id: int, job_id: str | None = None) -> None:
+    """The job is no longer running; with ``job_id``, only if the mark is still its own
+    (the job it queued to go on may have started and marked itself already)."""
+    key = keys.RUNNING.format(kind=kind, repo_id=repo_id)
+    if job_id is None:
+        conn.delete(key)
+    else:
+        conn.eval(_DELETE_IF_SAME, 1, key, job_id)
 
 
 def decode(value: object) -> str:

@@ -143,19 +143,29 @@ def build_graph(repo_id: int) -> dict[str, Any]:
     with connect(s, application_name="codenav-graph") as db:
         if repos.get(db, repo_id) is None:  # deleted since the job was queued
             return {"refused": f"no repository with id {repo_id}"}
-    enqueue.mark_running(rconn, "graph", repo_id, _job_id())
+    job_id = _job_id() or "?"
+    enqueue.mark_running(rconn, "graph", repo_id, job_id)
     try:
         with connect(s, application_name="codenav-graph") as db:
             db.execute(q.REPO_LOCK, (repo_id,))
             try:
                 tree_id = worktree(db, repo_id)
-                facts.fill_pending(s, db, tree_id)  # what the first index left for this job
+                # what the first index left for this job
+                filled = facts.fill_pending(s, db, tree_id)
+                if filled >= facts.INLINE_LIMIT:
+                    # This process parsed a share of them (``facts.fill_pending``); its heap
+                    # keeps that memory, and the build would come on top of it. The build
+                    # goes on in a job process of its own (queued before this one's mark
+                    # goes, so the graph never looks done meanwhile): on Apache Kafka the
+                    # job's process peaked at 290 MB after filling its share, 259 without.
+                    again = enqueue.request_graph(rconn, s, repo_id)
+                    return {"facts": filled, "graph_job": again}
                 done = graph.update(db, tree_id, [], [])  # builds in full when marked stale
             finally:  # an interrupted query can leave the session unusable: closing unlocks
                 with contextlib.suppress(psycopg.Error):
                     db.execute(q.REPO_UNLOCK, (repo_id,))
     finally:
-        enqueue.mark_finished(rconn, "graph", repo_id)
+        enqueue.mark_finished(rconn, "graph", repo_id, job_id)
     return {"files": done.files if done else 0,
             "seconds": round(done.seconds, 3) if done else 0.0}
 
