@@ -95,6 +95,11 @@ class Batcher:
             if thread.is_alive():
                 thread.join(timeout)
 
+    @property
+    def slice_size(self) -> int:
+        """Most texts of bulk work encoded in one call (a larger request is cut)."""
+        return self._slice
+
     def submit(self, texts: list[str]) -> Future[np.ndarray]:
         """Queue ``texts``; the future resolves to their vectors, one row per text."""
         future: Future[np.ndarray] = Future()

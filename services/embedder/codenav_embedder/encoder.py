@@ -18,7 +18,6 @@ Vectors always come back L2-normalised, in float32, in the order of the inputs.
 from __future__ import annotations
 
 import copy
-import ctypes
 import gc
 import logging
 import os
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from codenav.proc import trim_heap
 from codenav_embedder import onnx_serve
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ class BaseEncoder:
             return
         self._session = None
         gc.collect()
-        _trim_heap()
+        trim_heap()
 
     def for_queries(self, threads: int = 1) -> BaseEncoder:
         """A copy for the query lane: same model and tokenizer, its own ONNX session with
@@ -335,12 +335,3 @@ def _load_hosted(model_name: str, *, backend: str, max_tokens: int, threads: int
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "codenav-embedder"
-
-
-def _trim_heap() -> None:
-    """Return the C heap's free pages to the system (glibc's ``malloc_trim``): freed arena
-    blocks otherwise stay resident. Elsewhere a no-op."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass

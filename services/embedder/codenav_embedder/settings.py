@@ -43,9 +43,12 @@ class EmbedderSettings:
     at 64 as at 256; on the commit-history suite hybrid find_files hit@5 is 0.5 points under
     128 and 0.6 under 256 (bench/README.md). A cut below the model's limit is part of the
     model's id (``<id>@64``), so differently cut vectors never mix."""
-    batch_size: int = 32
-    """Texts per forward pass (after sorting by length). 1 makes int8 vectors independent of
-    the other texts in a request (~30% slower)."""
+    batch_size: int = 8
+    """Texts per forward pass (after sorting by length). A bulk runtime keeps the memory of
+    its largest pass: MiniLM int8 on 4,000 Kafka windows, 2 threads, held 84 MB more after
+    the work at 32, 43 MB at 16 and 24 MB at 8, at the same speed (about 330 texts/s each;
+    bench/README.md, issue 18). 1 makes int8 vectors independent of the other texts in a
+    request (~30% slower)."""
     max_batch: int = 256
     """Texts drained from the queue into one encode call, across concurrent requests."""
     max_inputs: int = 512
