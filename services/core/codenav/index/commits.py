@@ -36,7 +36,7 @@ from codenav.index.ignore import IGNORE_FILES, TreeIgnoreRules
 from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process_blobs, pooled
 from codenav.index.walk import FileEntry, Skip
 from codenav.lang import language_for
-from codenav.proc import map_shared
+from codenav.proc import fork_pool
 from codenav.tokens import path_tsvector
 from codenav.versions import CHUNKER_VERSION
 
@@ -253,13 +253,9 @@ def ingest_blobs(settings: Settings, gdir: Path, todo: list[FileEntry],
         finally:
             own.close()
         return
-    own = Ingester(settings, team_id=team_id)
-    try:
-        yield from pooled(map_shared(processes, pool_init, (settings, False, team_id),
-                                     pool_process_blobs, [(str(gdir), b) for b in batches],
-                                     lambda task: own.process_blobs(gdir, task[1])))
-    finally:
-        own.close()
+    with fork_pool(processes, pool_init, (settings, False, team_id)) as pool:
+        yield from pooled(pool.imap_unordered(pool_process_blobs,
+                                              [(str(gdir), b) for b in batches]))
 
 
 def index_commit(settings: Settings, conn: psycopg.Connection, repo: Repo, gdir: Path,

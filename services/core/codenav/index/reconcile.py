@@ -32,7 +32,7 @@ from codenav.index.gitread import is_bare
 from codenav.index.ignore import IgnoreRules
 from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process, pooled
 from codenav.index.walk import FileEntry, Skip, walk
-from codenav.proc import map_shared
+from codenav.proc import fork_pool
 from codenav.tokens import path_tsvector
 from codenav.versions import CHUNKER_VERSION
 
@@ -103,9 +103,9 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
     With ``defer_graph``, a first index leaves its graph build to the caller (a separate
     job), so the repository is searchable sooner, and so does a run while that build
     waits; later runs always update the graph in the same run, so it never points at a
-    vanished definition. ``stop`` ends the run
-    after the batch in hand (``Interrupted``; the run is recorded as stopped): a first
-    index keeps what it published, and the next run parses only the rest."""
+    vanished definition. ``stop`` ends the run after the batch in hand (``Interrupted``;
+    the run is recorded as stopped): a first index keeps what it published, and the next
+    run parses only the rest."""
     started = time.monotonic()
     conn = connect(settings, application_name="codenav-indexer")
     try:
@@ -370,13 +370,8 @@ def _ingest(settings: Settings, root: Path, todo: list[FileEntry],
             ingester.close()
         return
     tasks = [(str(root), batch) for batch in _batches(todo, BATCH_FILES)]
-    own = Ingester(settings, defer_facts, team_id)
-    try:
-        yield from pooled(map_shared(processes, pool_init, (settings, defer_facts, team_id),
-                                     pool_process, tasks,
-                                     lambda task: own.process(Path(task[0]), task[1])))
-    finally:
-        own.close()
+    with fork_pool(processes, pool_init, (settings, defer_facts, team_id)) as pool:
+        yield from pooled(pool.imap_unordered(pool_process, tasks))
 
 
 def _apply(conn: psycopg.Connection, target: tuple[int, int], results: list[FileResult],
