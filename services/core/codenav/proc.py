@@ -176,7 +176,7 @@ def map_shared(processes: int, init: Callable[..., None], args: tuple[object, ..
     The process that hands out the tasks mostly waited for them. Filling Apache Kafka's
     deferred graph facts, it waited at 64 MB beside two parser processes of about 105 MB
     each (45 MB of it shared with it); parsing a share itself with one parser process, the
-    stack's summed RSS in that phase peaked at 1,004 MB instead of 1,064 MB.
+    stack's summed RSS in that phase peaked at 1,001 MB instead of 1,064 MB.
     Each forked process has up to two tasks handed to it, so it does not wait for this
     one to finish a task before it gets its next."""
     children = processes - 1
