@@ -185,8 +185,7 @@ def test_a_graph_job_that_fills_many_facts_leaves_the_build_to_a_job_of_its_own(
     repo = repos.register(conn, str(_stdlib_sample(tmp_path, limit=400)), "stdlib")
     r = enqueue.connect_redis(job_env)
     first = enqueue.request_full(r, job_env, repo.id)
-    conn_r = enqueue.connect_redis(job_env)
-    Worker([enqueue.INDEX_QUEUE], connection=conn_r,
+    Worker([enqueue.INDEX_QUEUE], connection=r,
            serializer=JSONSerializer).work(burst=True, max_jobs=1)
     info = enqueue.job_info(r, first or "")
     assert info is not None and info["state"] == "finished"
