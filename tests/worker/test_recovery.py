@@ -4,6 +4,7 @@ itself again, and the lanes keep their work apart."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -254,6 +255,31 @@ def test_schedulers_take_the_locks_in_one_order_and_a_freed_one_at_once(
         assert thread is not None
         thread.join(10)
     assert r.mget(keys_) == [None] * len(keys_)
+
+
+def test_a_scheduler_that_has_just_taken_its_locks_is_not_freed_as_dead(
+        settings: Settings) -> None:
+    """The supervisor frees the locks of a scheduler that has no hash. A worker's
+    maintenance takes the locks and then starts the scheduler's loop: the hash is written
+    before the locks are taken, not by the loop (it was, and a sweep in between freed a
+    live scheduler's locks). One that took none leaves no hash behind."""
+    from codenav_worker.worker import ThreadScheduler
+
+    r = redis.Redis.from_url(settings.redis_url)
+    names = sorted(enqueue.QUEUES)
+    keys_ = [RQScheduler.get_locking_key(name) for name in names]
+    first = ThreadScheduler(names, connection=r)
+    second = ThreadScheduler(names, connection=r)
+    try:
+        assert first.acquire_locks() == set(names)
+        coordination.requeue_abandoned(r, settings)
+        assert r.mget(keys_) == [first.name.encode()] * len(keys_)
+        assert RQScheduler.fetch(first.name, r).pid == os.getpid()
+        assert second.acquire_locks() == set()
+        assert not r.exists(second.key)
+    finally:
+        first.release_locks()
+        first.register_death()
 
 
 def test_a_stop_during_a_graph_build_interrupts_it_without_a_failure_and_it_runs_again(

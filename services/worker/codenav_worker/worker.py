@@ -80,7 +80,13 @@ class ThreadScheduler(RQScheduler):
         """RQ's, in one order for every scheduler and stopping at the first lock another
         one holds. RQ's walks a set, whose order differs between processes: two workers
         starting together split the locks, and each kept its share until RQ's fallback
-        (120 s) let it ask again."""
+        (120 s) let it ask again.
+
+        Its hash (pid, host) is written before it takes a lock: the supervisor frees the
+        locks of a scheduler without one as a dead scheduler's, and RQ wrote it only when
+        the scheduler's loop began, after the locks were taken."""
+        running = self._process is not None and self._process.is_alive()
+        self.register_birth()
         held: set[str] = set()
         for name in sorted(self._queue_names):
             outcome = acquire_or_refresh_lock(
@@ -91,6 +97,8 @@ class ThreadScheduler(RQScheduler):
         self._scheduled_job_registries = []
         self._acquired_locks = held
         self.lock_acquisition_time = datetime.now()  # type: ignore[assignment]  # RQ: None
+        if not held and not running:
+            self.register_death()
         if held and auto_start and (self._process is None or not self._process.is_alive()):
             self.start()
         return held
