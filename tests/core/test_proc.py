@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import time
 
 import psutil
 import pytest
 
-from codenav.proc import map_shared
+from codenav.proc import fork_pool, map_shared
 
 _BASE = 0
 
@@ -65,3 +67,43 @@ def test_a_caller_that_stops_early_ends_the_forked_processes() -> None:
     assert next(results)
     results.close()
     assert not _children() - before
+
+
+def test_forked_processes_stop_at_once_though_the_parent_handles_sigterm() -> None:
+    """A parent that handles SIGTERM (an RQ worker, a service) passes its handler on at
+    the fork. A process terminated before it restored the default action ran that handler
+    and lived on, and the pool's end waited for it forever. SIGTERM is held back until
+    the default action is restored."""
+    global _SLOW_START
+    before = _children()
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    _SLOW_START = True  # the processes start slowly, as on a loaded machine
+    try:
+        for _ in range(3):
+            ended = threading.Event()
+            threading.Thread(target=_start_and_end, args=(ended,), daemon=True).start()
+            if not ended.wait(20):
+                for pid in _children() - before:  # let the test end
+                    os.kill(pid, signal.SIGKILL)
+                pytest.fail("the pool's end waited for a process that outlived SIGTERM")
+    finally:
+        _SLOW_START = False
+        signal.signal(signal.SIGTERM, previous)
+    assert not _children() - before
+
+
+_SLOW_START = False
+
+
+def _start_and_end(ended: threading.Event) -> None:
+    with fork_pool(2, _init, (0,)):
+        pass  # terminated at once, before the processes have started
+    ended.set()
+
+
+def _start_slowly() -> None:
+    if _SLOW_START:
+        time.sleep(0.5)
+
+
+os.register_at_fork(after_in_child=_start_slowly)

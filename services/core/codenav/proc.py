@@ -143,8 +143,10 @@ def poll_until(done: Callable[[], bool], timeout: float, interval: float) -> boo
 
 
 def _pool_start(init: Callable[..., None], args: tuple[object, ...]) -> None:
-    # the parent's handlers (a service's graceful SIGTERM, an ignored one) are not ours
+    # the parent's handlers (a service's graceful SIGTERM, an ignored one) are not ours;
+    # a SIGTERM that came before this (held back since the fork) ends the process now
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     die_with_parent()
     init(*args)
 
@@ -157,9 +159,18 @@ def fork_pool(processes: int, init: Callable[..., None],
     ignores SIGTERM or handles it gracefully (a service, a stopping stack) would otherwise
     pass that on, and ``Pool.terminate`` would wait forever for a process it cannot stop.
     (The processes are not SIGKILLed: one killed while it holds the task queue's lock
-    would leave ``terminate`` waiting for that lock.)"""
-    pool = multiprocessing.get_context("fork").Pool(processes, initializer=_pool_start,
-                                                    initargs=(init, args))
+    would leave ``terminate`` waiting for that lock.)
+
+    SIGTERM is held back from the fork until the default is restored: a process
+    terminated before that, as a pool ended at once on a loaded machine, ran the parent's
+    handler and lived on. The pool's thread that replaces a dead process is started with
+    it held back too."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        pool = multiprocessing.get_context("fork").Pool(processes, initializer=_pool_start,
+                                                        initargs=(init, args))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     try:
         yield pool
     finally:
