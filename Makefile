@@ -39,11 +39,11 @@ test: install ## run the test suite against real Postgres, Redis, RQ workers and
 	$(PY) -m pytest
 
 bench: install ## indexing, search and live-index benchmarks (CORPUS=path adds a corpus)
-	$(PY) bench/index_bench.py $(if $(CORPUS),--corpus "$(CORPUS)") --semantic 120 --fill-vectors
+	$(PY) bench/index_bench.py $(if $(CORPUS),--corpus "$(CORPUS)") --semantic 120 --fill-vectors --runs 3
 	$(if $(CORPUS),$(PY) bench/graph_bench.py --corpus "$(CORPUS)")
 	$(PY) bench/embed_pipeline_bench.py
 	$(if $(CORPUS),$(PY) bench/embed_budget_bench.py "$(CORPUS)")
-	$(if $(CORPUS),$(PY) bench/stack_memory_bench.py "$(CORPUS)")
+	$(if $(CORPUS),$(PY) bench/stack_memory_bench.py "$(CORPUS)" --runs 3)
 	$(PY) bench/live_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")
 	$(PY) bench/redact_bench.py
 	$(PY) bench/grep_bench.py $(if $(CORPUS),--corpus "$(CORPUS)")

@@ -10,11 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import statistics
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -23,6 +25,28 @@ from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_
 
 QUOTED = "quoted, not measured in this run"
 """How a benchmark labels a figure it did not measure itself (with where it comes from)."""
+
+
+def medians(runs: Sequence[dict[str, Any]], spread: Sequence[str] = ()) -> dict[str, Any]:
+    """One result of several runs of the same measurement: each number the median of its
+    runs, anything else as the first run had it; the keys in ``spread`` also as
+    ``KEY_runs``, every run's value in run order. A ratio is the median of each run's
+    ratio (paired within the run), so compute it per run before this."""
+    if len(runs) == 1:
+        return dict(runs[0])
+    out: dict[str, Any] = {}
+    for key, first in runs[0].items():
+        values = [r[key] for r in runs if key in r]
+        if isinstance(first, (int, float)) and not isinstance(first, bool) and all(
+                isinstance(v, (int, float)) for v in values):
+            median = statistics.median(values)
+            out[key] = round(median, 2) if isinstance(median, float) else median
+        else:
+            out[key] = first
+        if key in spread:
+            out[f"{key}_runs"] = values
+    out["runs"] = len(runs)
+    return out
 
 
 @dataclass

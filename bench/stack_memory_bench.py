@@ -13,7 +13,10 @@ seconds of idling after the last vector; settled: 5 s sampled after those):
   divided among its sharers: what the stack really holds);
 - each process's own peak RSS.
 
-    python bench/stack_memory_bench.py /path/to/kafka [--embed-timeout 900]
+    python bench/stack_memory_bench.py /path/to/kafka [--embed-timeout 900] [--runs 3]
+
+``--runs N`` measures it all N times, each on a fresh home, and prints each phase's median
+peaks beside every run's (issue 18's targets are medians of 3).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -120,8 +124,58 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=90,
                         help="seconds the stack idles after the last vector before the "
                              "'settled' phase (5 s) is sampled (0: skip)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="measure this many times, each on a fresh home; print medians")
     parser.add_argument("--out", type=Path, default=None, help="also write the result as JSON")
     args = parser.parse_args()
+    runs = []
+    for run in range(args.runs):
+        print(f"run {run + 1} of {args.runs} ...", file=sys.stderr, flush=True)
+        runs.append(measure(args))
+        show(runs[-1], f"run {run + 1}")
+    result = runs[0] if len(runs) == 1 else combine(runs)
+    if len(runs) > 1:
+        show(result, f"medians of {len(runs)} runs")
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each phase's median peaks, every run's beside them; the processes at the peak are
+    the median run's (the one whose peak RSS is the median)."""
+    result: dict[str, Any] = {"corpus": runs[0]["corpus"], "runs": len(runs),
+                              "embedded": runs[0]["embedded"]}
+    for key in ("index_with_graph_s", "embedding_s"):
+        result[key] = round(statistics.median(r[key] for r in runs), 1)
+        result[f"{key}_runs"] = [r[key] for r in runs]
+    result["phases"] = {}
+    for phase in runs[0]["phases"]:
+        each = [r["phases"][phase] for r in runs if phase in r["phases"]]
+        rss = [p["peak_rss_mb"] for p in each]
+        middle = sorted(each, key=lambda p: p["peak_rss_mb"])[(len(each) - 1) // 2]
+        result["phases"][phase] = {
+            "peak_rss_mb": round(statistics.median(rss)),
+            "peak_pss_mb": round(statistics.median(p["peak_pss_mb"] for p in each)),
+            "peak_rss_mb_runs": rss, "peak_pss_mb_runs": [p["peak_pss_mb"] for p in each],
+            "at_peak_rss_mb": middle["at_peak_rss_mb"]}
+    return result
+
+
+def show(result: dict[str, Any], label: str) -> None:
+    print(f"{result['corpus']} ({label}): index with graph {result['index_with_graph_s']} s; "
+          f"embedded {result['embedded']} in {result['embedding_s']} s after it")
+    for phase, p in result["phases"].items():
+        top = ", ".join(f"{name} {mb}" for name, mb in list(p["at_peak_rss_mb"].items())[:6])
+        runs = (f" (runs: RSS {', '.join(map(str, p['peak_rss_mb_runs']))}; PSS "
+                f"{', '.join(map(str, p['peak_pss_mb_runs']))})" if "peak_rss_mb_runs" in p
+                else "")
+        print(f"  {phase:9s} peak RSS {p['peak_rss_mb']:5d} MB, PSS {p['peak_pss_mb']:5d} MB "
+              f"(all but Postgres){runs}; at the RSS peak: {top}", flush=True)
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """One run: a fresh home, ``codenav up``, the index, the embedding, the settling."""
     corpus = args.corpus.resolve()
     exe = str(Path(sys.executable).with_name("codenav"))
     home = Path(tempfile.mkdtemp(prefix="codenav-stackmem-"))
@@ -173,15 +227,7 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             os.killpg(up.pid, signal.SIGKILL)
         shutil.rmtree(home, ignore_errors=True)
-    print(f"{result['corpus']}: index with graph {result['index_with_graph_s']} s; "
-          f"embedded {result['embedded']} in {result['embedding_s']} s after it")
-    for phase, p in result["phases"].items():
-        top = ", ".join(f"{name} {mb}" for name, mb in list(p["at_peak_rss_mb"].items())[:6])
-        print(f"  {phase:9s} peak RSS {p['peak_rss_mb']:5d} MB, PSS {p['peak_pss_mb']:5d} MB "
-              f"(all but Postgres); at the RSS peak: {top}")
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
-    return 0
+    return result
 
 
 if __name__ == "__main__":
