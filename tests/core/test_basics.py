@@ -212,6 +212,20 @@ def test_the_embedding_backlog_does_not_keep_the_index_from_being_fresh() -> Non
     assert busy["fresh"] is False and busy["queued_jobs"] == {"paths": "paths-1-def"}
 
 
+def test_a_watch_that_is_starting_keeps_the_index_from_being_fresh() -> None:
+    """Changes made before a watch was up raise no event; until the full reconcile that
+    follows its start, the repository is not fresh, and says why."""
+    from codenav import freshness
+
+    watcher = {"mode": "events", "at": 1e18, "watched_dirs": 3}
+    starting = freshness.repo_freshness({}, {}, {"state": "done"},
+                                        {**watcher, "catching_up": True})
+    assert starting["fresh"] is False
+    assert any("watch is starting" in r for r in starting["reasons"])
+    up = freshness.repo_freshness({}, {}, {"state": "done"}, {**watcher, "catching_up": False})
+    assert up["fresh"] is True
+
+
 def test_status_says_what_is_degraded_while_a_service_is_down() -> None:
     from codenav.status import health
 

@@ -3,6 +3,7 @@ official MCP client over stdio; shared by the end-to-end tests."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
+import psycopg
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -108,3 +111,25 @@ def mcp_calls(home: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
 
     anyio.run(go)
     return results
+
+
+def settled(home: Path, timeout: float = 180.0) -> int:
+    """The last index run once the stack is idle (no run in progress, no job queued, and
+    every repository fresh: its watcher has ticked, and the full reconcile that follows the
+    start of its watch is done too). A stop that follows interrupts nothing (a run a stop
+    interrupts is recorded as stopped and runs again at the next start: the chaos test
+    covers that case), and answers are a settled store's."""
+    info = json.loads((home / "stack.json").read_text())
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(info["database_url"], autocommit=True) as conn:
+        while True:
+            row = conn.execute("SELECT coalesce(max(id), 0), count(*) FILTER "
+                               "(WHERE state = 'running') FROM index_runs").fetchone()
+            assert row is not None
+            status = httpx.post(f"{info['url']}/v1/status", json={}, timeout=30,
+                                headers={"Authorization": f"Bearer {info['token']}"}).json()
+            if row[1] == 0 and status["queue"].get("jobs") == 0 and \
+                    all(r["freshness"]["fresh"] for r in status["repos"]):
+                return int(row[0])
+            assert time.monotonic() < deadline, (row, status["queue"])
+            time.sleep(0.2)

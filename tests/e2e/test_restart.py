@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import httpx
@@ -13,7 +12,7 @@ import psutil
 import psycopg
 import pytest
 
-from tests.e2e.stackkit import RunningStack, ctrl_c, start_stack, state_home
+from tests.e2e.stackkit import RunningStack, ctrl_c, settled, start_stack, state_home
 from tests.polyglot import make_polyglot
 
 PACKAGES = ("codenav", "codenav_api", "codenav_worker", "codenav_watcher", "codenav_embedder")
@@ -61,28 +60,6 @@ def _stop(stack: RunningStack) -> float:
     return float(match.group(1))
 
 
-def _settled(home: Path, timeout: float = 180.0) -> int:
-    """The last index run once the stack is idle (no run in progress, no job queued, and
-    every repository fresh: its watcher has ticked, so the reconcile a watcher asks for
-    before it starts watching is done too), so the stop that follows interrupts nothing: a
-    run a stop interrupts is recorded as stopped and runs again at the next start (the
-    chaos test covers that case)."""
-    info = json.loads((home / "stack.json").read_text())
-    deadline = time.monotonic() + timeout
-    with psycopg.connect(info["database_url"], autocommit=True) as conn:
-        while True:
-            row = conn.execute("SELECT coalesce(max(id), 0), count(*) FILTER "
-                               "(WHERE state = 'running') FROM index_runs").fetchone()
-            assert row is not None
-            status = httpx.post(f"{info['url']}/v1/status", json={}, timeout=30,
-                                headers={"Authorization": f"Bearer {info['token']}"}).json()
-            if row[1] == 0 and status["queue"].get("jobs") == 0 and \
-                    all(r["freshness"]["fresh"] for r in status["repos"]):
-                return int(row[0])
-            assert time.monotonic() < deadline, (row, status["queue"])
-            time.sleep(0.2)
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_five_restarts_on_one_home_come_up_and_reindex_only_what_changed(
@@ -93,7 +70,7 @@ def test_five_restarts_on_one_home_come_up_and_reindex_only_what_changed(
     with state_home() as home:
         first = start_stack(["--repo", str(repo)], home, tmp_path / "up-0.log", cwd=cwd)
         assert "indexed polyglot" in first.log.read_text()
-        last_run = _settled(home)
+        last_run = settled(home)
         stops = [_stop(first)]
         for i in range(1, 6):
             with edited.open("a") as handle:
@@ -114,7 +91,7 @@ def test_five_restarts_on_one_home_come_up_and_reindex_only_what_changed(
                                headers={"Authorization": f"Bearer {info['token']}"},
                                json={"query": f"restart_marker_{i}", "mode": "lexical"})
             assert found.json()["results"][0]["symbol"] == f"restart_marker_{i}"
-            last_run = _settled(home)
+            last_run = settled(home)
             stops.append(_stop(stack))
             assert _new_error_lines(home, logs_before) == []
     assert max(stops) <= 10.0, stops

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from codenav.tools import TOOL_NAMES
-from tests.e2e.stackkit import CODENAV, RunningStack, mcp_calls, running_stack
+from tests.e2e.stackkit import CODENAV, RunningStack, mcp_calls, running_stack, settled
 from tests.polyglot import make_polyglot
 
 
@@ -42,6 +42,9 @@ def test_up_prints_the_address_token_and_client_configuration(stack: RunningStac
 
 
 def test_an_agent_finds_code_through_the_stdio_adapter(stack: RunningStack) -> None:
+    # the status is read once the stack has settled: the watch's start is followed by a
+    # full reconcile (changes made before it was up raise no event), "updating" meanwhile
+    settled(stack.home)
     tools, search, find, outline, read, status = _mcp(stack, [
         ("search", {"query": "retry failed upload", "limit": 3}),
         ("find_files", {"query": "[invoice|billing] discount"}),

@@ -89,11 +89,13 @@ def test_a_change_made_before_the_watch_is_up_is_caught_by_a_full_reconcile(
     async def scenario() -> None:
         watch = LateWatch(1, tmp_path, lambda _repo, changes: calls.append(changes),
                           debounce_ms=50, poll_delay_ms=100, write=tmp_path / "src" / "c.py")
+        assert watch.catching_up  # reported by the watcher: the repository is not fresh
         task = asyncio.create_task(watch.run())
         for _ in range(100):
             if calls:
                 break
             await asyncio.sleep(0.05)
+        assert not watch.catching_up
         watch.stop.set()
         await asyncio.wait_for(task, 10)
 

@@ -94,7 +94,8 @@ def repo_freshness(pending: dict[str, str], waiting: dict[str, str],
                    queue_error: str | None = None, published: bool = False) -> dict[str, Any]:
     """``fresh`` is true only when nothing is pending, queued or running for the repo's
     index (files, chunks, graph) and a watcher is alive to notice the next change (a
-    repository CI ``published`` has nothing on disk to watch: CI sends its changes).
+    repository CI ``published`` has nothing on disk to watch: CI sends its changes), its
+    watch caught up: the full reconcile that follows a watch's start has been asked for.
     Embedding is not part of it: a backlog of vectors can take an hour on a CPU while the
     index is current, and it is reported apart (``embedding`` here, coverage in
     ``embeddings``)."""
@@ -123,6 +124,9 @@ def repo_freshness(pending: dict[str, str], waiting: dict[str, str],
     alive = watcher is not None and time.time() - float(watcher.get("at", 0)) < WATCHER_STALE_S
     if not alive and not published:
         reasons.append("no watcher is running: changes on disk are not noticed")
+    elif alive and watcher is not None and watcher.get("catching_up"):
+        reasons.append("the watch is starting: a full reconcile follows, for changes made "
+                       "before it was up")
     out: dict[str, Any] = {
         "fresh": not reasons,
         "changed": {k: {"count": len(v), "paths": v[:SHOWN]} for k, v in by_kind.items()},

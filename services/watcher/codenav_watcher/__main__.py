@@ -130,7 +130,7 @@ class Sidecar:
         for repo_id, (watch, _task) in self.watches.items():
             coordination.report_watcher(self.redis, repo_id, {
                 "mode": watch.mode, "watcher": self.me, "watched_dirs": watch.watched,
-                "at": time.time()})
+                "catching_up": watch.catching_up, "at": time.time()})
             if now - self.last_full.get(repo_id, now) >= self.settings.reconcile_interval_s:
                 self.on_changes(repo_id, {})
         for repo_id in self.mirrors:

@@ -86,6 +86,9 @@ class RepoWatch:
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     rules: IgnoreRules | None = None
     last_head: str | None = None
+    catching_up: bool = True
+    """Until the full reconcile that follows a watch's start: changes made before the watch
+    was up may not be noticed yet (the watcher reports it, and the repository is not fresh)."""
 
     def classify(self, changes: set[tuple[watchfiles.Change, str]]) -> tuple[Changes, bool,
                                                                              bool]:
@@ -141,7 +144,8 @@ class RepoWatch:
             # reconcile's scan (a worker may run it at once). Once the watch is surely up,
             # a full reconcile (the scan is the truth) catches them.
             delay = max(REPLAN_CATCH_UP_S, 2 * (time.monotonic() - planning))
-            asyncio.get_running_loop().call_later(delay, self.on_changes, self.repo_id, {})
+            self.catching_up = True
+            asyncio.get_running_loop().call_later(delay, self._catch_up)
             git = self.root / ".git"
             targets = dirs + ([git] if git.is_dir() else [])
             self.watched = len(targets)
@@ -166,6 +170,10 @@ class RepoWatch:
                 continue
             if not replan:
                 return
+
+    def _catch_up(self) -> None:
+        self.catching_up = False
+        self.on_changes(self.repo_id, {})
 
     def _to_polling(self) -> None:
         self.force_polling = True
