@@ -86,7 +86,8 @@ class ThreadScheduler(RQScheduler):
         locks of a scheduler without one as a dead scheduler's, and RQ wrote it only when
         the scheduler's loop began, after the locks were taken."""
         running = self._process is not None and self._process.is_alive()
-        self.register_birth()
+        if not running:  # a running one's loop keeps its hash
+            self.register_birth()
         held: set[str] = set()
         for name in sorted(self._queue_names):
             outcome = acquire_or_refresh_lock(
@@ -99,7 +100,7 @@ class ThreadScheduler(RQScheduler):
         self.lock_acquisition_time = datetime.now()  # type: ignore[assignment]  # RQ: None
         if not held and not running:
             self.register_death()
-        if held and auto_start and (self._process is None or not self._process.is_alive()):
+        if held and auto_start and not running:
             self.start()
         return held
 
