@@ -26,7 +26,6 @@ import json
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from typing import Any
 
 import psutil
 
-from benchkit import wait_ready
+from benchkit import medians, wait_ready
 from codenav_cli.stores import free_port
 
 MB = 2**20
@@ -144,21 +143,13 @@ def main() -> int:
 def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each phase's median peaks, every run's beside them; the processes at the peak are
     the median run's (the one whose peak RSS is the median)."""
-    result: dict[str, Any] = {"corpus": runs[0]["corpus"], "runs": len(runs),
-                              "embedded": runs[0]["embedded"]}
-    for key in ("index_with_graph_s", "embedding_s"):
-        result[key] = round(statistics.median(r[key] for r in runs), 1)
-        result[f"{key}_runs"] = [r[key] for r in runs]
+    result = medians(runs, ("index_with_graph_s", "embedding_s"))
     result["phases"] = {}
     for phase in runs[0]["phases"]:
         each = [r["phases"][phase] for r in runs if phase in r["phases"]]
-        rss = [p["peak_rss_mb"] for p in each]
         middle = sorted(each, key=lambda p: p["peak_rss_mb"])[(len(each) - 1) // 2]
-        result["phases"][phase] = {
-            "peak_rss_mb": round(statistics.median(rss)),
-            "peak_pss_mb": round(statistics.median(p["peak_pss_mb"] for p in each)),
-            "peak_rss_mb_runs": rss, "peak_pss_mb_runs": [p["peak_pss_mb"] for p in each],
-            "at_peak_rss_mb": middle["at_peak_rss_mb"]}
+        result["phases"][phase] = {**medians(each, ("peak_rss_mb", "peak_pss_mb")),
+                                   "at_peak_rss_mb": middle["at_peak_rss_mb"]}
     return result
 
 

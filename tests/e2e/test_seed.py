@@ -25,7 +25,7 @@ from codenav.embed.client import EmbedClient
 from codenav.index import reconcile
 from codenav_cli.stores import EmbeddedPostgres
 from tests.conftest import ALLOWED_ROOTS, FIXTURES, TEMPLATE_DB
-from tests.e2e.stackkit import ctrl_c, start_stack, state_home
+from tests.e2e.stackkit import ctrl_c, settled, start_stack, state_home
 from tests.embedkit import start_embedder, stop
 from tests.teamkit import database
 
@@ -190,14 +190,9 @@ def test_a_physical_seed_starts_an_empty_home_with_the_same_answers_and_no_crede
                 # the answers to compare with are a settled store's: the graph build can
                 # still run once every chunk is embedded, and the watcher asks for a
                 # reconcile once its watch is up (an answer says "updating" meanwhile)
-                while True:
-                    while any(r[0] != "done" for r in _runs(home_a)):
-                        assert time.monotonic() < deadline, "the index runs did not finish"
-                        time.sleep(0.5)
-                    expected = _answers(home_a)
-                    if not any("index_status" in a for a in expected):
-                        break
-                    assert time.monotonic() < deadline, "the store did not settle"
+                settled(home_a, max(deadline - time.monotonic(), 1.0))
+                expected = _answers(home_a)
+                assert not any("index_status" in a for a in expected), expected
             finally:
                 ctrl_c(first)
             env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
