@@ -2,7 +2,8 @@
 ahead run on the lent connection, or on the request's own (in its thread) when none is
 lent; leaving the side waits for them and gives the lent connection back; a statement's
 error is raised where its rows are read; without a lender a statement runs when its rows
-are asked for."""
+are asked for. A statement sent ahead on the request's own connection (``ahead``) runs
+while the caller works and leaves that connection as it found it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import psycopg
 import pytest
 
 from codenav.config import Settings
-from codenav.db.side import Side
+from codenav.db.side import Side, ahead
 
 PID = "SELECT pg_backend_pid()"
 
@@ -101,3 +102,52 @@ def test_without_a_lender_a_statement_runs_when_its_rows_are_asked_for(
         assert first == (1,)
         assert later.rows() == [(2,)]
         assert later.rows() == [(2,)]  # read once
+
+
+def test_rows_can_come_back_in_binary(settings: Settings, conn: psycopg.Connection) -> None:
+    with Side(conn, Lender(settings)) as side:
+        arrays = side.fetch("SELECT array[1, 2]::int[], array['a b', 'c']", {}, binary=True)
+        assert arrays.rows() == [([1, 2], ["a b", "c"])]
+
+
+def test_a_statement_ahead_on_the_own_connection_runs_while_the_caller_works(
+        settings: Settings, conn: psycopg.Connection) -> None:
+    """The server runs the statement before its rows are asked for (another connection
+    sees its effect meanwhile), and the connection is out of pipeline mode afterwards."""
+    import time
+
+    conn.execute("CREATE SEQUENCE IF NOT EXISTS ahead_runs")
+    try:
+        with psycopg.connect(settings.database_url, autocommit=True) as watcher:
+            def runs() -> int:
+                row = watcher.execute("SELECT last_value, is_called FROM ahead_runs").fetchone()
+                assert row is not None
+                return int(row[0]) if row[1] else 0
+
+            before = runs()
+            with ahead(conn, "SELECT nextval('ahead_runs')", {}) as counted:
+                deadline = time.monotonic() + 30
+                while runs() == before and time.monotonic() < deadline:
+                    time.sleep(0.01)  # the caller's own work, the rows not asked for yet
+                assert runs() == before + 1
+                assert counted.rows() == [(before + 1,)]
+    finally:
+        conn.execute("DROP SEQUENCE ahead_runs")
+    assert conn.info.pipeline_status == psycopg.pq.PipelineStatus.OFF
+    assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_statement_ahead_that_fails_or_is_left_unread_leaves_the_connection_usable(
+        conn: psycopg.Connection) -> None:
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        with ahead(conn, "SELECT 1 / %(zero)s", {"zero": 0}) as failing:
+            failing.rows()
+    with pytest.raises(KeyError):  # the caller's work fails before the rows are read
+        with ahead(conn, "SELECT 3", {}):
+            raise KeyError("caller")
+    with ahead(conn, "SELECT 4", {}):
+        pass  # never read
+    with ahead(conn, "SELECT 5", {}, skip=True) as skipped:
+        assert skipped.rows() == []
+    assert conn.info.pipeline_status == psycopg.pq.PipelineStatus.OFF
+    assert conn.execute("SELECT 6").fetchone() == (6,)

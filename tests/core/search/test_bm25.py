@@ -123,7 +123,8 @@ def test_the_order_read_part_way_or_past_its_first_sort_is_the_whole_order() -> 
     expected = sorted(paths, key=lambda p: (-scores[fid[p]], p))
 
     def fresh() -> bm25.FileScores:
-        return bm25.FileScores(scores, paths, fid, list(range(n + 1)), [0] * n, [1.0] * n, {})
+        return bm25.FileScores(scores, paths, fid, list(range(n + 1)), [0] * n, [1.0] * n,
+                               [False] * n)
 
     assert list(fresh().paths(10)) == expected[:10]
     assert [r.path for r in fresh().top(5)] == expected[:5]

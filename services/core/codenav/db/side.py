@@ -17,9 +17,9 @@ transactions and their settings stay its own). The rows are the same either way.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, ExitStack
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, Generic, TypeVar
 
 import psycopg
@@ -95,10 +95,11 @@ class Side:
         """Whether statements may run beside the request's own."""
         return self._spare is not None
 
-    def fetch(self, query: Any, params: dict[str, Any]) -> Pending:
-        """Send a statement ahead; its rows come from ``Pending.rows``."""
+    def fetch(self, query: Any, params: dict[str, Any], binary: bool = False) -> Pending:
+        """Send a statement ahead; its rows come from ``Pending.rows`` (in binary format
+        with ``binary``: arrays of numbers or text come back without parsing text)."""
         def rows(conn: psycopg.Connection) -> Rows:
-            return conn.execute(query, params).fetchall()
+            return conn.execute(query, params, binary=binary).fetchall()
         return Pending(self._send(rows), self._conn, rows)
 
     def call(self, fn: Callable[[psycopg.Connection], T]) -> Later[T]:
@@ -137,3 +138,32 @@ class Side:
 def inline(conn: psycopg.Connection) -> Side:
     """A ``Side`` that runs everything on ``conn``, in the caller's thread."""
     return Side(conn)
+
+
+class Ahead:
+    """The rows of a statement sent ahead on the request's own connection (``ahead``)."""
+
+    __slots__ = ("_cursor",)
+
+    def __init__(self, cursor: psycopg.Cursor[Any] | None) -> None:
+        self._cursor = cursor
+
+    def rows(self) -> Rows:
+        return self._cursor.fetchall() if self._cursor is not None else []
+
+
+@contextmanager
+def ahead(conn: psycopg.Connection, query: Any, params: dict[str, Any],
+          skip: bool = False) -> Iterator[Ahead]:
+    """Send a statement on ``conn`` and go on while the server runs it: the connection is
+    in pipeline mode inside the block, and ``rows()`` waits for the rows (leaving the block
+    takes what was not read). With ``skip`` nothing is sent and ``rows()`` is empty.
+
+    For a statement whose rows are needed only after some work of the caller's own (Apache
+    Kafka: ``find_files`` reads its candidates' facts while computing their other
+    features)."""
+    if skip:
+        yield Ahead(None)
+        return
+    with conn.pipeline():
+        yield Ahead(conn.execute(query, params))

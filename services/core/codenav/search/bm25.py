@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import psycopg
@@ -89,14 +89,14 @@ class FileScores:
     for the few it reads."""
 
     __slots__ = ("_scores", "_paths", "_sorted", "_fid", "_starts", "_groups", "_tfs",
-                 "_path_hits")
+                 "_by_path")
 
     FIRST_SORT = 256
     """Files ordered at the first read; reading past them orders the rest."""
 
     def __init__(self, scores: np.ndarray, paths: list[str], fid: dict[str, int],
                  starts: list[int], groups: list[int], tfs: list[float],
-                 path_hits: dict[str, set[int]]) -> None:
+                 by_path: list[bool]) -> None:
         self._scores = scores
         """File number -> score."""
         self._paths = paths
@@ -104,15 +104,16 @@ class FileScores:
         """(-score, path) of the best files, in order: a prefix of the whole order."""
         self._fid = fid
         """Path -> file number; file ``f``'s (group, tf) pairs are ``[starts[f], starts[f+1])``
-        of ``groups`` and ``tfs``, by group."""
+        of ``groups`` and ``tfs``, by group; ``by_path`` says which of them its path
+        matches."""
         self._starts = starts
         self._groups = groups
         self._tfs = tfs
-        self._path_hits = path_hits
+        self._by_path = by_path
 
     @classmethod
     def empty(cls) -> FileScores:
-        return cls(np.zeros(0), [], {}, [0], [], [], {})
+        return cls(np.zeros(0), [], {}, [0], [], [], [])
 
     @property
     def best(self) -> float:
@@ -150,9 +151,12 @@ class FileScores:
 
     def _ranked(self, path: str, f: int) -> RankedFile:
         lo, hi = self._starts[f], self._starts[f + 1]
-        counts = dict(zip(self._groups[lo:hi], self._tfs[lo:hi], strict=True))
-        return RankedFile(path, float(self._scores[f]), counts,
-                          self._path_hits.get(path, _NO_GROUPS))
+        groups = self._groups[lo:hi]
+        counts = dict(zip(groups, self._tfs[lo:hi], strict=True))
+        by_path = self._by_path[lo:hi]
+        return RankedFile(path, float(self._scores[f]), counts, frozenset(
+            g for g, hit in zip(groups, by_path, strict=True) if hit) if any(by_path)
+            else _NO_GROUPS)
 
 
 def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
@@ -168,7 +172,7 @@ class Asked(NamedTuple):
     stats: Pending
     """The tree's file count and mean size."""
     paths: Pending
-    """(group number from 1, path) of every path matching a group."""
+    """One row: the group numbers (from 1) and the paths of every path matching a group."""
 
 
 def ask(scope: Scope, groups: list[Group], side: Side) -> Asked:
@@ -176,7 +180,8 @@ def ask(scope: Scope, groups: list[Group], side: Side) -> Asked:
     terms = list(dict.fromkeys(t for g in groups for t in g.terms))
     return Asked(side.fetch(scope.sql(q.REPO_FILE_STATS), scope.params()),
                  side.fetch(scope.sql(q.FILE_GROUP_PATHS), scope.params(
-                     tsqs=[tsquery_for(g.terms) for g in groups], any=tsquery_for(terms))))
+                     tsqs=[tsquery_for(g.terms) for g in groups], any=tsquery_for(terms)),
+                     binary=True))
 
 
 def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
@@ -204,10 +209,13 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
     # thousands of files hold a common term, so the arithmetic runs over arrays (numpy),
     # and only the files a caller reads get their counts back as a dict.
     terms, posted, tf_col, size_col = [column or [] for column in postings or (None,) * 4]
-    path_groups, path_files = _columns(path_rows, 2)
+    path_groups, path_files = [column or [] for column in
+                               (path_rows[0] if path_rows else (None, None))]
     paths = list(dict.fromkeys(posted + path_files))
     fid = {path: i for i, path in enumerate(paths)}
     files = list(map(fid.__getitem__, posted))
+    size = np.full(len(paths), avg_size)
+    size[files] = size_col  # a file only its path matches counts as of the mean size
     tfs = np.array(tf_col, dtype=np.float64)
     if all(len(ids) == 1 for ids in group_of.values()):
         grp = list(map({term: ids[0] for term, ids in group_of.items()}.__getitem__, terms))
@@ -217,19 +225,16 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
         files = [f for f, _i, _tf in expanded]
         grp = [i for _f, i, _tf in expanded]
         tfs = np.array([tf for _f, _i, tf in expanded], dtype=np.float64)
-    path_hits: dict[str, set[int]] = defaultdict(set)
-    for i, path in path_rows:
-        path_hits[path].add(i - 1)
+    n_posted = len(files)
     files += map(fid.__getitem__, path_files)
     grp += [i - 1 for i in path_groups]
-    tfs = np.concatenate([tfs, np.full(len(path_rows), PATH_TF)])
+    tfs = np.concatenate([tfs, np.full(len(path_files), PATH_TF)])
     n_groups = len(groups)
-    sizes = dict(zip(posted, size_col, strict=True))
-    size = np.array([sizes.get(path, avg_size) for path in paths], dtype=np.float64)
     # tf of each (file, group): a group's terms and its path match add up
     keys, inverse = np.unique(np.array(files, dtype=np.int64) * n_groups +
                               np.array(grp, dtype=np.int64), return_inverse=True)
     tf = np.bincount(inverse, weights=tfs, minlength=len(keys))
+    by_path = np.bincount(inverse[n_posted:], minlength=len(keys)) > 0
     file_of, group_at = np.divmod(keys, n_groups)
     df = np.bincount(group_at, minlength=n_groups).tolist()
     idf = [math.log(1.0 + (n_files - d + 0.5) / (d + 0.5)) for d in df]
@@ -243,12 +248,8 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
         score *= np.array([_boost_for(path, boosts, modules) for path in paths]) \
             if modules else np.array([boosts.get(path, 1.0) for path in paths])
     starts = np.searchsorted(file_of, np.arange(len(paths) + 1)).tolist()
-    return FileScores(score, paths, fid, starts, group_at.tolist(), tf.tolist(), path_hits)
-
-
-def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
-    """Rows as columns (a list per column; ``zip(*rows)`` makes an iterator per row)."""
-    return [[row[i] for row in rows] for i in range(width)]
+    return FileScores(score, paths, fid, starts, group_at.tolist(), tf.tolist(),
+                      by_path.tolist())
 
 
 def _best_first(score: np.ndarray, paths: list[str],

@@ -23,7 +23,7 @@ import psycopg
 
 from codenav.access import Scope
 from codenav.db import queries as q
-from codenav.db.side import Side, inline
+from codenav.db.side import Side, ahead, inline
 from codenav.embed import vectors
 from codenav.lang import conventions
 from codenav.search import bm25
@@ -221,81 +221,84 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     spelled = side.fetch(scope.sql(q.FILE_PATHS_LIKE), scope.params(
         patterns=patterns, k=W.PATH_MATCHES)) if patterns else None
 
-    # 1. whole-file BM25: every file with a query term, scored; the best join the pool
+    # 1. whole-file BM25: every file with a query term, scored
     scores = bm25.score_files(conn, scope, groups, asked=bm25_asked)
-    lexical_order: list[str] = []
-    for path in scores.paths():
-        if len(lexical_order) >= W.BM25_DEPTH:
-            break
-        if get(path) is not None:
-            lexical_order.append(path)
-    best = scores.best or 1.0
-    bm_rank = {p: i for i, p in enumerate(lexical_order)}
-
     # 2. chunks (short queries): the best chunk of each file, declarations matching a group,
-    # among the files BM25 ranked best
+    # among the files BM25 ranked best. The statement goes ahead on ``conn`` (pipeline
+    # mode) while BM25's best join the pool and the statements that need them are sent;
+    # its rows are read before the graph neighbours join (``NEIGHBOUR_NEW`` counts the
+    # files not in the pool yet).
     chunk_best: dict[str, float] = {}
     chunk_cov: dict[str, int] = {}
     chunk_files = [path for path in scores.paths(W.CHUNK_FILES) if admitted(path) is not None]
-    # the nearest chunks (hybrid mode), then the graph neighbours of the strongest files of
-    # both lists, go ahead while the chunks are ranked
-    def nearest_and_linked(c: psycopg.Connection) -> _Near:
-        hits: list[tuple[int, str, float]] = []
-        symbols: dict[int, str | None] = {}
-        if semantic is not None and semantic.usable:
-            assert semantic.model is not None and semantic.vector is not None
-            hits = vectors.knn(c, semantic.model, semantic.vector, scope,
-                               {"language": None, "kind": None, "exported": False,
-                                "path_re": None}, W.SEMANTIC_DEPTH)
-            if hits:
-                symbols = {r[0]: r[2] for r in c.execute(scope.sql(q.CHUNK_DETAILS), scope.params(
-                    ids=[h[0] for h in hits]))}
-        near_files = list(dict.fromkeys(path for _id, path, _d in hits
-                                        if admitted(path) is not None))
-        top = lexical_order[:W.NEIGHBOUR_SEEDS]
-        seeds = top + [p for p in near_files[:W.NEIGHBOUR_SEEDS] if p not in top]
-        linked = c.execute(scope.sql(q.FILE_NEIGHBOURS), scope.params(
-            paths=seeds, k=W.NEIGHBOUR_LINKS)).fetchall() if seeds else []
-        return _Near(hits, symbols, seeds, linked)
-
-    near_later = side.call(nearest_and_linked)
-    # the declarations of BM25's files go ahead too (step 6 asks for the rest of the pool)
-    term_group: dict[str, list[int]] = defaultdict(list)
-    for i, terms in enumerate(group_terms):
-        for t in terms:
-            term_group[t].append(i)
-    likes = [f"%{_like(t)}%" for t in _outermost(term_group)]
-    declared = [side.fetch(scope.sql(q.FILE_DECLARED), scope.params(
-        paths=lexical_order, likes=likes, k=W.DECLARED_ROWS))] \
-        if side.concurrent and lexical_order and likes else []
-    if chunk_files and not long_query:
-        rows = conn.execute(scope.sql(q.FIND_CHUNKS), {
+    with ahead(conn, scope.sql(q.FIND_CHUNKS), {
             "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
             "any": tsquery_for([t for g in groups for t in g.terms]), "paths": chunk_files,
-            "avg_terms": avg_terms, **scope.params(), "k": W.CHUNK_DEPTH}).fetchall()
-        for path, symbol, kind, matched, score in rows:
-            cand = get(path)
-            if cand is None:
-                continue
-            chunk_best[path] = max(chunk_best.get(path, 0.0), float(score or 0.0))
-            chunk_cov[path] = max(chunk_cov.get(path, 0), len(matched))
-            if symbol and kind not in ("block", "text", "section"):
-                sym_terms = set(identifier_terms(symbol))
-                if any(terms & sym_terms for terms in group_terms) and \
-                        symbol not in cand.symbols:
-                    cand.symbols.append(symbol)
-
-    # 3. files declaring what the query names, and files whose path it spells out
-    declared_count: dict[str, int] = {}
-    if declaring is not None:
-        for path, count in declaring.rows():
+            "avg_terms": avg_terms, **scope.params(), "k": W.CHUNK_DEPTH},
+            skip=not chunk_files or long_query) as best_chunks:
+        lexical_order: list[str] = []
+        for path in scores.paths():
+            if len(lexical_order) >= W.BM25_DEPTH:
+                break
             if get(path) is not None:
-                declared_count[path] = int(count)
-    if spelled is not None:
-        for (path,) in spelled.rows():
-            cand = get(path)
-            if cand is not None:
-                cand.mentioned = True
+                lexical_order.append(path)
+        best = scores.best or 1.0
+        bm_rank = {p: i for i, p in enumerate(lexical_order)}
+
+        # the nearest chunks (hybrid mode), then the graph neighbours of the strongest files
+        # of both lists, go ahead on ``side`` while the chunks are ranked
+        def nearest_and_linked(c: psycopg.Connection) -> _Near:
+            hits: list[tuple[int, str, float]] = []
+            symbols: dict[int, str | None] = {}
+            if semantic is not None and semantic.usable:
+                assert semantic.model is not None and semantic.vector is not None
+                hits = vectors.knn(c, semantic.model, semantic.vector, scope,
+                                   {"language": None, "kind": None, "exported": False,
+                                    "path_re": None}, W.SEMANTIC_DEPTH)
+                if hits:
+                    symbols = {r[0]: r[2] for r in c.execute(
+                        scope.sql(q.CHUNK_DETAILS), scope.params(ids=[h[0] for h in hits]))}
+            near_files = list(dict.fromkeys(path for _id, path, _d in hits
+                                            if admitted(path) is not None))
+            top = lexical_order[:W.NEIGHBOUR_SEEDS]
+            seeds = top + [p for p in near_files[:W.NEIGHBOUR_SEEDS] if p not in top]
+            linked = c.execute(scope.sql(q.FILE_NEIGHBOURS), scope.params(
+                paths=seeds, k=W.NEIGHBOUR_LINKS)).fetchall() if seeds else []
+            return _Near(hits, symbols, seeds, linked)
+
+        near_later = side.call(nearest_and_linked)
+        # the declarations of BM25's files go ahead too (step 6 asks for the rest of the pool)
+        term_group: dict[str, list[int]] = defaultdict(list)
+        for i, terms in enumerate(group_terms):
+            for t in terms:
+                term_group[t].append(i)
+        likes = [f"%{_like(t)}%" for t in _outermost(term_group)]
+        declared = [side.fetch(scope.sql(q.FILE_DECLARED), scope.params(
+            paths=lexical_order, likes=likes, k=W.DECLARED_ROWS))] \
+            if side.concurrent and lexical_order and likes else []
+
+        # 3. files declaring what the query names, and files whose path it spells out
+        declared_count: dict[str, int] = {}
+        if declaring is not None:
+            for path, count in declaring.rows():
+                if get(path) is not None:
+                    declared_count[path] = int(count)
+        if spelled is not None:
+            for (path,) in spelled.rows():
+                cand = get(path)
+                if cand is not None:
+                    cand.mentioned = True
+        chunk_rows = best_chunks.rows()
+    for path, symbol, kind, matched, score in chunk_rows:
+        cand = get(path)
+        if cand is None:
+            continue
+        chunk_best[path] = max(chunk_best.get(path, 0.0), float(score or 0.0))
+        chunk_cov[path] = max(chunk_cov.get(path, 0), len(matched))
+        if symbol and kind not in ("block", "text", "section"):
+            sym_terms = set(identifier_terms(symbol))
+            if any(terms & sym_terms for terms in group_terms) and symbol not in cand.symbols:
+                cand.symbols.append(symbol)
 
     # 4. semantic: the files of the nearest chunks
     hits, symbols, seeds, linked = near_later.result()
@@ -357,66 +360,65 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     if rest and likes:
         declared.append(side.fetch(scope.sql(q.FILE_DECLARED), scope.params(
             paths=rest, likes=likes, k=W.DECLARED_ROWS)))
-    graph: dict[str, tuple[float, int]] = {}
-    lines: dict[str, int] = {}
-    if paths:
-        for path, n_lines, size, prior, importers in conn.execute(
-                scope.sql(q.FILE_FACTS), scope.params(paths=paths)).fetchall():
-            lines[path] = int(n_lines)
-            pool[path].size = int(size)
-            if prior is not None:
-                graph[path] = (float(prior), int(importers))
-
-    chunk_max = max(chunk_best.values(), default=0.0) or 1.0
-    n_groups = max(len(groups), 1)
-    idents = [i for i in query.identifiers if len(i) > 2]
-    q_groups = math.log1p(len(groups))
-    for cand in pool.values():
-        path = cand.path
-        v = cand.values
-        hit = scores.get(path)
-        if hit is not None:
-            v["bm25"] = hit.score / best
-            cand.path_groups = set(hit.path_groups)
-            cand.mentions = {i: c for i, c in hit.counts.items() if i not in hit.path_groups}
-            matched = set(hit.counts)
-            v["cov_idf"] = sum(groups[i].idf for i in matched) / total_idf
-            v["cov_frac"] = len(matched) / n_groups
-            v["path_idf"] = sum(groups[i].idf for i in hit.path_groups) / total_idf
-            name = set(path_terms(path.rsplit("/", 1)[-1]))
-            v["name_idf"] = sum(groups[i].idf for i, terms in enumerate(group_terms)
-                                if terms & name) / total_idf
-        if path in bm_rank:
-            v["bm25_rank"] = 1.0 / (1 + bm_rank[path])
-        if path in chunk_best:
-            v["chunk"] = chunk_best[path] / chunk_max
-            v["chunk_cov"] = chunk_cov[path] / n_groups
-        if path in declared_count:
-            v["idents_declared"] = float(min(declared_count[path], 4))
-            v["ident_frac"] = min(declared_count[path] / max(len(names), 1), 1.0)
-        v["path_mentioned"] = 1.0 if cand.mentioned else 0.0
-        prior, importers = graph.get(path, (0.0, 0))
-        v["prior"] = prior
-        v["importers"] = math.log1p(importers)
-        if path in nbr:
-            v["nbr"] = nbr[path]
-            v["nbr_n"] = float(min(nbr_n[path], 8))
-            if hit is None:
-                cand.neighbour_of = nbr_from.get(path)
-        if path in near:
-            sims = near[path]
-            v["sem"] = sims[0]
-            v["sem_rank"] = 1.0 / (1 + semantic_order.index(path))
-            v["sem_n"] = float(min(len(sims), 8))
-        v["lines"] = math.log1p(lines.get(path, 0))
-        v["depth"] = float(path.count("/"))
-        v["q_groups"] = q_groups
-        v["q_idents"] = float(min(len(idents), 10))
-        v["generated"] = 1.0 if cand.role in (conventions.GENERATED,
-                                              conventions.VENDORED) else 0.0
-        v["other_role"] = other_role(cand.role, asked)
-        v["test"] = 1.0 if cand.role in (conventions.TEST, conventions.FIXTURE) else 0.0
-        v["build_file"], v["build_asked"] = build_features(path, asked)
+    # the facts (lines, size, graph ranks) are read while the features that do not need
+    # them are computed: the statement goes out in pipeline mode, its rows are taken after
+    with ahead(conn, scope.sql(q.FILE_FACTS), scope.params(paths=paths), skip=not paths) \
+            as facts:
+        chunk_max = max(chunk_best.values(), default=0.0) or 1.0
+        n_groups = max(len(groups), 1)
+        idents = [i for i in query.identifiers if len(i) > 2]
+        q_groups = math.log1p(len(groups))
+        for cand in pool.values():
+            path = cand.path
+            v = cand.values
+            hit = scores.get(path)
+            if hit is not None:
+                v["bm25"] = hit.score / best
+                cand.path_groups = set(hit.path_groups)
+                cand.mentions = {i: c for i, c in hit.counts.items() if i not in hit.path_groups}
+                matched = set(hit.counts)
+                v["cov_idf"] = sum(groups[i].idf for i in matched) / total_idf
+                v["cov_frac"] = len(matched) / n_groups
+                v["path_idf"] = sum(groups[i].idf for i in hit.path_groups) / total_idf
+                name = set(path_terms(path.rsplit("/", 1)[-1]))
+                v["name_idf"] = sum(groups[i].idf for i, terms in enumerate(group_terms)
+                                    if terms & name) / total_idf
+            if path in bm_rank:
+                v["bm25_rank"] = 1.0 / (1 + bm_rank[path])
+            if path in chunk_best:
+                v["chunk"] = chunk_best[path] / chunk_max
+                v["chunk_cov"] = chunk_cov[path] / n_groups
+            if path in declared_count:
+                v["idents_declared"] = float(min(declared_count[path], 4))
+                v["ident_frac"] = min(declared_count[path] / max(len(names), 1), 1.0)
+            v["path_mentioned"] = 1.0 if cand.mentioned else 0.0
+            v["prior"] = v["importers"] = v["lines"] = 0.0  # (the facts below, where read)
+            if path in nbr:
+                v["nbr"] = nbr[path]
+                v["nbr_n"] = float(min(nbr_n[path], 8))
+                if hit is None:
+                    cand.neighbour_of = nbr_from.get(path)
+            if path in near:
+                sims = near[path]
+                v["sem"] = sims[0]
+                v["sem_rank"] = 1.0 / (1 + semantic_order.index(path))
+                v["sem_n"] = float(min(len(sims), 8))
+            v["depth"] = float(path.count("/"))
+            v["q_groups"] = q_groups
+            v["q_idents"] = float(min(len(idents), 10))
+            v["generated"] = 1.0 if cand.role in (conventions.GENERATED,
+                                                  conventions.VENDORED) else 0.0
+            v["other_role"] = other_role(cand.role, asked)
+            v["test"] = 1.0 if cand.role in (conventions.TEST, conventions.FIXTURE) else 0.0
+            v["build_file"], v["build_asked"] = build_features(path, asked)
+        fact_rows = facts.rows()
+    for path, n_lines, size, prior, importers in fact_rows:
+        cand = pool[path]
+        cand.size = int(size)
+        cand.values["lines"] = math.log1p(int(n_lines))
+        if prior is not None:
+            cand.values["prior"] = float(prior)
+            cand.values["importers"] = math.log1p(int(importers))
 
     if declared:
         doc_terms = _DocTerms(term_group)
