@@ -1,5 +1,6 @@
 """The REST tool routes are made from the registry: one ``POST /v1/<tool>`` per tool, its
-body the tool's argument model, so OpenAPI keeps a schema per tool."""
+body the tool's argument model, so OpenAPI keeps a schema per tool; its answer is documented
+as a JSON object (the route returns it already written as JSON)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ def test_every_tool_is_a_post_route_whose_openapi_body_is_its_model() -> None:
         body = spec["paths"][f"/v1/{tool.name}"]["post"]["requestBody"]
         ref = body["content"]["application/json"]["schema"]["$ref"]
         assert ref.rsplit("/", 1)[-1] == tool.args.__name__
+        answer = spec["paths"][f"/v1/{tool.name}"]["post"]["responses"]["200"]
+        assert answer["content"]["application/json"]["schema"]["type"] == "object"
     search = spec["components"]["schemas"]["SearchArgs"]["properties"]
     assert search["limit"]["default"] == 10 and search["limit"]["maximum"] == 50
     assert spec["components"]["schemas"]["SearchArgs"]["additionalProperties"] is False

@@ -1,7 +1,12 @@
 """The tool endpoints: the same names, arguments and answers as the MCP tools, each one
 allowed to the role ``codenav.roles.REQUIRED`` names for it. A call carrying the header
 ``X-Codenav-Overlay`` (the stdio adapter's) is answered with the caller's overlay of
-uncommitted edits (``codenav.overlays``)."""
+uncommitted edits (``codenav.overlays``).
+
+An answer is written as JSON in the request's worker thread and returned as a ``Response``:
+returned as a dict, FastAPI would check it against the ``dict[str, Any]`` response model in
+a second trip through the thread pool and then serialise it (Apache Kafka, 200
+``find_files`` calls: see ``bench/README.md``, "find_files over HTTP")."""
 
 # (no `from __future__ import annotations`: FastAPI reads each endpoint's body model from
 # its annotations, made here per tool)
@@ -9,7 +14,8 @@ uncommitted edits (``codenav.overlays``)."""
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import APIRouter, Depends, Header
+from fastapi import APIRouter, Depends, Header, Response
+from pydantic_core import to_json
 
 from codenav.access import Caller
 from codenav.tools import TOOLS
@@ -20,14 +26,22 @@ from codenav_api.service import Services
 router = APIRouter(prefix="/v1", tags=["tools"])
 
 
-def _endpoint(tool: Tool) -> Callable[..., dict[str, Any]]:
+_ANSWER: dict[int | str, dict[str, Any]] = {200: {
+    "description": "The tool's answer",
+    "content": {"application/json": {"schema": {"type": "object",
+                                                "additionalProperties": True}}}}}
+"""The documented answer: a JSON object (as the ``dict[str, Any]`` response model said)."""
+
+
+def _endpoint(tool: Tool) -> Callable[..., Response]:
     model = tool.args
 
     def endpoint(body: model, svc: Services = Depends(services),  # type: ignore[valid-type]
                  caller: Caller = Depends(allowed(tool.name)),
                  overlay: str | None = Header(default=None, alias="X-Codenav-Overlay",
-                                              max_length=64)) -> dict[str, Any]:
-        return svc.run(caller, tool.name, body, overlay)
+                                              max_length=64)) -> Response:
+        return Response(to_json(svc.run(caller, tool.name, body, overlay)),
+                        media_type="application/json")
 
     endpoint.__name__ = tool.name
     return endpoint
@@ -35,4 +49,5 @@ def _endpoint(tool: Tool) -> Callable[..., dict[str, Any]]:
 
 for _tool in TOOLS.values():  # POST /v1/<tool>, its body the tool's argument model
     router.add_api_route(f"/{_tool.name}", _endpoint(_tool), methods=["POST"],
-                         summary=_tool.summary, name=_tool.name)
+                         summary=_tool.summary, name=_tool.name, response_model=None,
+                         responses=_ANSWER)
