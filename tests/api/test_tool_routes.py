@@ -4,10 +4,12 @@ as a JSON object (the route returns it already written as JSON)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import FastAPI
 
 from codenav.tools import TOOLS
-from codenav_api.routes.tools import router
+from codenav_api.routes.tools import answer_json, router
 
 
 def test_every_tool_is_a_post_route_whose_openapi_body_is_its_model() -> None:
@@ -24,3 +26,19 @@ def test_every_tool_is_a_post_route_whose_openapi_body_is_its_model() -> None:
     search = spec["components"]["schemas"]["SearchArgs"]["properties"]
     assert search["limit"]["default"] == 10 and search["limit"]["maximum"] == 50
     assert spec["components"]["schemas"]["SearchArgs"]["additionalProperties"] is False
+
+
+def test_an_answer_is_written_as_the_response_model_wrote_it() -> None:
+    """Valid JSON whatever floats it holds (NaN and infinities as null, as FastAPI's
+    ``dict[str, Any]`` response model wrote them), text as UTF-8, key order kept."""
+    import json
+
+    from pydantic import TypeAdapter
+
+    answer: dict[str, Any] = {"results": [{"path": "src/é.py", "score": float("nan")}],
+                              "match_confidence": float("inf"), "n": 3, "empty": None,
+                              "tags": ("a", "b")}
+    response = answer_json(answer)
+    assert response.media_type == "application/json"
+    assert response.body == TypeAdapter(dict[str, Any]).dump_json(answer)
+    assert json.loads(response.body)["results"][0] == {"path": "src/é.py", "score": None}

@@ -33,6 +33,13 @@ _ANSWER: dict[int | str, dict[str, Any]] = {200: {
 """The documented answer: a JSON object (as the ``dict[str, Any]`` response model said)."""
 
 
+def answer_json(answer: dict[str, Any]) -> Response:
+    """``answer`` as a JSON response, written as the response model wrote it: a float that
+    is not a number (NaN, infinities) as ``null``, never as bare ``NaN``, which is not
+    JSON."""
+    return Response(to_json(answer, inf_nan_mode="null"), media_type="application/json")
+
+
 def _endpoint(tool: Tool) -> Callable[..., Response]:
     model = tool.args
 
@@ -40,8 +47,7 @@ def _endpoint(tool: Tool) -> Callable[..., Response]:
                  caller: Caller = Depends(allowed(tool.name)),
                  overlay: str | None = Header(default=None, alias="X-Codenav-Overlay",
                                               max_length=64)) -> Response:
-        return Response(to_json(svc.run(caller, tool.name, body, overlay)),
-                        media_type="application/json")
+        return answer_json(svc.run(caller, tool.name, body, overlay))
 
     endpoint.__name__ = tool.name
     return endpoint
