@@ -231,11 +231,13 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     chunk_best: dict[str, float] = {}
     chunk_cov: dict[str, int] = {}
     chunk_files = [path for path in scores.paths(W.CHUNK_FILES) if admitted(path) is not None]
-    with ahead(conn, scope.sql(q.FIND_CHUNKS), {
-            "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
-            "any": tsquery_for([t for g in groups for t in g.terms]), "paths": chunk_files,
-            "avg_terms": avg_terms, **scope.params(), "k": W.CHUNK_DEPTH},
-            skip=not chunk_files or long_query) as best_chunks:
+    rank_chunks = bool(chunk_files) and not long_query
+    chunk_params = {
+        "tsqs": [tsquery_for(g.terms) for g in groups], "weights": [g.idf for g in groups],
+        "any": tsquery_for([t for g in groups for t in g.terms]), "paths": chunk_files,
+        "avg_terms": avg_terms, **scope.params(), "k": W.CHUNK_DEPTH} if rank_chunks else {}
+    with ahead(conn, scope.sql(q.FIND_CHUNKS), chunk_params, skip=not rank_chunks) \
+            as best_chunks:
         lexical_order: list[str] = []
         for path in scores.paths():
             if len(lexical_order) >= W.BM25_DEPTH:
