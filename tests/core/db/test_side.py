@@ -8,11 +8,13 @@ while the caller works and leaves that connection as it found it."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import psycopg
+import psycopg.adapt
 import pytest
+from psycopg.abc import Buffer
 
 from codenav.config import Settings
 from codenav.db.side import Side, ahead
@@ -23,9 +25,11 @@ PID = "SELECT pg_backend_pid()"
 class Lender:
     """Lends one connection of its own (or none), and counts what it lent and got back."""
 
-    def __init__(self, settings: Settings, free: bool = True) -> None:
+    def __init__(self, settings: Settings, free: bool = True,
+                 setup: Callable[[psycopg.Connection], None] | None = None) -> None:
         self.settings = settings
         self.free = free
+        self.setup = setup
         self.lent = 0
         self.back = 0
         self.pids: list[int] = []
@@ -36,6 +40,8 @@ class Lender:
             yield None
             return
         with psycopg.connect(self.settings.database_url, autocommit=True) as spare:
+            if self.setup is not None:
+                self.setup(spare)
             self.lent += 1
             self.pids.append(spare.info.backend_pid)
             try:
@@ -104,10 +110,23 @@ def test_without_a_lender_a_statement_runs_when_its_rows_are_asked_for(
         assert later.rows() == [(2,)]  # read once
 
 
+class _TextInt(psycopg.adapt.Loader):
+    """Loads an int4 sent as text so that it shows: the lent connection's rows tell which
+    format the server used."""
+
+    def load(self, data: Buffer) -> str:
+        return "text:" + bytes(data).decode()
+
+
 def test_rows_can_come_back_in_binary(settings: Settings, conn: psycopg.Connection) -> None:
-    with Side(conn, Lender(settings)) as side:
-        arrays = side.fetch("SELECT array[1, 2]::int[], array['a b', 'c']", {}, binary=True)
-        assert arrays.rows() == [([1, 2], ["a b", "c"])]
+    def text_ints(spare: psycopg.Connection) -> None:
+        spare.adapters.register_loader("int4", _TextInt)
+
+    with Side(conn, Lender(settings, setup=text_ints)) as side:
+        binary = side.fetch("SELECT 7::int4, array['a b', 'c']", {}, binary=True)
+        text = side.fetch("SELECT 7::int4", {})
+        assert binary.rows() == [(7, ["a b", "c"])]
+        assert text.rows() == [("text:7",)]
 
 
 def test_a_statement_ahead_on_the_own_connection_runs_while_the_caller_works(
