@@ -34,6 +34,11 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
      their content; garbage collection deletes them with it).
  16  pending_facts replaces contents.facts_pending (claiming facts no longer rewrites the
      contents row and its indexes); snapshots still carry the flag per content.
+ 17  a working tree holds all of its rows itself (trees_worktree_flat): its statements read
+     its tables by tree id.
+ 18  contents.grep_ready: the trigram index on bodies holds only the contents whose flag is
+     on; a first index inserts with it off and the graph job sets it (grep reads the rest
+     through contents_grep_pending).
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -51,6 +56,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

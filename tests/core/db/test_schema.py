@@ -296,6 +296,26 @@ def test_a_store_written_before_schema_16_keeps_which_contents_lack_graph_facts(
                             (left[0],)).fetchone() == (left[1],)
 
 
+def test_a_store_written_before_schema_18_keeps_its_bodies_in_the_grep_index(
+        pg: object, db_url: str) -> None:
+    """Schema 17 -> 18: the contents a store holds stay in the trigram index, which now
+    holds only the contents whose grep_ready is on (a first index's wait for the graph
+    job)."""
+    with _store_at(db_url, "grams_", 17) as conn:
+        conn.execute("INSERT INTO contents (sha, language, chunker, size, line_count, body) "
+                     "VALUES ('old', 'python', 5, 10, 1, 'class TokenStore: pass')")
+        assert migrations.migrate(conn) == SCHEMA_VERSION
+        assert conn.execute("SELECT sha, grep_ready FROM contents").fetchall() == [
+            ("old", True)]
+        definition = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = "
+                                  "'contents_body_trgm_idx'").fetchone()
+        assert definition is not None and "WHERE grep_ready" in definition[0]
+        conn.execute("SET enable_seqscan = off")
+        plan = " ".join(r[0] for r in conn.execute(
+            "EXPLAIN SELECT id FROM contents WHERE grep_ready AND body LIKE '%TokenStore%'"))
+        assert "contents_body_trgm_idx" in plan
+
+
 def test_a_working_tree_cannot_be_layered(pg: object, db_url: str) -> None:
     """Schema 17: statements for a working tree read its tables by tree id
     (``queries.flat_tree``), so the store refuses a working tree with a base or a layer."""

@@ -192,6 +192,11 @@ def test_a_graph_job_that_fills_many_facts_leaves_the_build_to_a_job_of_its_own(
     graph_job = info["result"]["graph_job"]
     tree = reconcile.worktree(conn, repo.id)
     assert build.awaits_build(conn, tree)
+    # the grep index is left to the graph job too
+    outside = "SELECT count(*) FROM contents WHERE NOT grep_ready"
+    contents = conn.execute("SELECT count(*) FROM contents").fetchone()
+    assert contents is not None and contents[0] > 0
+    assert conn.execute(outside).fetchone() == contents
     # another full run while the graph job waits: it leaves the build to that job
     again = reconcile.reconcile(job_env, repo.id, None, defer_graph=True)
     assert again.graph_deferred
@@ -205,4 +210,5 @@ def test_a_graph_job_that_fills_many_facts_leaves_the_build_to_a_job_of_its_own(
     assert building["result"]["files"] > 0 and "facts" not in building["result"]
     assert build.is_current(conn, tree)
     assert conn.execute("SELECT count(*) FROM pending_facts").fetchone() == (0,)
+    assert conn.execute(outside).fetchone() == (0,)
     assert enqueue.waiting(r, repo.id) == {}

@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 
 from codenav import repos
 from codenav.config import Settings
-from codenav.index import reconcile
+from codenav.db import queries as q
+from codenav.index import grams, reconcile
 from codenav.search import grep
 from tests.polyglot import make_polyglot
 
@@ -21,6 +22,15 @@ def indexed(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> rep
     root = make_polyglot(tmp_path)
     repo = repos.register(conn, str(root), "polyglot")
     reconcile.reconcile(settings, repo.id)
+    return repo
+
+
+@pytest.fixture
+def first_index(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> repos.Repo:
+    """The fixture as a first index leaves it: graph facts and the grep index for later."""
+    root = make_polyglot(tmp_path)
+    repo = repos.register(conn, str(root), "polyglot")
+    reconcile.reconcile(settings, repo.id, defer_graph=True)
     return repo
 
 
@@ -144,3 +154,43 @@ def test_required_literals_come_from_the_mandatory_parts_of_a_regex() -> None:
     assert grep.required_literals(r"[[:alpha:]]+foo") == ()  # RE2-only syntax: no guess
     assert grep.compile_pattern("ab", False).literals == ()  # too short for a trigram
     assert grep.like_pattern("100%_a\\b") == "%100\\%\\_a\\\\b%"
+
+
+def test_a_first_indexs_files_are_found_before_the_grep_index_holds_them_and_after(
+        client: TestClient, conn: psycopg.Connection, first_index: repos.Repo) -> None:
+    """A first index inserts its contents outside the trigram index (the graph job puts
+    them in): grep matches their bodies without it and answers the same before and after."""
+    outside = "SELECT count(*) FROM contents WHERE NOT grep_ready"
+    contents = conn.execute("SELECT count(*) FROM contents").fetchone()
+    assert contents is not None and contents[0] > 0
+    assert conn.execute(outside).fetchone() == contents
+    asks: list[dict[str, object]] = [
+        {"pattern": "TokenStore"}, {"pattern": "tokenstore", "case_sensitive": True},
+        {"pattern": r"def \w+\(self", "regex": True},
+        {"pattern": "TokenStore", "path": "src/billing/*"}, {"pattern": "import"}]
+    before = [_grep(client, **ask) for ask in asks]
+    assert ("src/auth/tokens.py", 7, "class TokenStore:") in _lines(before[0])
+    assert before[1]["results"] == [] and before[2]["results"]
+    assert grams.fill(conn) == contents[0]
+    assert conn.execute(outside).fetchone() == (0,)
+    assert grams.fill(conn) == 0
+    after = [_grep(client, **ask) for ask in asks]
+    for ask, old, new in zip(asks, before, after, strict=True):
+        assert _lines(new) == _lines(old), ask
+        assert new["files_candidate"] == old["files_candidate"], ask
+
+
+def test_the_trigram_index_answers_for_the_contents_it_holds(
+        conn: psycopg.Connection, indexed: repos.Repo) -> None:
+    """The index is partial (grep_ready): the candidates' statement names its predicate, so
+    the planner can use it."""
+    tree = reconcile.worktree(conn, indexed.id)
+    # The fixture's few files are cheapest read one by one; the plan a large repository
+    # gets (contents found through a condition, then joined) is asked for here.
+    for setting in ("seqscan", "indexscan", "nestloop", "mergejoin"):
+        conn.execute(f"SET enable_{setting} = off")
+    plan = "\n".join(r[0] for r in conn.execute(
+        psycopg.sql.SQL("EXPLAIN ") + q.grep_candidates(1, True),
+        {"tree": tree, "visible": [indexed.id], "language": None, "path_re": None,
+         "cap": 100, "lit0": "%TokenStore%"}).fetchall())
+    assert "contents_body_trgm_idx" in plan, plan

@@ -380,17 +380,26 @@ CREATE TEMP TABLE IF NOT EXISTS stage_contents (
     parse_error text, redactions jsonb
 ) ON COMMIT DELETE ROWS"""
 STAGE_COPY = "COPY stage_contents (sha, language, size, line_count, body, imports, parse_error, redactions) FROM STDIN"
-# Parameters: chunker version, whether the graph facts are left for later (pending_facts).
+# Parameters: chunker version; first: a first index, which leaves the graph facts
+# (pending_facts) and the grep index (grep_ready off) for the graph job.
 STAGE_INSERT = """
 WITH ins AS (
     INSERT INTO contents (sha, language, chunker, size, line_count, body, imports,
-                          parse_error, redactions)
-    SELECT sha, language, %s, size, line_count, body, imports, parse_error, redactions
+                          parse_error, redactions, grep_ready)
+    SELECT sha, language, %(chunker)s, size, line_count, body, imports, parse_error,
+           redactions, NOT %(first)s
     FROM stage_contents
     ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
     RETURNING id, sha, language),
-  pending AS (INSERT INTO pending_facts (content_id) SELECT id FROM ins WHERE %s)
+  pending AS (INSERT INTO pending_facts (content_id) SELECT id FROM ins WHERE %(first)s)
 SELECT id, sha, language FROM ins"""
+# --- the grep index a first index left for later (codenav.index.grams) ---------------------
+# The contents not in the trigram index yet, a batch at a time (contents_grep_pending).
+GREP_PENDING = """
+SELECT id FROM contents WHERE NOT grep_ready ORDER BY id LIMIT %s"""
+# Puts a batch into the index: the update writes each row's trigrams once.
+GREP_READY = """
+UPDATE contents SET grep_ready = true WHERE id = ANY(%s) AND NOT grep_ready"""
 # --- graph facts left for later by a first index (codenav.graph.facts) --------------------
 FACTS_PENDING_IDS = """
 SELECT DISTINCT p.content_id FROM pending_facts p
@@ -707,19 +716,28 @@ GREP_TIMEOUT = "SELECT set_config('statement_timeout', %(ms)s, true)"
 def grep_candidates(n_literals: int, case_sensitive: bool) -> sql.Composed:
     """The files grep reads: the repository's, narrowed by language and path regex, and by
     ``n_literals`` literals each body must contain (``%(lit0)s``... as LIKE patterns),
-    found through the trigram index on contents.body. Path order."""
+    found through the trigram index on contents.body for the contents in it
+    (``grep_ready``). Path order."""
     op = sql.SQL("LIKE" if case_sensitive else "ILIKE")
     likes = sql.SQL("").join(
         sql.SQL("\n  AND co.body {op} {lit}").format(op=op, lit=sql.Placeholder(f"lit{i}"))
         for i in range(int(n_literals)))
-    return sql.SQL("""
+    files = sql.SQL("""
 SELECT f.path, f.content_id, f.language, f.size
 FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
 WHERE f.repo_id = ANY(%(visible)s::int[])
   AND (%(language)s::text IS NULL OR f.language = %(language)s)
-  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s){likes}
-ORDER BY f.path
-LIMIT %(cap)s""").format(likes=likes)
+  AND (%(path_re)s::text IS NULL OR f.path ~ %(path_re)s)""")
+    if not n_literals:
+        return sql.SQL("{files}\nORDER BY f.path\nLIMIT %(cap)s").format(files=files)
+    # The index holds the contents whose grep_ready is on; a first index's contents wait
+    # for the graph job, and are matched here without it (contents_grep_pending).
+    return sql.SQL("""{files}
+  AND co.grep_ready{likes}
+UNION ALL{files}
+  AND NOT co.grep_ready{likes}
+ORDER BY path
+LIMIT %(cap)s""").format(files=files, likes=likes)
 
 
 # Bodies of candidate contents, while a file of the repository points at them.

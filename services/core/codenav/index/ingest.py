@@ -104,7 +104,8 @@ class Ingester:
     def __init__(self, settings: Settings, defer_facts: bool = False, team_id: int = 0) -> None:
         self.settings = settings
         self.defer_facts = defer_facts
-        """Leave graph facts to the graph job (a first index: searchable sooner)."""
+        """Leave graph facts, and the grep index, to the graph job (a first index:
+        searchable sooner)."""
         self.team_id = team_id
         """The team of the repository indexed: besides the shared contents, the ones it
         uploaded itself are found by address (``contents.origin_team``)."""
@@ -220,8 +221,9 @@ class Ingester:
                         copy.write_row((r.sha, r.language, len(r.data), pf.line_count, text,
                                         pf.imports, pf.error, found[r.sha]))
                 inserted = {(sha, lang): cid for cid, sha, lang in
-                            cur.execute(q.STAGE_INSERT,
-                                        (CHUNKER_VERSION, self.defer_facts)).fetchall()}
+                            cur.execute(q.STAGE_INSERT, {
+                                "chunker": CHUNKER_VERSION,
+                                "first": self.defer_facts}).fetchall()}
                 stored = [(inserted[(r.sha, r.language)], text, pf) for r, text, pf in parsed
                           if (r.sha, r.language) in inserted]
                 with cur.copy(q.CHUNKS_COPY) as copy:

@@ -27,6 +27,7 @@ from codenav.embed.vectors import embed_backlog
 from codenav.errors import Interrupted, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
+from codenav.index import grams
 from codenav.index.reconcile import reconcile, worktree
 from codenav.jobs import enqueue
 
@@ -160,7 +161,10 @@ def build_graph(repo_id: int) -> dict[str, Any]:
                     # job's process peaked at 290 MB after filling its share, 259 without.
                     again = enqueue.request_graph(rconn, s, repo_id)
                     return {"facts": filled, "graph_job": again}
-                done = graph.update(db, tree_id, [], [])  # builds in full when marked stale
+                # the grep index the first index left, filled by a backend of its own
+                # while this process resolves the graph
+                with grams.alongside(s):
+                    done = graph.update(db, tree_id, [], [])  # builds in full when stale
             finally:  # an interrupted query can leave the session unusable: closing unlocks
                 with contextlib.suppress(psycopg.Error):
                     db.execute(q.REPO_UNLOCK, (repo_id,))
