@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,14 @@ from codenav.errors import ConfigError, InvalidRequest
 from codenav.index.blob import decode, git_blob_sha, looks_binary, looks_minified
 from codenav.index.ignore import IgnoreRules
 from codenav.search.query import parse_query
-from codenav.tokens import chunk_tsvector, identifier_terms, singular_variants
+from codenav.tokens import (
+    chunk_tsvector,
+    file_term_counts,
+    identifier_terms,
+    singular_variants,
+    term_counts,
+    words,
+)
 
 
 def test_settings_read_the_environment_and_fail_loudly_on_bad_values(tmp_path: Path) -> None:
@@ -70,6 +79,24 @@ def test_identifiers_split_on_case_underscores_and_digits() -> None:
                             "Parser")
     assert "'parsehttpheader':1" in tsv and "'header':1" in tsv and "'parser':10B" in tsv
     assert n == 5
+
+
+def test_words_are_runs_of_word_characters_but_a_lone_underscore() -> None:
+    """``words`` (and the counts built on it) cut text as ``[^\\W_]\\w*|_\\w+`` does: the
+    definition it implements faster. Tricky strings, then every file of the standard
+    library."""
+    definition = re.compile(r"[^\W_]\w*|_\w+")
+    tricky = ["_ = f(_)", "a_ _b __ ___x _1 1_ _", "naïve_Über ñ _é", "x\n_\n_y", "",
+              "__init__(self, _, *_args)", "ß_ 変数_名 _٣"]
+    for text in tricky:
+        assert words(text) == definition.findall(text), text
+    for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py"))[:400]:
+        text = path.read_text(errors="replace")
+        assert words(text) == definition.findall(text), path
+    tsv, n = chunk_tsvector("_ = read(_, _x)", None, None)
+    assert n == 2 and "'read':1" in tsv and "'_x'" not in tsv and "'x':1" in tsv
+    assert file_term_counts("_ = read(_, _x) _ _") == {"read": 1}
+    assert term_counts("_ x_y _") == {"x_y": 1, "x": 1, "y": 1}
 
 
 def test_plurals_fold_both_ways() -> None:
