@@ -251,3 +251,31 @@ def test_a_batch_that_fails_to_be_written_fails_the_build_and_keeps_the_graph_it
     assert len(calls) == 2
     assert not build.is_current(conn, repo.default_tree)
     assert _graph_rows(conn, repo) == before
+
+
+def test_facts_a_first_index_leaves_for_later_equal_those_of_one_parse(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """The graph job extracts a first index's deferred facts from the stored body and
+    symbols (no second structure pass): the rows equal those the chunker's own parse gives,
+    for every language of the polyglot fixture."""
+    from codenav.graph import facts
+    from codenav.graph.extract import extract
+    from codenav.parse.chunker import parse_file
+    from tests.polyglot import make_polyglot
+
+    repo = repos.register(conn, str(make_polyglot(tmp_path)), "polyglot")
+    reconcile.reconcile(settings, repo.id, defer_graph=True)
+    ids = [r[0] for r in conn.execute("SELECT content_id FROM pending_facts ORDER BY 1")]
+    assert facts.fill_batch(conn, ids) == len(ids)
+    languages = set()
+    for cid, language, body in conn.execute(
+            "SELECT id, language, body FROM contents WHERE id = ANY(%s)", (ids,)).fetchall():
+        parsed = parse_file(body, language)
+        expected = [] if parsed.error else extract(body, language, parsed.symbols,
+                                                   parsed.tree, parsed.src)
+        stored = conn.execute("SELECT kind, name, qualifier, alias, line, scope FROM refs "
+                              "WHERE content_id = %s ORDER BY ord", (cid,)).fetchall()
+        assert stored == [tuple(r) for r in expected], language
+        if expected:
+            languages.add(language)
+    assert len(languages) >= 7, languages

@@ -405,8 +405,14 @@ FACTS_PENDING_IDS = """
 SELECT DISTINCT p.content_id FROM pending_facts p
 JOIN tree_files(%s) f ON f.content_id = p.content_id ORDER BY 1"""
 FACTS_BODIES = """
-SELECT c.id, c.language, c.body FROM contents c JOIN pending_facts p ON p.content_id = c.id
+SELECT c.id, c.language, c.body, c.parse_error <> '' FROM contents c
+JOIN pending_facts p ON p.content_id = c.id
 WHERE c.id = ANY(%s)"""
+# Their symbols as the first index stored them, in the order it found them.
+FACTS_SYMBOLS = """
+SELECT content_id, name, kind, qualname, parent, start_line, end_line, signature, doc,
+       exported, depth, bases
+FROM symbols WHERE content_id = ANY(%s) ORDER BY content_id, ord"""
 # Claims the contents (row locks until commit): a concurrent filler of the same contents
 # waits, then claims none of them, so refs are written once.
 FACTS_CLAIM = """

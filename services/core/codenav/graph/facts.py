@@ -18,7 +18,7 @@ from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
 from codenav.graph.extract import extract
-from codenav.parse.chunker import parse_file
+from codenav.parse.model import Symbol
 from codenav.proc import map_shared
 
 log = logging.getLogger("codenav.graph")
@@ -52,11 +52,18 @@ def fill_pending(settings: Settings, conn: psycopg.Connection, tree_id: int) -> 
 
 
 def fill_batch(conn: psycopg.Connection, ids: list[int]) -> int:
+    # The symbols the first index stored, not a second structure pass: extraction needs
+    # the syntax tree and where each declaration is, and the tree is all it parses again.
+    symbols: dict[int, list[Symbol]] = {}
+    for cid, name, kind, qualname, parent, start, end, signature, doc, exported, depth, \
+            bases in conn.execute(q.FACTS_SYMBOLS, (ids,)).fetchall():
+        symbols.setdefault(int(cid), []).append(Symbol(
+            name, kind, qualname, parent, start, end, signature, doc, exported, depth,
+            tuple(bases or ())))
     extracted = []
-    for content_id, language, body in conn.execute(q.FACTS_BODIES, (ids,)).fetchall():
-        parsed = parse_file(body, language)
-        rows = [] if parsed.error else extract(body, language, parsed.symbols, parsed.tree,
-                                               parsed.src)
+    for content_id, language, body, failed in conn.execute(q.FACTS_BODIES, (ids,)).fetchall():
+        # a file whose structure could not be read has no symbols, and no facts
+        rows = [] if failed else extract(body, language, symbols.get(int(content_id), []))
         extracted.append((int(content_id), rows))
     with conn.transaction():
         # no garbage collection meanwhile: a content's refs have no foreign key to stop
