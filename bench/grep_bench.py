@@ -38,7 +38,7 @@ from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
 from codenav.jobs import enqueue
-from index_bench import percentile, start_services, wait_job, wait_ready
+from index_bench import percentile, start_services, wait_graph, wait_job, wait_ready
 
 COMMON_WORDS = ("import", "return", "public", "self", "error", "string")
 PATHOLOGICAL = (
@@ -163,10 +163,15 @@ def own_stack(root: Path, name: str) -> dict[str, Any]:
                 repo = repos.register(conn, str(root), name)
                 r = enqueue.connect_redis(settings)
                 started = time.perf_counter()
-                wait_job(r, enqueue.request_full(r, settings, repo.id))
+                info = wait_job(r, enqueue.request_full(r, settings, repo.id))
                 index_s = time.perf_counter() - started
+                # a first index leaves the trigram index to the graph job: measure grep
+                # once the index holds every body, as it does from then on
+                wait_graph(r, info)
+                graph_s = time.perf_counter() - started
                 conn.execute("VACUUM (ANALYZE)")
-            result = {"cold_index_s (trigram index included)": round(index_s, 1),
+            result = {"cold_index_s": round(index_s, 1),
+                      "with_graph_and_trigram_index_s": round(graph_s, 1),
                       **measure(url, token, name, pg.url)}
         finally:
             stop_services([worker, api])
