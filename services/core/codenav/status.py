@@ -97,6 +97,12 @@ def repo_status(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
                     "examples": skipped_list},
         "redacted": redactions(conn, scope),
     }
+    grep_pending = conn.execute(scope.sql(q.REPO_GREP_PENDING), scope.params()).fetchone()
+    if grep_pending and grep_pending[0]:
+        out["grep_index"] = {
+            "files_pending": int(grep_pending[0]),
+            "message": "the graph job adds these files to grep's trigram index; until then "
+                       "grep reads their bodies itself (the same matches, more slowly)"}
     if latest:
         out["last_run"] = latest
     out["ref"] = scope.at.describe()

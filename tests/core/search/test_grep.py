@@ -168,6 +168,8 @@ def test_a_first_indexs_files_are_found_before_the_grep_index_holds_them_and_aft
         {"pattern": "TokenStore"}, {"pattern": "tokenstore", "case_sensitive": True},
         {"pattern": r"def \w+\(self", "regex": True},
         {"pattern": "TokenStore", "path": "src/billing/*"}, {"pattern": "import"}]
+    status = client.post("/v1/status", json={"repo": "polyglot"}).json()["repos"][0]
+    assert status["grep_index"]["files_pending"] == status["files"] > 0
     before = [_grep(client, **ask) for ask in asks]
     assert ("src/auth/tokens.py", 7, "class TokenStore:") in _lines(before[0])
     assert before[1]["results"] == [] and before[2]["results"]
@@ -175,6 +177,8 @@ def test_a_first_indexs_files_are_found_before_the_grep_index_holds_them_and_aft
     assert conn.execute(outside).fetchone() == (0,)
     assert grams.fill(conn) == 0
     after = [_grep(client, **ask) for ask in asks]
+    assert "grep_index" not in client.post("/v1/status", json={"repo": "polyglot"}).json()[
+        "repos"][0]
     for ask, old, new in zip(asks, before, after, strict=True):
         assert _lines(new) == _lines(old), ask
         assert new["files_candidate"] == old["files_candidate"], ask

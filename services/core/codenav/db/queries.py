@@ -694,6 +694,11 @@ ORDER BY similarity(path, %(path)s) DESC LIMIT 3"""
 REPO_COUNTS = """
 SELECT count(*), coalesce(sum(f.size), 0), count(DISTINCT f.content_id)
 FROM tree_files(%(tree)s) f WHERE f.repo_id = ANY(%(visible)s::int[])"""
+# The tree's files whose bodies a first index left out of the grep index (the graph job
+# puts them in; contents_grep_pending keeps this cheap once it has).
+REPO_GREP_PENDING = """
+SELECT count(*) FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND NOT co.grep_ready"""
 REPO_LANGUAGES = """
 SELECT language, count(*) FROM tree_files(%(tree)s) WHERE repo_id = ANY(%(visible)s::int[])
 GROUP BY language ORDER BY 2 DESC"""
