@@ -191,8 +191,10 @@ def test_the_trigram_index_answers_for_the_contents_it_holds(
     tree = reconcile.worktree(conn, indexed.id)
     # The fixture's few files are cheapest read one by one; the plan a large repository
     # gets (contents found through a condition, then joined) is asked for here.
-    for setting in ("seqscan", "indexscan", "nestloop", "mergejoin"):
-        conn.execute(f"SET enable_{setting} = off")
+    conn.execute("SET enable_seqscan = off")
+    conn.execute("SET enable_indexscan = off")
+    conn.execute("SET enable_nestloop = off")
+    conn.execute("SET enable_mergejoin = off")
     plan = "\n".join(r[0] for r in conn.execute(
         psycopg.sql.SQL("EXPLAIN ") + q.grep_candidates(1, True),
         {"tree": tree, "visible": [indexed.id], "language": None, "path_re": None,

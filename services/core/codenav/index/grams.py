@@ -37,7 +37,7 @@ def fill(conn: psycopg.Connection, stop: Callable[[], bool] = lambda: False) -> 
     done, last = 0, None
     while not stop():
         ids = [int(r[0]) for r in conn.execute(q.GREP_PENDING, (BATCH,)).fetchall()]
-        if not ids or ids == last:  # nothing left, or rows another transaction holds
+        if not ids or ids == last:  # nothing left, or a batch the update did not change
             return done
         with conn.transaction():
             done += conn.execute(q.GREP_READY, (ids,)).rowcount
