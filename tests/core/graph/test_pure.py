@@ -69,6 +69,14 @@ def test_the_centrality_prior_is_small() -> None:
     ("Store::new().", "rust", "Store::new()"),
     ("this->", "cpp", "this"),
     ("base.", "csharp", "super"),
+    # call arguments go whatever they hold: nested calls, brackets, quoted parentheses
+    ("a(b(c)).d(e).f.", "java", "a().d().f"),
+    ("f(x[0], {k: v}).g.", "typescript", "f().g"),
+    ("f(')', `(`, \"(\").g.", "typescript", "f().g"),
+    ("cfg.get(\"a(b\").x.", "java", "cfg.get().x"),
+    ("f(x)[0].", "java", "<expr>"),
+    ("f(x.", "java", "<expr>"),
+    ("f(x)).", "java", "<expr>"),
 ])
 def test_receivers_are_normalised_to_paths(raw: str, language: str, expected: str) -> None:
     assert normalize_qualifier(raw, language) == expected

@@ -56,6 +56,7 @@ BaseRow = tuple[str, str, str, str]
 class Loader(Protocol):
     def symbols(self, paths: list[str]) -> Iterable[SymRow]: ...
     def facts(self, paths: list[str], kinds: tuple[str, ...]) -> Iterable[FactRow]: ...
+    def references(self, paths: list[str], kinds: tuple[str, ...]) -> dict[str, list[Fact]]: ...
     def stored_bases(self, paths: list[str]) -> Iterable[BaseRow]: ...
     def definitions(self, names: list[str], languages: tuple[str, ...]) -> Iterable[SymRow]: ...
 
@@ -84,9 +85,13 @@ class SymbolTable:
                 self.by_qual[s.qual[len(package) + 1:]].append(s)  # namespace { ... }
 
     def get(self, qual: str, kinds: frozenset[str] | None = None) -> list[Sym]:
-        found = self.by_qual.get(qual, [])
+        found = self.by_qual.get(qual)
+        if not found:
+            return []
         if kinds is not None:
-            found = [s for s in found if s.kind in kinds]
+            if len(found) == 1:  # most names: no new list when it is kept
+                return found if found[0].kind in kinds else []
+            return [s for s in found if s.kind in kinds]
         return found
 
     def kind(self, qual: str) -> str:
@@ -211,11 +216,11 @@ class Context:
         if not wanted:
             return
         found: dict[str, dict[tuple[str, str], list[Fact]]] = {p: {} for p in wanted}
-        for path, ord_, kind, name, qualifier, alias, line, scope in \
-                self.loader.facts(wanted, ("var",)):
-            if self._local(path, scope):
-                found[path].setdefault((scope, name), []).append(
-                    Fact(ord_, kind, name, qualifier, alias, line, scope))
+        for path, facts in self.loader.references(wanted, ("var",)).items():
+            held = found[path]
+            for fact in facts:
+                if self._local(path, fact.scope):
+                    held.setdefault((fact.scope, fact.name), []).append(fact)
         for path, held in found.items():
             for facts in held.values():
                 if len(facts) > 1:  # source order, whatever order the rows came in

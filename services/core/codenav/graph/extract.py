@@ -156,14 +156,23 @@ def _strip_generics(text: str) -> str:
     return "".join(out)
 
 
+_CALL_SYNTAX = re.compile(r"""[()\[\]{}"'`]""")
+"""The characters ``_collapse_calls`` acts on; it copies the text between them in slices."""
+
+
 def _collapse_calls(text: str) -> str | None:
     """``a.find(x, f(y)).b`` -> ``a.find().b``: call arguments dropped, so a chain of calls
     stays a path the resolver can follow through return types. None for an index
-    expression or unbalanced text."""
+    expression or unbalanced text. A quote opens a string inside arguments only.
+
+    Only the brackets and quotes are visited (the rest is copied in slices): Apache Kafka's
+    45,000 qualifiers with a call took 0.15 s against 0.49 s one character at a time."""
     out = []
     depth = 0
     quote = ""
-    for ch in text:
+    copied = 0  # where the text not yet copied starts, at depth 0
+    for found in _CALL_SYNTAX.finditer(text):
+        ch = found.group()
         if quote:
             if ch == quote:
                 quote = ""
@@ -173,17 +182,21 @@ def _collapse_calls(text: str) -> str | None:
             continue
         if ch == "(":
             if depth == 0:
+                out.append(text[copied:found.start()])
                 out.append("()")
             depth += 1
         elif ch == ")":
             depth -= 1
             if depth < 0:
                 return None
-        elif depth == 0:
-            if ch in "[]{}":
-                return None
-            out.append(ch)
-    return "".join(out) if depth == 0 else None
+            if depth == 0:
+                copied = found.end()
+        elif depth == 0 and ch in "[]{}":
+            return None
+    if depth:
+        return None
+    out.append(text[copied:])
+    return "".join(out)
 
 
 @lru_cache(maxsize=65536)
