@@ -44,6 +44,9 @@ SELECT (SELECT seconds FROM graph_state WHERE repo_id = %s),
 FROM graph_imports WHERE repo_id = %s"""
 
 BENCH_RUN_COUNT = "SELECT count(*) FROM index_runs"
+# Whether contents wait for their whole-file postings (a first index leaves them to the
+# graph job).
+BENCH_TERMS_PENDING = "SELECT EXISTS (SELECT 1 FROM pending_terms)"
 
 BENCH_FILES_CONTAINING = """
 SELECT count(*) FROM files f JOIN contents c ON c.id = f.content_id

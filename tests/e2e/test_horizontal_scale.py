@@ -69,6 +69,7 @@ DUPLICATES = {
     "orphan contents": "SELECT c.id FROM contents c WHERE NOT EXISTS "
                        "(SELECT 1 FROM files f WHERE f.content_id = c.id)",
     "contents without facts": "SELECT content_id FROM pending_facts",
+    "contents without postings": "SELECT content_id FROM pending_terms",
     "runs left running": "SELECT id FROM index_runs WHERE state = 'running'",
 }
 """Each query lists rows that must not exist: a second copy of a row, or leftovers."""

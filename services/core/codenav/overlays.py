@@ -42,7 +42,7 @@ from codenav.db.connect import connect
 from codenav.errors import Forbidden, Gone, Interrupted, InvalidRequest, NotFound
 from codenav.graph import build as graph
 from codenav.graph import facts
-from codenav.index import commits
+from codenav.index import commits, terms
 from codenav.index.blob import git_blob_sha
 from codenav.index.defaults import path_reason
 from codenav.index.ingest import FileResult, Ingester, checked
@@ -415,6 +415,7 @@ def _graph(settings: Settings, conn: psycopg.Connection, overlay_id: str, tree: 
     watcher = threading.Thread(target=watch, name="overlay-newer", daemon=True)
     watcher.start()
     try:
+        terms.fill_pending(settings, conn, tree)
         facts.fill_pending(settings, conn, tree)
         if graph.is_current(conn, base):
             graph.update(conn, tree, changed, deleted, current=True, previous=previous,

@@ -66,6 +66,7 @@ from codenav.archive import (
 from codenav.auth import ensure_team
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
+from codenav.index import terms
 from codenav.versions import CHUNKER_VERSION, GRAPH_VERSION, SCHEMA_VERSION
 
 log = logging.getLogger("codenav.snapshot")
@@ -218,6 +219,11 @@ def export(conn: psycopg.Connection, repos: list[Any], out_path: Path,
                              hint="write the snapshot into an existing directory")
     ids = [r.id for r in repos]
     params: dict[str, Any] = {"visible": ids}
+    # a snapshot holds every content's postings: those a first index left to its graph job
+    # are written now (the graph job then finds none left)
+    for tid in trees if trees is not None else \
+            [int(r[0]) for r in conn.execute(q.SNAPSHOT_TREE_IDS, params)]:
+        terms.fill_pending(None, conn, tid)
     work = Path(tempfile.mkdtemp(prefix=".snapshot-", dir=out_path.parent))
     try:
         sections: list[dict[str, Any]] = []

@@ -39,6 +39,9 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
  18  contents.grep_ready: the trigram index on bodies holds only the contents whose flag is
      on; a first index inserts with it off and the graph job sets it (grep reads the rest
      through contents_grep_pending).
+ 19  pending_terms: a first index leaves its contents' whole-file postings (file_terms) to
+     the graph job, which writes them before the graph facts (find_files says meanwhile
+     that its whole-file statistics are incomplete).
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -56,6 +59,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

@@ -25,6 +25,7 @@ from codenav.config import Settings
 from codenav.index import reconcile
 from codenav.index.walk import walk
 from codenav.jobs import enqueue
+from codenav.tokens import file_term_counts
 from tests.polyglot import BAD_FILES, make_polyglot
 
 
@@ -197,6 +198,8 @@ def test_a_graph_job_that_fills_many_facts_leaves_the_build_to_a_job_of_its_own(
     contents = conn.execute("SELECT count(*) FROM contents").fetchone()
     assert contents is not None and contents[0] > 0
     assert conn.execute(outside).fetchone() == contents
+    # and the whole-file postings (find_files meanwhile counts those files' chunks)
+    assert conn.execute("SELECT count(*) FROM pending_terms").fetchone() == contents
     # another full run while the graph job waits: it leaves the build to that job
     again = reconcile.reconcile(job_env, repo.id, None, defer_graph=True)
     assert again.graph_deferred
@@ -210,5 +213,9 @@ def test_a_graph_job_that_fills_many_facts_leaves_the_build_to_a_job_of_its_own(
     assert building["result"]["files"] > 0 and "facts" not in building["result"]
     assert build.is_current(conn, tree)
     assert conn.execute("SELECT count(*) FROM pending_facts").fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM pending_terms").fetchone() == (0,)
+    for cid, body in conn.execute("SELECT id, body FROM contents").fetchall():
+        assert dict(conn.execute("SELECT term, tf FROM file_terms WHERE content_id = %s",
+                                 (cid,)).fetchall()) == file_term_counts(body), cid
     assert conn.execute(outside).fetchone() == (0,)
     assert enqueue.waiting(r, repo.id) == {}

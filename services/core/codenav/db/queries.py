@@ -380,8 +380,9 @@ CREATE TEMP TABLE IF NOT EXISTS stage_contents (
     parse_error text, redactions jsonb
 ) ON COMMIT DELETE ROWS"""
 STAGE_COPY = "COPY stage_contents (sha, language, size, line_count, body, imports, parse_error, redactions) FROM STDIN"
-# Parameters: chunker version; first: a first index, which leaves the graph facts
-# (pending_facts) and the grep index (grep_ready off) for the graph job.
+# Parameters: chunker version; first: a first index, which leaves the whole-file postings
+# (pending_terms), the graph facts (pending_facts) and the grep index (grep_ready off) for
+# the graph job.
 STAGE_INSERT = """
 WITH ins AS (
     INSERT INTO contents (sha, language, chunker, size, line_count, body, imports,
@@ -391,8 +392,26 @@ WITH ins AS (
     FROM stage_contents
     ON CONFLICT (sha, language, chunker, (coalesce(origin_team, 0))) DO NOTHING
     RETURNING id, sha, language),
-  pending AS (INSERT INTO pending_facts (content_id) SELECT id FROM ins WHERE %(first)s)
+  pending AS (INSERT INTO pending_facts (content_id) SELECT id FROM ins WHERE %(first)s),
+  terms AS (INSERT INTO pending_terms (content_id) SELECT id FROM ins WHERE %(first)s)
 SELECT id, sha, language FROM ins"""
+# --- whole-file postings a first index left for later (codenav.index.terms) ----------------
+# The tree's contents whose postings are not written yet.
+TERMS_PENDING_IDS = """
+SELECT DISTINCT p.content_id FROM pending_terms p
+JOIN tree_files(%s) f ON f.content_id = p.content_id ORDER BY 1"""
+TERMS_BODIES = """
+SELECT c.id, c.body FROM contents c JOIN pending_terms p ON p.content_id = c.id
+WHERE c.id = ANY(%s)"""
+# Claims the contents (row locks until commit): a concurrent filler of the same contents
+# waits, then claims none of them, so postings are written once.
+TERMS_CLAIM = """
+DELETE FROM pending_terms WHERE content_id = ANY(%s) RETURNING content_id"""
+# Files of a tree in scope whose postings are not written yet (find_files, status).
+TERMS_PENDING_FILES = """
+SELECT count(*) FROM pending_terms p
+JOIN tree_files(%(tree)s) f ON f.content_id = p.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[])"""
 # --- the grep index a first index left for later (codenav.index.grams) ---------------------
 # The contents not in the trigram index yet, a batch at a time (contents_grep_pending).
 GREP_PENDING = """
@@ -465,12 +484,30 @@ STATS_CORPUS = "SELECT n_chunks, avg_terms, n_contents FROM corpus_stats"
 # of each query term that has postings, read live from the whole-file postings (an
 # index-only count per term: always current, nothing to refresh after an index run). A row
 # per such term, each with the corpus columns; one row without a term when none has any.
+# Document frequencies of the query's terms (files holding each), and whether any content
+# has no whole-file postings yet (pending_terms: a first index's, for the seconds until its
+# graph job writes them; then STATS_PENDING_DF and FILE_TERM_POSTINGS_PENDING count them).
 STATS_QUERY = """
-SELECT c.n_chunks, c.avg_terms, c.n_contents, t.term, t.n
+SELECT c.n_chunks, c.avg_terms, c.n_contents, t.term, t.n,
+       (SELECT EXISTS (SELECT 1 FROM pending_terms))
 FROM (SELECT 1) AS one
 LEFT JOIN corpus_stats c ON true
-LEFT JOIN (SELECT term, count(*) AS n FROM file_terms WHERE term = ANY(%s) GROUP BY term) t
+LEFT JOIN (SELECT term, count(*) AS n FROM file_terms WHERE term = ANY(%(terms)s) GROUP BY term) t
   ON true"""
+# The contents without postings that hold each term, found through their chunks' vectors
+# (one index scan per term: reading the terms out of each chunk's vector took 0.8 s for a
+# common word on Apache Kafka). The terms file_terms leaves out (one character, numbers of
+# one or two digits) stay out.
+STATS_PENDING_DF = """
+SELECT t, count(*) FROM (
+    SELECT DISTINCT x.t, c.content_id
+    FROM unnest(%(terms)s::text[]) x(t)
+    CROSS JOIN LATERAL (
+        SELECT c.content_id FROM chunks c
+        WHERE c.tsv @@ to_tsquery('simple', quote_literal(x.t))
+          AND c.content_id IN (SELECT content_id FROM pending_terms)) c
+    WHERE length(x.t) > 1 AND NOT (length(x.t) = 2 AND x.t ~ '^[0-9]+$')) d
+GROUP BY 1"""
 STATS_CONTENTS = "SELECT count(*) FROM contents"
 STATS_CHUNK_COUNT = "SELECT count(*) FROM chunks"
 
@@ -496,7 +533,9 @@ WITH gone AS (
   symbols_gone AS (DELETE FROM symbols WHERE content_id = ANY(ARRAY(SELECT id FROM gone))),
   refs_gone AS (DELETE FROM refs WHERE content_id = ANY(ARRAY(SELECT id FROM gone))),
   terms_gone AS (DELETE FROM file_terms WHERE content_id = ANY(ARRAY(SELECT id FROM gone))),
-  pending_gone AS (DELETE FROM pending_facts WHERE content_id = ANY(ARRAY(SELECT id FROM gone)))
+  pending_gone AS (DELETE FROM pending_facts WHERE content_id = ANY(ARRAY(SELECT id FROM gone))),
+  terms_pending_gone AS (
+    DELETE FROM pending_terms WHERE content_id = ANY(ARRAY(SELECT id FROM gone)))
 SELECT count(*) FROM gone"""
 
 # --- tokens ------------------------------------------------------------------------------
@@ -1296,6 +1335,24 @@ FILE_TERMS_COPY = "COPY file_terms (term, content_id, tf) FROM STDIN"
 FILE_TERM_POSTINGS = """
 SELECT array_agg(t.term), array_agg(f.path), array_agg(t.tf), array_agg(f.size)
 FROM (SELECT term, content_id, tf FROM file_terms WHERE term = ANY(%(terms)s) OFFSET 0) t
+JOIN (SELECT content_id, path, size FROM tree_files(%(tree)s)
+      WHERE repo_id = ANY(%(visible)s::int[]) OFFSET 0) f ON f.content_id = t.content_id"""
+# The same while contents have no postings yet (STATS_QUERY says so): for those, a term's
+# frequency in a file is the number of its chunks that hold it (a presence per chunk,
+# through the chunks' vector index, as STATS_PENDING_DF).
+FILE_TERM_POSTINGS_PENDING = """
+SELECT array_agg(t.term), array_agg(f.path), array_agg(t.tf), array_agg(f.size)
+FROM (SELECT term, content_id, tf FROM file_terms WHERE term = ANY(%(terms)s)
+      UNION ALL
+      SELECT x.t, c.content_id, count(*)::int
+      FROM unnest(%(terms)s::text[]) x(t)
+      CROSS JOIN LATERAL (
+          SELECT c.content_id FROM chunks c
+          WHERE c.tsv @@ to_tsquery('simple', quote_literal(x.t))
+            AND c.content_id IN (SELECT content_id FROM pending_terms)) c
+      WHERE length(x.t) > 1 AND NOT (length(x.t) = 2 AND x.t ~ '^[0-9]+$')
+      GROUP BY 1, 2
+      OFFSET 0) t
 JOIN (SELECT content_id, path, size FROM tree_files(%(tree)s)
       WHERE repo_id = ANY(%(visible)s::int[]) OFFSET 0) f ON f.content_id = t.content_id"""
 

@@ -31,7 +31,7 @@ from codenav.db import queries as q
 from codenav.errors import Interrupted
 from codenav.graph import build as graph
 from codenav.graph import facts
-from codenav.index import gitread
+from codenav.index import gitread, terms
 from codenav.index.ignore import IGNORE_FILES, TreeIgnoreRules
 from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process_blobs, pooled
 from codenav.index.walk import FileEntry, Skip
@@ -359,6 +359,7 @@ def build_tree(settings: Settings, conn: psycopg.Connection, repo_id: int, commi
     if not with_graph:
         conn.execute(q.TREE_READY, (gitignored, tree_id))
         return
+    terms.fill_pending(settings, conn, tree_id)
     facts.fill_pending(settings, conn, tree_id)
     if base is not None and graph.is_current(conn, base):
         graph.update(conn, tree_id, changed, deleted, current=True,

@@ -27,10 +27,11 @@ from codenav.graph.extract import extract as graph_facts
 from codenav.index.blob import decode, git_blob_sha, looks_binary, looks_minified
 from codenav.index.gitread import BlobReader
 from codenav.index.redact import describe, redact
+from codenav.index.terms import write_terms
 from codenav.index.walk import FileEntry
 from codenav.lang import language_for
 from codenav.parse.chunker import ChunkLimits, note_languages, parse_file
-from codenav.tokens import chunk_tsvector, file_term_counts
+from codenav.tokens import chunk_tsvector
 from codenav.versions import CHUNKER_VERSION
 
 
@@ -104,8 +105,8 @@ class Ingester:
     def __init__(self, settings: Settings, defer_facts: bool = False, team_id: int = 0) -> None:
         self.settings = settings
         self.defer_facts = defer_facts
-        """Leave graph facts, and the grep index, to the graph job (a first index:
-        searchable sooner)."""
+        """Leave whole-file postings, graph facts and the grep index to the graph job (a
+        first index: searchable sooner)."""
         self.team_id = team_id
         """The team of the repository indexed: besides the shared contents, the ones it
         uploaded itself are found by address (``contents.origin_team``)."""
@@ -233,10 +234,8 @@ class Ingester:
                             copy.write_row((cid, ord_, c.kind, c.symbol, c.parent, c.signature,
                                             c.doc, c.exported, c.start_line, c.end_line,
                                             c.part, c.content, n_terms, tsv))
-                with cur.copy(q.FILE_TERMS_COPY) as copy:  # whole-file BM25 postings
-                    for cid, text, _pf in stored:
-                        for term, tf in file_term_counts(text).items():
-                            copy.write_row((term, cid, tf))
+                if not self.defer_facts:  # a first index leaves them to the graph job
+                    write_terms(cur, [(cid, text) for cid, text, _pf in stored])
                 with cur.copy(q.SYMBOLS_COPY) as copy:
                     for cid, _text, pf in stored:
                         for ord_, s in enumerate(pf.symbols):

@@ -27,6 +27,7 @@ from codenav.db.connect import connect
 from codenav.errors import Interrupted, NotFound, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
+from codenav.index import terms
 from codenav.index.gitinfo import head_commit, wait_for_checkout
 from codenav.index.gitread import is_bare
 from codenav.index.ignore import IgnoreRules
@@ -347,6 +348,7 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, target: tuple[int, 
         summary.graph_deferred = True
     else:  # re-resolve the changed files and every file that depends on them
         progress("graph", len(entries), done, summary.files_parsed, len(gone), force=True)
+        terms.fill_pending(settings, conn, tree_id)
         facts.fill_pending(settings, conn, tree_id)
         graph.update(conn, tree_id, summary.changed_paths, summary.deleted_paths,
                      previous={p: known[p].content_id for p in summary.changed_paths

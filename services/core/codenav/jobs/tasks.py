@@ -27,7 +27,7 @@ from codenav.embed.vectors import embed_backlog
 from codenav.errors import Interrupted, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
-from codenav.index import grams
+from codenav.index import grams, terms
 from codenav.index.reconcile import reconcile, worktree
 from codenav.jobs import enqueue
 
@@ -151,7 +151,8 @@ def build_graph(repo_id: int) -> dict[str, Any]:
             db.execute(q.REPO_LOCK, (repo_id,))
             try:
                 tree_id = worktree(db, repo_id)
-                # what the first index left for this job
+                # what the first index left for this job: find_files' postings first
+                terms.fill_pending(s, db, tree_id)
                 filled = facts.fill_pending(s, db, tree_id)
                 if filled >= facts.INLINE_LIMIT:
                     # This process parsed a share of them (``facts.fill_pending``); its heap

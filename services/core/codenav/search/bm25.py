@@ -160,10 +160,12 @@ class FileScores:
 
 
 def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
-               limit: int = 100, boosts: dict[str, float] | None = None) -> list[RankedFile]:
+               limit: int = 100, boosts: dict[str, float] | None = None,
+               pending: bool = False) -> list[RankedFile]:
     """Files ranked by BM25 for ``groups`` (each group's ``count`` is its query frequency;
-    a group's alternatives, such as plural forms, add up)."""
-    return score_files(conn, scope, groups, boosts).top(limit)
+    a group's alternatives, such as plural forms, add up). ``pending``: see
+    ``score_files``."""
+    return score_files(conn, scope, groups, boosts, pending=pending).top(limit)
 
 
 class Asked(NamedTuple):
@@ -186,10 +188,11 @@ def ask(scope: Scope, groups: list[Group], side: Side) -> Asked:
 
 def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
                 boosts: dict[str, float] | None = None, asked: Asked | None = None,
-                ) -> FileScores:
+                pending: bool = False) -> FileScores:
     """``rank_files`` for every file holding a query term (in the order of its score, ties
     by path). ``asked``: what ``ask`` sent ahead for the same groups; the postings are read
-    on ``conn`` meanwhile."""
+    on ``conn`` meanwhile. ``pending``: some contents have no whole-file postings yet (a
+    first index's, ``codenav.index.terms``); theirs are counted from their chunks."""
     if not groups:
         return FileScores.empty()
     group_of: dict[str, list[int]] = defaultdict(list)
@@ -199,7 +202,8 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
     if asked is None:
         asked = ask(scope, groups, side.inline(conn))
     with conn.cursor(binary=True) as cur:  # one row of arrays (``q.FILE_TERM_POSTINGS``)
-        postings = cur.execute(scope.sql(q.FILE_TERM_POSTINGS), {
+        postings = cur.execute(scope.sql(
+            q.FILE_TERM_POSTINGS_PENDING if pending else q.FILE_TERM_POSTINGS), {
             "terms": list(group_of), **scope.params()}).fetchone()
     stats = asked.stats.rows()
     n_files = int(stats[0][0]) if stats else 0

@@ -65,6 +65,9 @@ class Weighted:
     avg_terms: float
     known_terms: set[str]
     n_chunks: int = 0
+    pending_terms: bool = False
+    """Some contents have no whole-file postings yet (a first index's, for seconds): their
+    document frequencies, and their postings in ``bm25.score_files``, come from chunks."""
 
     def candidate_queries(self) -> list[str]:
         """Candidate tsqueries, most selective first: chunks matching at least two of the
@@ -84,7 +87,7 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 128,
           budget: int = CANDIDATE_BUDGET) -> Weighted:
     """Look up document frequencies, keep the most informative groups, and choose the
     rare terms whose matches form the candidate set."""
-    rows = conn.execute(q.STATS_QUERY, (query.all_terms,)).fetchall()
+    rows = conn.execute(q.STATS_QUERY, {"terms": query.all_terms}).fetchall()
     row = rows[0] if rows else None
     n_chunks = int(row[0]) if row and row[0] else 0
     avg_terms = float(row[1]) if row and row[1] else 50.0
@@ -98,6 +101,10 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 128,
     n_docs = max(n_docs, 1)
     per_doc = n_chunks / n_docs if n_chunks else 10.0
     dfs: dict[str, int] = {r[3]: int(r[4]) for r in rows if r[3] is not None}
+    pending = bool(row[5]) if row else False
+    if pending:
+        for term, n in conn.execute(q.STATS_PENDING_DF, {"terms": query.all_terms}):
+            dfs[term] = dfs.get(term, 0) + int(n)
     groups = []
     for g in query.groups:
         present = tuple(t for t in g.terms if dfs.get(t, 0) > 0)
@@ -118,7 +125,8 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 128,
         covered += g.df
     return Weighted(query=query, groups=groups, candidate_terms=candidates,
                     avg_terms=max(avg_terms, 1.0),
-                    known_terms={t for t, df in dfs.items() if df > 0}, n_chunks=n_chunks)
+                    known_terms={t for t, df in dfs.items() if df > 0}, n_chunks=n_chunks,
+                    pending_terms=pending)
 
 
 def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters: Filters,
@@ -154,7 +162,7 @@ def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filter
     each chunk's score scaled by its file's."""
     boosts = bm25.mention_boosts(conn, scope, w.query.identifiers)
     files = bm25.rank_files(conn, scope, bm25.usable_groups(w.groups, w.n_chunks),
-                                W.TOP_FILES, boosts)
+                            W.TOP_FILES, boosts, w.pending_terms)
     if not files:
         return []
     best = files[0].score or 1.0

@@ -70,6 +70,8 @@ class Pool:
     lexical_order: list[str]
     semantic_order: list[str]
     long_query: bool
+    pending_terms: bool = False
+    """Some files were scored without whole-file postings (``chunks.Weighted``)."""
 
 
 _PATH_TOKEN = re.compile(r"[\w$@.\\/-]*\w\.(?:py|pyi|go|java|kt|kts|scala|swift|rs|c|h|cc|cpp|"
@@ -179,11 +181,13 @@ class _DocTerms:
 
 def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: list[Group],
            avg_terms: float, *, include_tests: bool, asked: set[str],
-           semantic: SemanticContext | None = None, side: Side | None = None) -> Pool:
+           semantic: SemanticContext | None = None, side: Side | None = None,
+           pending_terms: bool = False) -> Pool:
     """The candidate files of a query with their features. ``groups`` are the weighted
     query groups (``codenav.search.chunks.weigh``); ``asked`` the non-source roles the query is
     about (``codenav.lang.conventions.asked_roles``). Statements that do not need each
-    other's rows go ahead on ``side`` (``codenav.db.side``; by default all run on ``conn``)."""
+    other's rows go ahead on ``side`` (``codenav.db.side``; by default all run on ``conn``).
+    ``pending_terms``: see ``chunks.Weighted``."""
     side = side if side is not None else inline(conn)
     groups = bm25.usable_groups(groups)
     long_query = len(groups) >= bm25.LONG_QUERY_GROUPS
@@ -222,7 +226,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         patterns=patterns, k=W.PATH_MATCHES)) if patterns else None
 
     # 1. whole-file BM25: every file with a query term, scored
-    scores = bm25.score_files(conn, scope, groups, asked=bm25_asked)
+    scores = bm25.score_files(conn, scope, groups, asked=bm25_asked, pending=pending_terms)
     # 2. chunks (short queries): the best chunk of each file, declarations matching a group,
     # among the files BM25 ranked best. The statement goes ahead on ``conn`` (pipeline
     # mode) while BM25's best join the pool and the statements that need them are sent;
@@ -441,4 +445,4 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         v["sym_top_idf"] = sum(groups[i].idf for i in sym_top.get(cand.path, ())) / total_idf
         v["doc_idf"] = sum(groups[i].idf for i in doc_hits.get(cand.path, ())) / total_idf
     return Pool(groups, list(pool.values()), lexical_order,
-                [p for p in semantic_order if p in pool], long_query)
+                [p for p in semantic_order if p in pool], long_query, pending_terms)

@@ -22,8 +22,10 @@ import psycopg
 
 from codenav.access import Scope
 from codenav.answers import empty_reason, stats
+from codenav.db import queries as q
 from codenav.db.side import Side
 from codenav.errors import InvalidRequest
+from codenav.index import terms
 from codenav.lang import conventions
 from codenav.search import features, fusion, learned
 from codenav.search.chunks import weigh
@@ -59,11 +61,11 @@ def collect(conn: psycopg.Connection, scope: Scope, text: str, include_tests: bo
     pool = features.gather(conn, scope, query, w.groups if mode != "semantic" else [],
                            w.avg_terms, include_tests=include_tests or query.wants_tests,
                            asked=asked, semantic=semantic if use_vectors else None,
-                           side=side)
+                           side=side, pending_terms=w.pending_terms)
     if mode == "semantic" and not pool.candidates:  # nothing embedded: lexical after all
         pool = features.gather(conn, scope, query, w.groups, w.avg_terms,
                                include_tests=include_tests or query.wants_tests, asked=asked,
-                               side=side)
+                               side=side, pending_terms=w.pending_terms)
     return query, pool, asked, "hybrid" if use_vectors and mode == "hybrid" else "lexical"
 
 
@@ -127,6 +129,10 @@ def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7
             [c.path for _s, c in top], margins, lists, exact,
             1.0 - first.semantic[0] if first.semantic else None)
     describe_semantic(answer, mode, semantic)
+    if pool.pending_terms:  # right after a first index (seconds): which of these files?
+        pending = terms.pending_files(conn, scope.sql(q.TERMS_PENDING_FILES), scope.params())
+        if pending:
+            answer["file_terms"] = terms.pending_note(pending)
     if not results:
         answer["empty"] = empty_reason(conn, scope)
         if answer["empty"]["code"] == "no_match" and not include_tests:

@@ -1,0 +1,106 @@
+"""Whole-file term postings (``file_terms``): written with a content, or, for a first index,
+by the graph job (``pending_terms``).
+
+The postings feed one feature, find_files' whole-file BM25. Writing them is a quarter of a
+first index's CPU (on Apache Kafka 8 of 33 s: the terms of every file, their COPY and 1.5
+million entries in two indexes), so a first index leaves them out and the repository is
+searchable sooner. The graph job writes them before anything else, in parser processes
+when there are many, each batch claimed in one transaction, so a content two repositories
+share gets its postings once. Until then find_files says that its whole-file statistics are
+incomplete (``pending_note``) and counts those files' terms from their chunks' vectors
+(``q.FILE_TERM_POSTINGS_PENDING``), and ``status`` counts the files left.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import psycopg
+
+from codenav.config import Settings
+from codenav.db import queries as q
+from codenav.db.connect import connect
+from codenav.proc import map_shared
+from codenav.tokens import file_term_counts
+
+log = logging.getLogger("codenav.index")
+
+BATCH = 200
+"""Contents per claim (one transaction)."""
+INLINE_LIMIT = 400
+"""Fewer pending contents than this are written by the calling process alone."""
+
+
+def write_terms(cur: psycopg.Cursor[Any], contents: Iterable[tuple[int, str]]) -> None:
+    """COPY the postings of ``(content id, text)`` pairs (the text as stored: redacted)."""
+    with cur.copy(q.FILE_TERMS_COPY) as copy:
+        for content_id, text in contents:
+            for term, tf in file_term_counts(text).items():
+                copy.write_row((term, content_id, tf))
+
+
+def fill_pending(settings: Settings | None, conn: psycopg.Connection, tree_id: int) -> int:
+    """Write the postings of the tree's contents that lack them; returns how many contents
+    this call filled (0 when none was pending: one index-only query). Without ``settings``,
+    in this process only."""
+    ids = [int(r[0]) for r in conn.execute(q.TERMS_PENDING_IDS, (tree_id,)).fetchall()]
+    if not ids:
+        return 0
+    started = time.monotonic()
+    batches = [ids[i:i + BATCH] for i in range(0, len(ids), BATCH)]
+    processes = min(settings.workers(), len(batches)) if settings is not None else 1
+    if len(ids) < INLINE_LIMIT or processes <= 1:
+        filled = sum(fill_batch(conn, batch) for batch in batches)
+    else:
+        filled = sum(map_shared(processes, _pool_init, (settings,), _pool_fill, batches,
+                                lambda batch: fill_batch(conn, batch)))
+    log.info("tree %s: whole-file terms of %d deferred contents in %.1fs", tree_id, filled,
+             time.monotonic() - started)
+    return filled
+
+
+def fill_batch(conn: psycopg.Connection, ids: list[int]) -> int:
+    """Postings for the contents of ``ids`` still pending (a concurrent filler's are left to
+    it); returns how many this call wrote."""
+    bodies = conn.execute(q.TERMS_BODIES, (ids,)).fetchall()
+    with conn.transaction():
+        # no garbage collection meanwhile: postings have no foreign key to stop them
+        # outliving a content collected in the middle of this batch
+        conn.execute(q.WRITERS_SHARED_XACT_LOCK)
+        claimed = {int(r[0]) for r in conn.execute(q.TERMS_CLAIM, (ids,)).fetchall()}
+        with conn.cursor() as cur:
+            write_terms(cur, ((int(cid), body) for cid, body in bodies if int(cid) in claimed))
+    return len(claimed)
+
+
+def pending_files(conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> int:
+    """How many files of a scope's tree have no postings yet (``scope.sql`` and
+    ``scope.params`` of ``q.TERMS_PENDING_FILES``)."""
+    row = conn.execute(sql, params).fetchone()
+    return int(row[0]) if row else 0
+
+
+def pending_note(files: int) -> dict[str, Any]:
+    """What an answer says while a first index's postings are being written."""
+    return {"files_pending": files,
+            "message": f"{files} files are not in the whole-file term statistics yet: a "
+                       "first index leaves them to the graph job, which writes them first; "
+                       "until then find_files counts their terms from their chunks, and "
+                       "may rank them a little differently"}
+
+
+# --- process-pool plumbing ----------------------------------------------------------------
+_CONN: psycopg.Connection | None = None
+
+
+def _pool_init(settings: Settings) -> None:
+    global _CONN
+    _CONN = connect(settings, application_name="codenav-terms")
+
+
+def _pool_fill(ids: list[int]) -> int:
+    assert _CONN is not None, "_pool_init did not run"
+    return fill_batch(_CONN, ids)
