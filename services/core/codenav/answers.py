@@ -40,6 +40,21 @@ def stats(answer: dict[str, Any], file_sizes: dict[str, int], started: float) ->
     return out
 
 
+def postings_pending(conn: psycopg.Connection, scope: Scope) -> dict[str, Any] | None:
+    """What an answer says while files of the scope's tree wait for their whole-file
+    postings (a first index leaves them to its graph job: ``codenav.index.terms``), or None
+    when none does."""
+    row = conn.execute(scope.sql(q.TERMS_PENDING_FILES), scope.params()).fetchone()
+    files = int(row[0]) if row else 0
+    if not files:
+        return None
+    return {"files_pending": files,
+            "message": f"{files} files are not in the whole-file term statistics yet: a "
+                       "first index leaves them to the graph job, which writes them first; "
+                       "until then find_files counts their terms from their chunks, and "
+                       "may rank them a little differently"}
+
+
 def glob_to_regex(glob: str) -> str:
     """A POSIX regex for a path glob: ``**`` crosses directories, ``*`` and ``?`` do not.
     A glob without a slash matches the file name anywhere (like .gitignore)."""

@@ -10,13 +10,12 @@ import redis
 
 from codenav import access, freshness
 from codenav.access import Caller, Scope, visible_repos
-from codenav.answers import stats
+from codenav.answers import postings_pending, stats
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.embed import vectors
 from codenav.embed.client import EmbedClient
 from codenav.errors import CodenavError
-from codenav.index import terms
 from codenav.jobs import coordination, enqueue
 from codenav.versions import CHUNKER_VERSION, SCHEMA_VERSION
 
@@ -104,9 +103,9 @@ def repo_status(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
             "files_pending": int(grep_pending[0]),
             "message": "the graph job adds these files to grep's trigram index; until then "
                        "grep reads their bodies itself (the same matches, more slowly)"}
-    terms_pending = terms.pending_files(conn, scope.sql(q.TERMS_PENDING_FILES), scope.params())
-    if terms_pending:
-        out["file_terms"] = terms.pending_note(terms_pending)
+    pending = postings_pending(conn, scope)
+    if pending:
+        out["file_terms"] = pending
     if latest:
         out["last_run"] = latest
     out["ref"] = scope.at.describe()

@@ -2012,7 +2012,7 @@ GLOBAL = frozenset({
     # session settings
     "SESSION_SETUP", "SESSION_VECTOR_SETUP", "GREP_TIMEOUT", "LEXICAL_PLAN",
     # corpus-wide ranking statistics (numbers that weigh terms; no row reaches an answer)
-    "STATS_CORPUS", "STATS_QUERY", "STATS_CONTENTS", "STATS_CHUNK_COUNT",
+    "STATS_CORPUS", "STATS_QUERY", "STATS_PENDING_DF", "STATS_CONTENTS", "STATS_CHUNK_COUNT",
     # embedding models (names and dimensions)
     "EMBED_MODEL_GET", "EMBED_MODEL_NAMES", "EMBED_MODEL_INSERT",
     # tokens, teams and the audit trail: filtered by the caller's team (%(team)s) or by

@@ -7,7 +7,7 @@ million entries in two indexes), so a first index leaves them out and the reposi
 searchable sooner. The graph job writes them before anything else, in parser processes
 when there are many, each batch claimed in one transaction, so a content two repositories
 share gets its postings once. Until then find_files says that its whole-file statistics are
-incomplete (``pending_note``) and counts those files' terms from their chunks' vectors
+incomplete (``answers.postings_pending``) and counts those files' terms from their chunks
 (``q.FILE_TERM_POSTINGS_PENDING``), and ``status`` counts the files left.
 """
 
@@ -74,22 +74,6 @@ def fill_batch(conn: psycopg.Connection, ids: list[int]) -> int:
         with conn.cursor() as cur:
             write_terms(cur, ((int(cid), body) for cid, body in bodies if int(cid) in claimed))
     return len(claimed)
-
-
-def pending_files(conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> int:
-    """How many files of a scope's tree have no postings yet (``scope.sql`` and
-    ``scope.params`` of ``q.TERMS_PENDING_FILES``)."""
-    row = conn.execute(sql, params).fetchone()
-    return int(row[0]) if row else 0
-
-
-def pending_note(files: int) -> dict[str, Any]:
-    """What an answer says while a first index's postings are being written."""
-    return {"files_pending": files,
-            "message": f"{files} files are not in the whole-file term statistics yet: a "
-                       "first index leaves them to the graph job, which writes them first; "
-                       "until then find_files counts their terms from their chunks, and "
-                       "may rank them a little differently"}
 
 
 # --- process-pool plumbing ----------------------------------------------------------------

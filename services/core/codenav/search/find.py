@@ -21,11 +21,9 @@ from typing import Any
 import psycopg
 
 from codenav.access import Scope
-from codenav.answers import empty_reason, stats
-from codenav.db import queries as q
+from codenav.answers import empty_reason, postings_pending, stats
 from codenav.db.side import Side
 from codenav.errors import InvalidRequest
-from codenav.index import terms
 from codenav.lang import conventions
 from codenav.search import features, fusion, learned
 from codenav.search.chunks import weigh
@@ -130,9 +128,9 @@ def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7
             1.0 - first.semantic[0] if first.semantic else None)
     describe_semantic(answer, mode, semantic)
     if pool.pending_terms:  # right after a first index (seconds): which of these files?
-        pending = terms.pending_files(conn, scope.sql(q.TERMS_PENDING_FILES), scope.params())
+        pending = postings_pending(conn, scope)
         if pending:
-            answer["file_terms"] = terms.pending_note(pending)
+            answer["file_terms"] = pending
     if not results:
         answer["empty"] = empty_reason(conn, scope)
         if answer["empty"]["code"] == "no_match" and not include_tests:
