@@ -51,8 +51,9 @@ def postings_pending(conn: psycopg.Connection, scope: Scope) -> dict[str, Any] |
     return {"files_pending": files,
             "message": f"{files} files are not in the whole-file term statistics yet: a "
                        "first index leaves them to the graph job, which writes them first; "
-                       "until then find_files counts their terms from their chunks, and "
-                       "may rank them a little differently"}
+                       "until then find_files counts their terms from their chunks, which "
+                       "ranks less precisely (on Apache Kafka 64% of first results were the "
+                       "same)"}
 
 
 def glob_to_regex(glob: str) -> str:
