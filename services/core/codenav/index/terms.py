@@ -4,18 +4,21 @@ by the graph job (``pending_terms``).
 The postings feed one feature, find_files' whole-file BM25. Writing them is a quarter of a
 first index's CPU (on Apache Kafka 8 of 33 s: the terms of every file, their COPY and 1.5
 million entries in two indexes), so a first index leaves them out and the repository is
-searchable sooner. The graph job writes them before anything else, in parser processes
-when there are many, each batch claimed in one transaction, so a content two repositories
-share gets its postings once. Until then find_files says that its whole-file statistics are
-incomplete (``answers.postings_pending``) and counts those files' terms from their chunks
-(``q.FILE_TERM_POSTINGS_PENDING``), and ``status`` counts the files left.
+searchable sooner. The graph job writes them while it builds the graph (``alongside``): in
+a forked process on the core the build's one Python process leaves free, each batch
+claimed in one transaction, so a content two repositories share gets its postings once.
+Until then find_files says that its whole-file statistics are incomplete
+(``answers.postings_pending``) and counts those files' terms from their chunks
+(``q.FILE_TERM_POSTINGS_PENDING``), and ``status`` counts the files left; find_files'
+graph features (centrality, importers, neighbours) wait for the same job.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -23,7 +26,8 @@ import psycopg
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
-from codenav.proc import map_shared
+from codenav.errors import Unavailable
+from codenav.proc import fork_pool, map_shared
 from codenav.tokens import file_term_counts
 
 log = logging.getLogger("codenav.index")
@@ -74,6 +78,34 @@ def fill_batch(conn: psycopg.Connection, ids: list[int]) -> int:
         with conn.cursor() as cur:
             write_terms(cur, ((int(cid), body) for cid, body in bodies if int(cid) in claimed))
     return len(claimed)
+
+
+@contextmanager
+def alongside(settings: Settings, conn: psycopg.Connection, tree_id: int) -> Iterator[None]:
+    """Write the tree's pending postings in a forked process while the caller works (the
+    graph build: one busy Python process, which leaves a core free); waits for it on the
+    way out. When the caller's work fails the process is stopped (its batch under way rolls
+    back). A failure of its own is logged, not raised: find_files answers from the chunks
+    meanwhile, and the next graph job, reconcile or ref build writes what is left."""
+    if conn.execute(q.TERMS_PENDING_IDS, (tree_id,)).fetchone() is None:
+        yield  # nothing pending: one index-only query
+        return
+    with fork_pool(1, _no_init) as pool:
+        result = pool.apply_async(_fill_tree, (settings, tree_id))
+        yield
+        try:
+            result.get()
+        except (psycopg.Error, Unavailable, OSError) as exc:
+            log.warning("tree %s: whole-file terms left for later (%s)", tree_id, exc)
+
+
+def _no_init() -> None:
+    pass
+
+
+def _fill_tree(settings: Settings, tree_id: int) -> int:
+    with connect(settings, application_name="codenav-terms") as conn:
+        return fill_pending(None, conn, tree_id)
 
 
 # --- process-pool plumbing ----------------------------------------------------------------
