@@ -140,15 +140,18 @@ class _DbLoader:
                 yield (path, *row)
 
     def references(self, paths: list[str], kinds: tuple[str, ...]) -> dict[str, list[Fact]]:
-        """The facts of these kinds of each path (perhaps none), in one statement; their
-        strings are not kept once (``facts``): a batch's references are let go once it is
-        resolved, and a million of them cost a second of ``setdefault`` on Apache Kafka."""
+        """The facts of these kinds of each path (perhaps none), in one statement, their
+        strings kept once like ``facts``'. Without that, the strings that resolution keeps
+        (names and qualifiers in its memos and edges) were each a copy: a full build of
+        Apache Kafka peaked at 305 MB, against 234 MB."""
         ids, owners = self._by_content(paths)
         found: dict[str, list[Fact]] = {p: [] for p in paths}
-        new = tuple.__new__
-        for row in self.conn.execute(q.GRAPH_FACTS, (ids, list(kinds))).fetchall():
-            fact = new(Fact, row[1:])
-            for path in owners[row[0]]:
+        one = self._strings.setdefault
+        for cid, ord_, kind, name, qualifier, alias, line, scope in \
+                self.conn.execute(q.GRAPH_FACTS, (ids, list(kinds))):
+            fact = Fact(ord_, one(kind, kind), one(name, name), one(qualifier, qualifier),
+                        one(alias, alias), line, one(scope, scope))
+            for path in owners[cid]:
                 found[path].append(fact)
         return found
 

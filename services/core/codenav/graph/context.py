@@ -216,11 +216,11 @@ class Context:
         if not wanted:
             return
         found: dict[str, dict[tuple[str, str], list[Fact]]] = {p: {} for p in wanted}
-        for path, facts in self.loader.references(wanted, ("var",)).items():
-            held = found[path]
-            for fact in facts:
-                if self._local(path, fact.scope):
-                    held.setdefault((fact.scope, fact.name), []).append(fact)
+        for path, ord_, kind, name, qualifier, alias, line, scope in \
+                self.loader.facts(wanted, ("var",)):
+            if self._local(path, scope):
+                found[path].setdefault((scope, name), []).append(
+                    Fact(ord_, kind, name, qualifier, alias, line, scope))
         for path, held in found.items():
             for facts in held.values():
                 if len(facts) > 1:  # source order, whatever order the rows came in
