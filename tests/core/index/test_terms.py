@@ -196,3 +196,27 @@ def test_the_graph_job_writes_them_in_a_process_of_its_own_and_stops_it_when_the
     with terms.alongside(settings, conn, tree):  # nothing left: no process at all
         assert not conn.execute("SELECT 1 FROM pg_stat_activity WHERE application_name = "
                                 "'codenav-terms'").fetchone()
+
+
+def test_many_pending_contents_are_written_by_several_processes_each_once(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """Past ``INLINE_LIMIT`` the batches are spread over forked processes and this one
+    (``codenav.db.batches``), as for the graph facts."""
+    import dataclasses
+
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(terms.INLINE_LIMIT + 20):
+        (root / f"mod{i}.py").write_text(f"def handler_{i}(request):\n    return {i} + 1\n")
+    repo = repos.register(conn, str(root), "many")
+    reconcile.reconcile(settings, repo.id, defer_graph=True)
+    pending = conn.execute(PENDING).fetchone()
+    assert pending is not None and pending[0] >= terms.INLINE_LIMIT + 20
+    pooled = dataclasses.replace(settings, parse_processes=2)
+    tree = reconcile.worktree(conn, repo.id)
+    assert terms.fill_pending(pooled, conn, tree) == pending[0]
+    assert conn.execute(PENDING).fetchone() == (0,)
+    for cid, body in conn.execute("SELECT id, body FROM contents").fetchall():
+        rows = conn.execute("SELECT term, tf FROM file_terms WHERE content_id = %s",
+                            (cid,)).fetchall()
+        assert dict(rows) == file_term_counts(body)

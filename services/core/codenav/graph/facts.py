@@ -16,10 +16,9 @@ import psycopg
 
 from codenav.config import Settings
 from codenav.db import queries as q
-from codenav.db.connect import connect
+from codenav.db.batches import fill_batches
 from codenav.graph.extract import extract
 from codenav.parse.model import Symbol
-from codenav.proc import map_shared
 
 log = logging.getLogger("codenav.graph")
 
@@ -36,13 +35,9 @@ def fill_pending(settings: Settings, conn: psycopg.Connection, tree_id: int) -> 
     if not ids:
         return 0
     started = time.monotonic()
-    batches = [ids[i:i + BATCH] for i in range(0, len(ids), BATCH)]
-    processes = min(settings.workers(), len(batches))
-    if len(ids) < INLINE_LIMIT or processes <= 1:
-        filled = sum(fill_batch(conn, batch) for batch in batches)
-    else:
-        filled = sum(map_shared(processes, _pool_init, (settings,), _pool_fill, batches,
-                                lambda batch: fill_batch(conn, batch)))
+    filled = fill_batches(settings, conn, ids, fill_batch, BATCH, INLINE_LIMIT,
+                          "codenav-facts")
+    if len(ids) >= INLINE_LIMIT:
         # the graph build reads these refs next: with statistics from before they were
         # written, the planner scanned all of refs in parallel for every batch of files
         conn.execute(q.FACTS_ANALYZE)
@@ -76,17 +71,3 @@ def fill_batch(conn: psycopg.Connection, ids: list[int]) -> int:
                     for ord_, ref in enumerate(rows):
                         copy.write_row((content_id, ord_, *ref))
     return len(claimed)
-
-
-# --- process-pool plumbing ----------------------------------------------------------------
-_CONN: psycopg.Connection | None = None
-
-
-def _pool_init(settings: Settings) -> None:
-    global _CONN
-    _CONN = connect(settings, application_name="codenav-facts")
-
-
-def _pool_fill(ids: list[int]) -> int:
-    assert _CONN is not None, "_pool_init did not run"
-    return fill_batch(_CONN, ids)

@@ -28,10 +28,11 @@ import psycopg
 
 from codenav.config import Settings
 from codenav.db import queries as q
+from codenav.db.batches import fill_batches
 from codenav.db.connect import connect, dsn
 from codenav.errors import Unavailable
 from codenav.logs import setup
-from codenav.proc import child_env, die_with_parent, map_shared, python_argv
+from codenav.proc import child_env, die_with_parent, python_argv
 from codenav.tokens import file_term_counts, identifier_terms
 
 log = logging.getLogger("codenav.index")
@@ -61,17 +62,8 @@ def fill_pending(settings: Settings | None, conn: psycopg.Connection, tree_id: i
     if not ids:
         return 0
     started = time.monotonic()
-    batches = [ids[i:i + BATCH] for i in range(0, len(ids), BATCH)]
-    processes = min(settings.workers(), len(batches)) if settings is not None else 1
-    if len(ids) < INLINE_LIMIT or processes <= 1:
-        filled = 0
-        for batch in batches:
-            filled += fill_batch(conn, batch)
-            if light:
-                identifier_terms.cache_clear()
-    else:
-        filled = sum(map_shared(processes, _pool_init, (settings,), _pool_fill, batches,
-                                lambda batch: fill_batch(conn, batch)))
+    filled = fill_batches(settings, conn, ids, _fill_light if light else fill_batch, BATCH,
+                          INLINE_LIMIT, "codenav-terms")
     log.info("tree %s: whole-file terms of %d deferred contents in %.1fs", tree_id, filled,
              time.monotonic() - started)
     return filled
@@ -135,18 +127,10 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-# --- process-pool plumbing ----------------------------------------------------------------
-_CONN: psycopg.Connection | None = None
-
-
-def _pool_init(settings: Settings) -> None:
-    global _CONN
-    _CONN = connect(settings, application_name="codenav-terms")
-
-
-def _pool_fill(ids: list[int]) -> int:
-    assert _CONN is not None, "_pool_init did not run"
-    return fill_batch(_CONN, ids)
+def _fill_light(conn: psycopg.Connection, ids: list[int]) -> int:
+    filled = fill_batch(conn, ids)
+    identifier_terms.cache_clear()
+    return filled
 
 
 if __name__ == "__main__":
