@@ -43,6 +43,11 @@ INLINE_LIMIT = 400
 """Fewer pending contents than this are written by the calling process alone."""
 
 
+NICE = 10
+"""The postings' process yields the CPU to the graph build beside it (its backend does
+not)."""
+
+
 def write_terms(cur: psycopg.Cursor[Any], contents: Iterable[tuple[int, str]]) -> None:
     """COPY the postings of ``(content id, text)`` pairs (the text as stored: redacted)."""
     with cur.copy(q.FILE_TERMS_COPY) as copy:
@@ -116,6 +121,7 @@ def alongside(settings: Settings, conn: psycopg.Connection, tree_id: int) -> Ite
 def main(argv: list[str]) -> int:
     """``python -P -m codenav.index.terms TREE_ID``: the process of ``alongside``."""
     die_with_parent()
+    os.nice(NICE)
     settings = Settings.load(env=dict(os.environ), dotenv=None)
     setup(settings.log_level, settings.log_format, "codenav-terms")
     try:
