@@ -50,8 +50,7 @@ def postings_pending(conn: psycopg.Connection, scope: Scope) -> dict[str, Any] |
         return None
     return {"files_pending": files,
             "message": f"{files} files are not in the whole-file term statistics yet: a "
-                       "first index leaves them to the graph job, which writes them while it "
-                       "builds the graph; "
+                       "first index leaves them to the graph job, which writes them first; "
                        "until then find_files counts their terms from their chunks, which "
                        "ranks less precisely (on Apache Kafka 64% of first results were the "
                        "same)"}

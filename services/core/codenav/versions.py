@@ -40,7 +40,7 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
      on; a first index inserts with it off and the graph job sets it (grep reads the rest
      through contents_grep_pending).
  19  pending_terms: a first index leaves its contents' whole-file postings (file_terms) to
-     the graph job, which writes them while it builds the graph (find_files says meanwhile
+     the graph job, which writes them before the graph facts (find_files says meanwhile
      that its whole-file statistics are incomplete).
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)

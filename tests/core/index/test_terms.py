@@ -148,56 +148,6 @@ def test_a_collected_content_takes_its_pending_postings_with_it(
     assert conn.execute(q.TERMS_CLAIM, ([kept[0][0]],)).fetchall() == []
 
 
-def test_the_graph_job_writes_them_in_a_process_of_its_own_and_stops_it_when_the_build_fails(
-        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
-    """``terms.alongside``: the postings are written by a forked process while the caller
-    works, waited for on the way out; when the caller's work fails the process is stopped
-    and nothing is half written."""
-    repo = repos.register(conn, str(make_polyglot(tmp_path)), "polyglot")
-    reconcile.reconcile(settings, repo.id, defer_graph=True)
-    tree = reconcile.worktree(conn, repo.id)
-    pending = conn.execute(PENDING).fetchone()
-    assert pending is not None and pending[0] > 0
-
-    # a build that fails while the writer waits for rows this test holds locked
-    with psycopg.connect(settings.database_url) as holder:
-        holder.execute("SELECT content_id FROM pending_terms FOR UPDATE").fetchall()
-        try:
-            with terms.alongside(settings, conn, tree):
-                deadline = 200
-                while deadline and not conn.execute(
-                        "SELECT 1 FROM pg_stat_activity WHERE application_name = "
-                        "'codenav-terms' AND wait_event_type = 'Lock'").fetchone():
-                    threading.Event().wait(0.05)
-                    deadline -= 1
-                # while this block runs on: the writer is another process
-                assert deadline, "the writer never waited for the locked rows"
-                raise RuntimeError("the build failed")
-        except RuntimeError as exc:
-            assert str(exc) == "the build failed"
-        holder.rollback()
-    # its backend goes with it, its claim rolled back: every content still pending
-    for _ in range(200):
-        if not conn.execute("SELECT 1 FROM pg_stat_activity WHERE application_name = "
-                            "'codenav-terms'").fetchone():
-            break
-        threading.Event().wait(0.05)
-    assert conn.execute(PENDING).fetchone() == pending
-    assert conn.execute("SELECT count(*) FROM file_terms").fetchone() == (0,)
-
-    # a build that succeeds: every posting written by the time the block is left
-    with terms.alongside(settings, conn, tree):
-        pass
-    assert conn.execute(PENDING).fetchone() == (0,)
-    for cid, body in conn.execute("SELECT id, body FROM contents").fetchall():
-        rows = conn.execute("SELECT term, tf FROM file_terms WHERE content_id = %s",
-                            (cid,)).fetchall()
-        assert dict(rows) == file_term_counts(body)
-    with terms.alongside(settings, conn, tree):  # nothing left: no process at all
-        assert not conn.execute("SELECT 1 FROM pg_stat_activity WHERE application_name = "
-                                "'codenav-terms'").fetchone()
-
-
 def test_many_pending_contents_are_written_by_several_processes_each_once(
         settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
     """Past ``INLINE_LIMIT`` the batches are spread over forked processes and this one

@@ -151,8 +151,8 @@ def build_graph(repo_id: int) -> dict[str, Any]:
             db.execute(q.REPO_LOCK, (repo_id,))
             try:
                 tree_id = worktree(db, repo_id)
-                # what the first index left for this job: the graph facts first, in parser
-                # processes on every core
+                # what the first index left for this job: find_files' postings first
+                terms.fill_pending(s, db, tree_id)
                 filled = facts.fill_pending(s, db, tree_id)
                 if filled >= facts.INLINE_LIMIT:
                     # This process parsed a share of them (``facts.fill_pending``); its heap
@@ -162,10 +162,9 @@ def build_graph(repo_id: int) -> dict[str, Any]:
                     # job's process peaked at 290 MB after filling its share, 259 without.
                     again = enqueue.request_graph(rconn, s, repo_id)
                     return {"facts": filled, "graph_job": again}
-                # while this process resolves the graph, on the core it leaves free: the
-                # whole-file postings in a forked process (started first: no thread yet),
-                # and the grep index in a backend of its own
-                with terms.alongside(s, db, tree_id), grams.alongside(s):
+                # the grep index the first index left, filled by a backend of its own
+                # while this process resolves the graph
+                with grams.alongside(s):
                     done = graph.update(db, tree_id, [], [])  # builds in full when stale
             finally:  # an interrupted query can leave the session unusable: closing unlocks
                 with contextlib.suppress(psycopg.Error):
