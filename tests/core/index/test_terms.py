@@ -148,7 +148,7 @@ def test_a_collected_content_takes_its_pending_postings_with_it(
     assert conn.execute(q.TERMS_CLAIM, ([kept[0][0]],)).fetchall() == []
 
 
-def test_many_pending_contents_are_written_by_several_processes_each_once(
+def test_past_the_inline_limit_the_postings_are_written_in_a_pool_each_once(
         settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
     """Past ``INLINE_LIMIT`` the batches are spread over forked processes and this one
     (``codenav.db.batches``), as for the graph facts."""

@@ -141,9 +141,9 @@ class _DbLoader:
 
     def references(self, paths: list[str], kinds: tuple[str, ...]) -> dict[str, list[Fact]]:
         """The facts of these kinds of each path (perhaps none), in one statement, their
-        strings kept once like ``facts``'. Without that, the strings that resolution keeps
-        (names and qualifiers in its memos and edges) were each a copy: a full build of
-        Apache Kafka peaked at 305 MB, against 234 MB."""
+        strings kept once as ``facts`` keeps them. Without that, the strings resolution
+        holds on to (names and qualifiers in its memos and edges) were each a copy: a full
+        build of Apache Kafka peaked at 305 MB, against 234 MB."""
         ids, owners = self._by_content(paths)
         found: dict[str, list[Fact]] = {p: [] for p in paths}
         one = self._strings.setdefault
