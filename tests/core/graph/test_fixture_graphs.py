@@ -31,7 +31,8 @@ def index_fixture(settings: Settings, conn: psycopg.Connection, family: str,
 
 
 def test_every_language_family_has_a_fixture() -> None:
-    assert FAMILIES == ["c", "csharp", "go", "java", "php", "python", "ruby", "rust", "ts"]
+    assert FAMILIES == ["c", "csharp", "go", "java", "php", "python", "ruby", "rust", "swift",
+                        "ts"]
 
 
 @pytest.mark.parametrize("family", FAMILIES)

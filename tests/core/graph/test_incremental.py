@@ -106,6 +106,33 @@ def test_a_class_added_to_a_java_package_is_seen_by_its_peers_without_an_import(
     _same_as_full_rebuild(conn, repo)
 
 
+def test_a_declaration_added_anywhere_in_a_swift_module_is_seen_by_the_whole_module(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A Swift module is its build target's files in every directory below it: a new file
+    in Util/ is seen by its peers elsewhere in the module, and by a file of another module
+    that imports it."""
+    repo = index_fixture(settings, conn, "swift", tmp_path)
+    root = Path(repo.root)
+    store = "Sources/Shop/MemoryStore.swift"
+    server = "Sources/App/Server.swift"
+    (root / store).write_text((root / store).read_text().replace(
+        "        items[item.key] = item\n", "        items[item.key] = item\n"
+        "        Audit.record(item)\n"))
+    (root / server).write_text((root / server).read_text().replace(
+        "        let cache = MemoryStore()\n", "        let cache = MemoryStore()\n"
+        "        Audit.record(Item(key: key, price: 0))\n"))
+    reconcile.reconcile(settings, repo.id, [store, server])
+    assert not any(q == "Audit.record" for _l, _d, q in _calls(conn, repo, store))
+    audit = "Sources/Shop/Log/Audit.swift"
+    (root / "Sources/Shop/Log").mkdir()
+    (root / audit).write_text("public enum Audit {\n"
+                              "    public static func record(_ item: Item) {}\n}\n")
+    reconcile.reconcile(settings, repo.id, [audit])
+    assert (10, audit, "Audit.record") in _calls(conn, repo, store)  # same module, no import
+    assert (13, audit, "Audit.record") in _calls(conn, repo, server)  # `import Shop`
+    _same_as_full_rebuild(conn, repo)
+
+
 def test_the_files_of_one_package_share_one_member_list_and_release_their_rows(
         settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
     """A build holds every file's scope: a package of n files must not cost n lists of its

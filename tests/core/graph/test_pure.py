@@ -7,6 +7,7 @@ import pytest
 
 from codenav.graph.centrality import pagerank, priors
 from codenav.graph.extract import base_type, normalize_qualifier
+from codenav.lang import swift
 from codenav.search import fusion
 
 
@@ -99,3 +100,38 @@ def test_receivers_are_normalised_to_paths(raw: str, language: str, expected: st
 def test_declared_types_reduce_to_the_class_they_name(text: str, language: str,
                                                      expected: str) -> None:
     assert base_type(text, language) == expected
+
+
+MANIFEST = """// swift-tools-version:5.9
+import PackageDescription
+
+let package = Package(
+  name: "shop",
+  products: [.library(name: "ShopKit", targets: ["Shop"])],
+  dependencies: [.package(url: "https://example.com/log.git", from: "1.0.0")],
+  targets: [
+    .target(name: "Shop", dependencies: [.product(name: "Log", package: "log")],
+            path: "Lib/Shop (core)"),
+    .executableTarget(name: "App", dependencies: ["Shop"]),
+    .testTarget(name: "ShopTests", dependencies: ["Shop"],
+                resources: [.copy("Fixtures/path: \\"x\\"")]),
+  ]
+)
+"""
+
+
+def test_a_swiftpm_manifest_names_its_targets_and_their_directories() -> None:
+    targets = swift.package_targets("pkg/Package.swift", MANIFEST)
+    assert ("pkg/Lib/Shop (core)", "Shop") in targets  # the path it gives
+    assert ("pkg/Sources/App", "App") in targets and ("pkg/Source/App", "App") in targets
+    assert ("pkg/Tests/ShopTests", "ShopTests") in targets
+    assert {name for _d, name in targets} == {"Shop", "App", "ShopTests"}  # no dependency
+
+
+def test_a_swift_files_module_is_its_targets_else_the_layouts() -> None:
+    targets = swift.package_targets("Package.swift", MANIFEST)
+    assert swift.module_of("Lib/Shop (core)/Model/Item.swift", targets) == "Shop"
+    assert swift.module_of("Tests/ShopTests/ItemTests.swift", targets) == "ShopTests"
+    assert swift.module_of("Sources/Other/Thing.swift", targets) == "Other"  # not declared
+    assert swift.module_of("MyApp/Views/Main.swift") == "MyApp"  # an Xcode project's folder
+    assert swift.module_of("main.swift") == ""

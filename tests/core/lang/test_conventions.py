@@ -54,6 +54,13 @@ CASES = [
     ("spec/rack/request_spec.rb", c.TEST),
     ("src/Illuminate/Foundation/Testing/TestCase.php", c.SOURCE),
     ("tests/Database/DatabaseQueryBuilderTest.php", c.TEST),
+    # Swift: SwiftPM and Xcode layouts
+    ("Source/Core/Session.swift", c.SOURCE),
+    ("Sources/ArgumentParser/Parsing/ArgumentSet.swift", c.SOURCE),
+    ("Tests/ArgumentParserUnitTests/ParserTests.swift", c.TEST),
+    ("Tests/SessionTests.swift", c.TEST),
+    ("MyAppUITests/LoginFlow.swift", c.TEST),
+    ("Examples/math/Math.swift", c.EXAMPLE),
     # everywhere
     ("README.md", c.DOCS),
     ("vendor/github.com/pkg/errors/errors.go", c.VENDORED),
@@ -86,6 +93,7 @@ def test_queries_about_tests_examples_docs_or_benchmarks_ask_for_that_role() -> 
     "build-logic/src/main/kotlin/okhttp.publish-conventions.gradle.kts", "tokio/build.rs",
     "setup.py", "noxfile.py", "Rakefile", "rack.gemspec", "lib/tasks/db.rake",
     "vite.config.ts", "packages/zod/rollup.config.mjs", "CMakeLists.txt", "meson.build",
+    "Package.swift", "Package@swift-6.0.swift",
 ])
 def test_build_scripts_are_known_by_each_ecosystems_names(path: str) -> None:
     assert c.is_build_script(path)
@@ -94,6 +102,7 @@ def test_build_scripts_are_known_by_each_ecosystems_names(path: str) -> None:
 @pytest.mark.parametrize("path", [
     "src/setup_utils.py", "lib/build.py", "src/config.ts", "okhttp/src/main/kotlin/Build.kt",
     "src/gradle_parser.rs", "docs/setup.md", "buildsystem/Main.java",
+    "Sources/PackageModel/Package.swift.orig", "Sources/Shop/PackageLoader.swift",
 ])
 def test_source_that_only_looks_like_a_build_script_is_not_one(path: str) -> None:
     assert not c.is_build_script(path)

@@ -267,6 +267,24 @@ SYMBOLS: dict[str, set[tuple[str, str, int, int]]] = {
         ("Offsets", "type", 42, 42),
         ("describe", "function", 44, 44),
     },
+    "Renderer.swift": {
+        ("Drawable", "interface", 5, 8),
+        ("Drawable.draw", "method", 6, 6),
+        ("RenderError", "enum", 11, 14),
+        ("Renderer", "class", 17, 44),
+        ("Renderer.init", "constructor", 22, 25),
+        ("Renderer.deinit", "method", 27, 27),
+        ("Renderer.draw", "method", 30, 35),
+        ("Renderer.subscript", "method", 39, 39),
+        ("Renderer.evict", "method", 41, 43),
+        ("Point", "class", 46, 50),  # a struct
+        ("Point.distance", "method", 49, 49),
+        ("Renderer.reset", "method", 53, 53),  # in an extension of Renderer
+        ("Counter", "class", 56, 56),  # an actor
+        ("Counter.increment", "method", 56, 56),
+        ("Handler", "type", 58, 58),
+        ("makeRenderer", "function", 60, 64),
+    },
 }
 
 # Symbols that are NOT exported; every other symbol of the file is.
@@ -305,6 +323,8 @@ NOT_EXPORTED: dict[str, set[str]] = {
     "Library.kt": {"Library.audit", "Library.reset", "log"},
     # private or protected
     "Broker.scala": {"ReplicaManager.evict"},
+    # private or fileprivate (internal, the default, is visible to the whole module)
+    "Renderer.swift": {"Renderer.evict"},
 }
 
 BASES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -324,6 +344,8 @@ BASES: dict[str, dict[str, tuple[str, ...]]] = {
     "Library.kt": {"Book": ("Comparable", "java.io.Serializable"), "Library": ("Borrowable",),
                    "Event.Loaned": ("Event",)},
     "Broker.scala": {"Record": ("Ordered",), "Log": ()},
+    "Renderer.swift": {"Renderer": ("NSObject", "Drawable"), "Drawable": ("AnyObject",),
+                       "RenderError": ("Error",), "Point": ("Equatable",), "Counter": ()},
 }
 
 IMPORTS: dict[str, list[str]] = {
@@ -352,6 +374,7 @@ IMPORTS: dict[str, list[str]] = {
     "Library.kt": ["java.time.LocalDate", "kotlin.collections.*", "org.example.util.Clock"],
     "Broker.scala": ["scala.collection.mutable", "org.example.common.{TopicPartition,Uuid=>Id}",
                      "org.example.util._"],
+    "Renderer.swift": ["Foundation", "MyKit.Point"],
 }
 
 
@@ -714,6 +737,22 @@ def test_scala_companion_objects_traits_and_the_types_a_class_mixes_in() -> None
     assert manager[0].bases == ("Logging", "AutoCloseable")  # extends A with B
     assert manager[0].doc == "Keeps the logs of the partitions this broker leads."
     assert _symbol(parsed, "Log").kind == "interface"  # a trait
+
+
+def test_swift_extensions_add_members_to_the_type_they_extend_without_a_symbol() -> None:
+    parsed = _parse("Renderer.swift")
+    assert [s.start_line for s in parsed.symbols if s.qualname == "Renderer"] == [17]
+    assert _symbol(parsed, "Renderer.reset").parent == "Renderer"
+    assert _chunk(parsed, "reset").parent == "Renderer"
+    assert _symbol(parsed, "Renderer").signature == \
+        "public final class Renderer: NSObject, Drawable"
+    assert _symbol(parsed, "Renderer.draw").doc == "Draws every cached shape."
+    assert _symbol(parsed, "Drawable").doc == "A shape that can be drawn."
+    assert _symbol(parsed, "Renderer.init").signature == "init(canvas: Canvas)"
+    kinds = {s.qualname: s.kind for s in parse_file(
+        "enum E { case a }\nstruct S {}\nactor A {}\nprotocol P {}\nextension S: P {}\n",
+        "swift").symbols}
+    assert kinds == {"E": "enum", "S": "class", "A": "class", "P": "interface"}
 
 
 def test_cpp_members_are_private_in_a_class_until_an_access_specifier() -> None:

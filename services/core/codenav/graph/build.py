@@ -295,7 +295,7 @@ def _affected(conn: psycopg.Connection, tree_id: int, index: ModuleIndex, change
     known = _paths(conn, q.GRAPH_KNOWN, tree_id, sorted(changed - stable))
     new = sorted(changed - stable - known)
     if new:
-        siblings = sorted({s for p in new for s in index.dirs.get(posixpath.dirname(p), [])})
+        siblings = sorted({s for p in new for s in index.peers(p)})
         out |= set(siblings)  # package peers see new names without an import
         out |= _paths(conn, q.GRAPH_WILDCARD_IMPORTERS, tree_id, siblings)
         stems = sorted({posixpath.basename(p).split(".", 1)[0] for p in new} |

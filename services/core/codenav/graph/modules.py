@@ -18,10 +18,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from codenav.lang import members
+from codenav.lang import members, swift
 
 CONFIG_RE = (r"(^|/)(go\.mod|tsconfig[^/]*\.json|jsconfig\.json|package\.json|Cargo\.toml|"
-             r"composer\.json)$")
+             r"composer\.json|Package\.swift)$")
 """Files whose content changes how imports resolve (a change rebuilds the whole graph)."""
 _CONFIG = re.compile(CONFIG_RE)
 
@@ -78,7 +78,12 @@ class ModuleIndex:
         self.packages: dict[tuple[str, str], list[str]] = defaultdict(list)
         self.stems: dict[str, list[str]] = defaultdict(list)
         self._types: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+        targets = [t for p, text in self._configs_named("Package.swift")
+                   for t in swift.package_targets(p, text)]
         for path, (language, package) in sorted(self.files.items()):
+            if language == "swift":  # a Swift file's module is its build target's
+                package = swift.module_of(path, targets)
+                self.files[path] = (language, package)
             self.dirs[_dir(path)].append(path)
             family = "jvm" if language in JVM else language
             stem = posixpath.basename(path).split(".", 1)[0]
@@ -109,6 +114,16 @@ class ModuleIndex:
     def package_files(self, language: str, package: str) -> list[str]:
         family = "jvm" if language in JVM else language
         return self.packages.get((family, package), [])
+
+    def peers(self, path: str) -> list[str]:
+        """The files that see a new file's declarations without importing it: its
+        directory's (a Go or JVM package, a C# namespace's usual home) and, for Swift, its
+        module's."""
+        peers = self.dirs.get(_dir(path), [])
+        language, package = self.files.get(path, ("", ""))
+        if language == "swift" and package:
+            return sorted({*peers, *self.package_files("swift", package)})
+        return peers
 
     def has_package(self, language: str, package: str) -> bool:
         return bool(self.package_files(language, package))

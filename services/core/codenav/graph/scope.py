@@ -154,6 +154,9 @@ class ScopeBuilder:
                 ns = ".".join(parts[:i])
                 self._package(sc, ("package", "csharp", ns),
                               partial(self.index.package_files, "csharp", ns), ns)
+        elif lang == "swift" and sc.package:
+            self._package(sc, ("package", "swift", sc.package),
+                          lambda: self.index.package_files("swift", sc.package))
         elif lang == "php" and sc.package:
             self._package(sc, ("package", "php", sc.package),
                           lambda: self.index.package_files("php", sc.package))
@@ -399,6 +402,26 @@ class ScopeBuilder:
             sc.bind(fact.alias or fact.name, [target])
             self._edge(sc, fact, target)
 
+    def bind_swift(self, sc: FileScope, fact: Fact) -> None:
+        """``import Shop`` sees every declaration of module ``Shop`` (its build target's
+        files, ``codenav.lang.swift.module_of``); ``import struct Shop.Item`` binds one."""
+        if fact.name == "*":
+            files = self.index.package_files("swift", fact.qualifier)
+            self._row(sc, fact, files or None)
+            if files:
+                sc.add_wild(("package", "swift", fact.qualifier), "wildcard",
+                            [(p, "") for p in files])
+            return
+        module, _dot, name = fact.qualifier.rpartition(".")
+        for path in self.index.package_files("swift", module):
+            if self.ctx.symbols(path).get(name):
+                target = Target(path, name, "import")
+                self._row(sc, fact, [path])
+                sc.bind(fact.alias or fact.name, [target])
+                self._edge(sc, fact, target)
+                return
+        self._row(sc, fact, None)
+
     def csharp_class(self, fqn: str) -> Target | None:
         namespace, _dot, _name = fqn.rpartition(".")
         for ns in (namespace, fqn):
@@ -570,5 +593,6 @@ _BINDERS = {
     "ruby": ScopeBuilder.bind_ruby,
     "c": ScopeBuilder.bind_c,
     "rust": ScopeBuilder.bind_rust,
+    "swift": ScopeBuilder.bind_swift,
 }
 

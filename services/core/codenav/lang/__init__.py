@@ -28,6 +28,7 @@ from codenav.lang import (
     ruby,
     rust,
     scala,
+    swift,
     tsx,
     typescript,
 )
@@ -36,7 +37,7 @@ from codenav.lang.spec import LangSpec
 
 LANGUAGES: tuple[Language, ...] = tuple(m.LANGUAGE for m in (
     python, typescript, tsx, javascript, go, java, rust, c, cpp, csharp, ruby, php, kotlin,
-    scala,
+    scala, swift,
 ))
 _BY_NAME = {lang.name: lang for lang in LANGUAGES}
 
@@ -73,7 +74,7 @@ def family_extensions(family_name: str) -> tuple[str, ...]:
 
 _TEXT_EXTENSIONS: dict[str, str] = {
     ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst",
-    ".swift": "swift", ".dart": "dart", ".lua": "lua", ".pl": "perl",
+    ".dart": "dart", ".lua": "lua", ".pl": "perl",
     ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".ps1": "powershell",
     ".sql": "sql", ".graphql": "graphql", ".proto": "protobuf",
     ".html": "html", ".htm": "html", ".vue": "vue", ".svelte": "svelte", ".css": "css",

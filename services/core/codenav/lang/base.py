@@ -36,12 +36,13 @@ class Convention:
     why: str
 
 
-FAMILIES = ("python", "js", "go", "jvm", "rust", "c", "csharp", "ruby", "php")
+FAMILIES = ("python", "js", "go", "jvm", "rust", "c", "csharp", "ruby", "php", "swift")
 """How the code graph resolves a language's imports and names (``codenav.graph.modules``,
 ``codenav.graph.scope``, ``codenav.graph.resolve``): each family is one algorithm
 (Python modules and packages, JS module paths and ``tsconfig``, Go packages by directory,
 JVM packages, Rust crates and ``mod``, C includes, C# namespaces, Ruby ``require``, PHP
-namespaces and PSR-4). A new language picks the family whose rules it follows."""
+namespaces and PSR-4, Swift modules by build target). A new language picks the family whose
+rules it follows."""
 
 
 @dataclass(frozen=True)

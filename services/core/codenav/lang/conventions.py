@@ -116,9 +116,11 @@ _BUILD_SCRIPTS = re.compile(
     r"|(^|/)(setup|noxfile)\.py$"  # setuptools, nox
     r"|(^|/)(Rakefile|Gemfile)$|\.(gemspec|rake)$"  # Rake, Bundler, gem specs
     r"|(^|/)[^/]*\.config\.[cm]?[jt]s$|(^|/)([Gg]runtfile|gulpfile)\.[cm]?[jt]s$"  # JS tools
-    r"|(^|/)CMakeLists\.txt$|\.cmake$|(^|/)meson\.build$")  # C and C++
+    r"|(^|/)CMakeLists\.txt$|\.cmake$|(^|/)meson\.build$"  # C and C++
+    r"|(^|/)Package(@swift-[0-9.]+)?\.swift$")  # Swift Package Manager manifests
 """Build scripts by the conventions of each ecosystem (Gradle, Cargo, setuptools, Rake and
-Bundler, JS tool configs, CMake and Meson); the names are unambiguous across ecosystems."""
+Bundler, JS tool configs, CMake and Meson, SwiftPM); the names are unambiguous across
+ecosystems."""
 
 
 @lru_cache(maxsize=65536)

@@ -46,6 +46,11 @@ class LangSpec:
     """Scopes declared by a statement that covers the rest of the file (C# ``namespace X;``)."""
     visibility_markers: bool = False
     """Class bodies hold statements that set the visibility of what follows (C++, Ruby)."""
+    scope_kind: Callable[[Node], str | None] | None = None
+    """For a node the ``defs`` table lists: the ``scopes`` kind it has instead, when the
+    node itself says it only opens a scope (a Swift ``extension`` shares its node type with
+    classes: '' makes its members the extended type's, as an impl block's); None: a
+    declaration."""
     bases: Callable[[Node], list[str]] | None = None
     """The types a class-like declaration node extends or implements, as written."""
     name: Callable[[Node], tuple[str, str | None] | None] | None = None
@@ -169,6 +174,16 @@ def refine_kind(spec: LangSpec, node: Node, kind: str) -> str:
         if value is not None and value.type == "class":
             return "class"
     return spec.kind(node, kind) if spec.kind is not None else kind
+
+
+def scope_kind(spec: LangSpec, node: Node) -> str | None:
+    """The scope kind of ``node`` (``LangSpec.scopes``, or its ``scope_kind`` hook for a
+    declaration node that opens a scope only), None for a node that opens no scope."""
+    if node.type in spec.scopes:
+        return spec.scopes[node.type]
+    if spec.scope_kind is not None and node.type in spec.defs:
+        return spec.scope_kind(node)
+    return None
 
 
 def is_declaration(spec: LangSpec, node: Node) -> bool:

@@ -23,6 +23,7 @@ from codenav.lang.spec import (
     js_value,
     name_of,
     refine_kind,
+    scope_kind,
     visibility_marker,
 )
 
@@ -252,12 +253,14 @@ class Walker:
                     out += self._visit(cand, outer, scope, parent, depth, wrapped_exported,
                                        in_class)
             return out
-        if t in spec.scopes:
+        kind = scope_kind(spec, node)
+        if kind is not None:
             if self._open_scopes > MAX_DEPTH:  # scopes that pass members through nest too
                 return []
             self._open_scopes += 1
             try:
-                return self._scope(node, outer, scope, parent, depth, exported, in_class)
+                return self._scope(node, kind, outer, scope, parent, depth, exported,
+                                   in_class)
             finally:
                 self._open_scopes -= 1
         if t in spec.defs and is_declaration(spec, node):
@@ -265,12 +268,11 @@ class Walker:
             return [decl] if decl is not None else []
         return []
 
-    def _scope(self, node: Node, outer: Node, scope: list[str], parent: str | None,
-               depth: int, exported: bool, in_class: bool) -> list[Decl]:
-        """Namespaces and modules (kind set) nest their members; impl blocks and groups
-        (kind '') pass their members through, impl members owned by the impl's type."""
+    def _scope(self, node: Node, kind: str, outer: Node, scope: list[str],
+               parent: str | None, depth: int, exported: bool, in_class: bool) -> list[Decl]:
+        """Namespaces and modules (kind set) nest their members; impl blocks, extensions
+        and groups (kind '') pass their members through, owned by the impl's type."""
         spec = self.spec
-        kind = spec.scopes[node.type]
         name, _owner = name_of(spec, node)
         body = _body(spec, node)
         first_row, doc = _leading_comments(spec, outer)
