@@ -71,6 +71,31 @@ def test_references_separate_verified_callers_from_name_only_matches(
     assert "potential" not in verified_only and verified_only["summary"]["potential"] == 0
 
 
+def test_an_overloaded_method_is_one_name_its_callers_listed_once(
+        client: TestClient, settings: Settings, conn: psycopg.Connection,
+        tmp_path: Path) -> None:
+    """Three overloads are three declarations of one name, and edges go to the name: each
+    caller is one reference and one dependent, not one per overload."""
+    src = tmp_path / "overloads" / "src/main/java/com/acme"
+    src.mkdir(parents=True)
+    (src / "Printer.java").write_text(
+        "package com.acme;\n\npublic class Printer {\n    public void print(int n) {}\n"
+        "    public void print(String s) {}\n    public void print(Object o, int k) {}\n}\n")
+    (src / "Report.java").write_text(
+        "package com.acme;\n\npublic class Report {\n    public void run(Printer printer) {\n"
+        "        printer.print(1);\n    }\n}\n")
+    repo = repos.register(conn, str(tmp_path / "overloads"), "overloads")
+    reconcile.reconcile(settings, repo.id)
+    body = call(client, "references", symbol="Printer.print", repo="overloads")
+    assert len(body["targets"]) == 3
+    assert [(v["path"], v["line"], v["scope"]) for v in body["verified"]] == [
+        ("src/main/java/com/acme/Report.java", 5, "Report.run")]
+    assert body["summary"]["verified"] == 1 and "target" not in body["verified"][0]
+    impact = call(client, "impact", symbol_or_path="Printer.print", repo="overloads")
+    assert [(d["qualname"], d["relation"]) for d in impact["dependents"]] == [
+        ("Report.run", "calls")]
+
+
 def test_references_of_an_unknown_symbol_say_why_they_are_empty(
         client: TestClient, fixtures: list[str]) -> None:
     body = call(client, "references", symbol="NoSuchThing", repo="python")

@@ -170,7 +170,7 @@ Node = tuple[str, str]
 def _symbol_impact(conn: psycopg.Connection, scope: Scope, symbol: str,
                    depth: int) -> dict[str, Any]:
     rows, total_targets = locate(conn, scope, symbol, limit=10)
-    targets = [(r[0], r[2]) for r in rows]
+    targets = list(dict.fromkeys((r[0], r[2]) for r in rows))  # overloads: one name
     kinds = {(r[0], r[2]): r[3] for r in rows}
     answer: dict[str, Any] = {"repo": scope.name, "target": symbol, "target_kind": "symbol",
                               "declarations": [{"path": r[0], "qualname": r[2], "kind": r[3],

@@ -132,10 +132,13 @@ def references(conn: psycopg.Connection, scope: Scope, symbol: str, path: str | 
     potential: list[dict[str, Any]] = []
     n_verified = n_potential = 0
     if targets:
-        several = len({(t["path"], t["qualname"]) for t in targets}) > 1
+        # overloads (and a Scala class with its companion) are declarations of one name
+        # in one file: edges are to the name, so each is asked for once
+        named = list(dict.fromkeys((t["path"], t["qualname"]) for t in targets))
+        several = len(named) > 1
         edges = conn.execute(scope.sql(q.GRAPH_EDGES_TO), {
-            **scope.params(), "paths": [t["path"] for t in targets],
-            "quals": [t["qualname"] for t in targets], "verified": None, "kinds": None,
+            **scope.params(), "paths": [p for p, _q in named],
+            "quals": [qq for _p, qq in named], "verified": None, "kinds": None,
             "k": MAX_VERIFIED + MAX_POTENTIAL}).fetchall()
         edge_total = int(edges[0][8]) if edges else 0
         for src, line, within, kind, how, dst_path, dst_qual, ok, _total in edges:
@@ -209,7 +212,7 @@ def implementations(conn: psycopg.Connection, scope: Scope, symbol: str) -> dict
     results: list[dict[str, Any]] = []
     potential: list[dict[str, Any]] = []
     seen = {(t["path"], t["qualname"]) for t in targets}
-    frontier = [(t["path"], t["qualname"]) for t in targets]
+    frontier = list(dict.fromkeys((t["path"], t["qualname"]) for t in targets))
     total = 0
     for depth in range(1, IMPLEMENTATION_DEPTH + 1):
         if not frontier:
