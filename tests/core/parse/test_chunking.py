@@ -749,10 +749,12 @@ def test_swift_extensions_add_members_to_the_type_they_extend_without_a_symbol()
     assert _symbol(parsed, "Renderer.draw").doc == "Draws every cached shape."
     assert _symbol(parsed, "Drawable").doc == "A shape that can be drawn."
     assert _symbol(parsed, "Renderer.init").signature == "init(canvas: Canvas)"
-    kinds = {s.qualname: s.kind for s in parse_file(
-        "enum E { case a }\nstruct S {}\nactor A {}\nprotocol P {}\nextension S: P {}\n",
-        "swift").symbols}
-    assert kinds == {"E": "enum", "S": "class", "A": "class", "P": "interface"}
+    symbols = parse_file(
+        "enum E { case a }\nstruct S: Q {}\nactor A {}\nprotocol P {}\nextension S: P {}\n",
+        "swift").symbols
+    assert {s.qualname: s.kind for s in symbols} == {"E": "enum", "S": "class", "A": "class",
+                                                     "P": "interface"}
+    assert [s.bases for s in symbols if s.name == "S"] == [("Q", "P")]  # and its extension's
 
 
 def test_cpp_members_are_private_in_a_class_until_an_access_specifier() -> None:

@@ -305,6 +305,9 @@ class Walker:
                 self._impl_traits.setdefault(name, []).append(_text(trait).split("<")[0])
                 for member in members:
                     member.exported = True
+        elif name and node.type not in spec.scopes:  # an extension (``scope_kind``): what
+            # it conforms to is the extended type's too
+            self._impl_traits.setdefault(name, []).extend(bases_of(spec, node))
         if not (kind and name):
             return members
         body_for_sig = body if body is not None and body.type not in spec.defs else None
