@@ -506,23 +506,19 @@ def _references(language: str, root: Node, src: bytes, enclosing: _Enclosing) ->
 def _heritage_owner(node: Node, src: bytes, language: str) -> str:
     """The type a Rust ``impl Trait for Type`` block implements the trait for, or a Swift
     ``extension Type: Protocol`` conforms to the protocol."""
-    if language == "swift":
-        cur = node.parent
-        while cur is not None and cur.type != "class_declaration":
-            cur = cur.parent
-        word = cur.child_by_field_name("declaration_kind") if cur is not None else None
-        if cur is None or word is None or _text(src, word) != "extension":
-            return ""
-        typ = cur.child_by_field_name("name")
-        return base_type(_text(src, typ), language) if typ is not None else ""
-    if language != "rust":
+    if language not in ("rust", "swift"):
         return ""
+    block = "impl_item" if language == "rust" else "class_declaration"
     cur: Node | None = node
-    while cur is not None and cur.type != "impl_item":
+    while cur is not None and cur.type != block:
         cur = cur.parent
     if cur is None:
         return ""
-    typ = cur.child_by_field_name("type")
+    if language == "swift":  # a class, struct... declares its own bases
+        word = cur.child_by_field_name("declaration_kind")
+        if word is None or _text(src, word) != "extension":
+            return ""
+    typ = cur.child_by_field_name("type" if language == "rust" else "name")
     return base_type(_text(src, typ), language) if typ is not None else ""
 
 
