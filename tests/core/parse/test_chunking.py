@@ -946,7 +946,7 @@ def test_plain_text_is_cut_into_overlapping_line_windows() -> None:
 
 @pytest.mark.parametrize("language", ["python", "typescript", "tsx", "javascript", "go", "java",
                                       "rust", "c", "cpp", "csharp", "ruby", "php", "kotlin",
-                                      "markdown", "text"])
+                                      "scala", "swift", "markdown", "text"])
 @pytest.mark.parametrize("text", ["", "\n", "\n\n   \n"])
 def test_an_empty_file_yields_no_chunks(language: str, text: str) -> None:
     parsed = parse_file(text, language)
@@ -967,6 +967,7 @@ BROKEN = {
     "ruby": "def ok\n  1\nend\nclass Broken <\n  def x(\n",
     "php": "<?php\nfunction ok() { return 1; }\nclass X extends { function m( }\n",
     "kotlin": "fun ok() = 1\nclass X : {\n  fun broken(\n",
+    "swift": "func ok() -> Int { 1 }\nextension : {\n  func broken(\n",
 }
 
 
@@ -996,6 +997,8 @@ DEEP = {
     "cpp": "namespace a {\n" * 3000 + "int f() { return 1; }\n" + "}\n" * 3000,
     "ruby": "class A\n" + "class << self\n" * 3000 + "def f; end\n" + "end\n" * 3001,
     "c": "int f(void) {" + "{" * 5000 + "}" * 5000 + "}\n",
+    # extensions are scopes (LangSpec.scope_kind): nested ones pass members through
+    "swift": "extension A {\n" * 3000 + "func f() {}\n" + "}\n" * 3000,
 }
 
 
