@@ -129,9 +129,19 @@ def test_a_swiftpm_manifest_names_its_targets_and_their_directories() -> None:
 
 
 def test_a_swift_files_module_is_its_targets_else_the_layouts() -> None:
-    targets = swift.package_targets("Package.swift", MANIFEST)
+    targets = dict(swift.package_targets("Package.swift", MANIFEST))
     assert swift.module_of("Lib/Shop (core)/Model/Item.swift", targets) == "Shop"
     assert swift.module_of("Tests/ShopTests/ItemTests.swift", targets) == "ShopTests"
     assert swift.module_of("Sources/Other/Thing.swift", targets) == "Other"  # not declared
     assert swift.module_of("MyApp/Views/Main.swift") == "MyApp"  # an Xcode project's folder
     assert swift.module_of("main.swift") == ""
+
+
+def test_a_manifest_of_unbalanced_calls_is_read_in_bounded_time() -> None:
+    """Every unclosed ``.target(`` is read up to ``MAX_TARGET_CHARS`` ahead, not to the end
+    of the file, and at most ``MAX_TARGETS`` are: a hostile manifest of a megabyte costs a
+    bounded amount of work."""
+    text = '.target(name: "T", path: "x"\n' * 40000
+    targets = swift.package_targets("Package.swift", text)
+    assert len(targets) == swift.MAX_TARGETS
+    assert targets[0] == ("x", "T")

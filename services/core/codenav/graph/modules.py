@@ -78,8 +78,8 @@ class ModuleIndex:
         self.packages: dict[tuple[str, str], list[str]] = defaultdict(list)
         self.stems: dict[str, list[str]] = defaultdict(list)
         self._types: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-        targets = [t for p, text in self._configs_named("Package.swift")
-                   for t in swift.package_targets(p, text)]
+        targets = {d: name for p, text in sorted(self._configs_named("Package.swift"))
+                   for d, name in swift.package_targets(p, text)}
         for path, (language, package) in sorted(self.files.items()):
             if language == "swift":  # a Swift file's module is its build target's
                 package = swift.module_of(path, targets)

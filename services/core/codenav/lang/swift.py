@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Mapping
 
 from tree_sitter import Node
 
@@ -130,13 +131,22 @@ _SOURCE_DIRS = ("Sources", "Source", "src", "srcs")
 ``Tests/<name>``."""
 
 
+MAX_TARGETS = 1000
+"""Targets read from one manifest (a large package declares a few dozen)."""
+MAX_TARGET_CHARS = 8000
+"""How far one target's arguments are read: a manifest with unbalanced parentheses costs
+at most this per target, not the rest of the file each time."""
+
+
 def package_targets(manifest: str, text: str) -> list[tuple[str, str]]:
     """The targets a ``Package.swift`` declares, as (directory, module name): the ``path``
     it gives, else where SwiftPM looks by default, relative to the repository."""
     base = posixpath.dirname(manifest)
     out: list[tuple[str, str]] = []
-    for match in _TARGET.finditer(text):
-        args = _top_level(text, match.end())
+    for n, match in enumerate(_TARGET.finditer(text)):
+        if n == MAX_TARGETS:
+            break
+        args = _top_level(text, match.end(), match.end() + MAX_TARGET_CHARS)
         found = dict(_ARG.findall(args))
         name = found.get("name")
         if not name:
@@ -151,12 +161,14 @@ def package_targets(manifest: str, text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _top_level(text: str, start: int) -> str:
-    """A call's arguments from ``start`` to its closing parenthesis, without what nested
-    brackets and strings hold (a dependency's ``.product(name: ...)``, a description)."""
+def _top_level(text: str, start: int, end: int) -> str:
+    """A call's arguments from ``start`` to its closing parenthesis (or ``end``), without
+    what nested brackets and strings hold (a dependency's ``.product(name: ...)``, a
+    description)."""
     out: list[str] = []
     depth, i, in_string = 0, start, False
-    while i < len(text):
+    end = min(end, len(text))
+    while i < end:
         ch = text[i]
         if in_string:
             if ch == "\\":
@@ -181,21 +193,19 @@ def _top_level(text: str, start: int) -> str:
     return "".join(out)
 
 
-def module_of(path: str, targets: list[tuple[str, str]] | None = None) -> str:
+def module_of(path: str, targets: Mapping[str, str] | None = None) -> str:
     """The module (build target) a Swift file belongs to: the target of a ``Package.swift``
-    whose directory holds it (``targets``: ``package_targets`` of every manifest, the
-    deepest directory wins), else by layout: ``Sources/<Target>/...`` and
-    ``Tests/<Target>/...``, else the top directory (an Xcode project's app or framework
+    whose directory holds it (``targets``: directory -> module, from ``package_targets``
+    of every manifest; the deepest directory wins), else by layout: ``Sources/<Target>/...``
+    and ``Tests/<Target>/...``, else the top directory (an Xcode project's app or framework
     folder), else '' (the root). Its files see each other's declarations without an
     import."""
-    best = ""
-    module = None
-    for directory, name in targets or ():
-        if path.startswith(directory + "/") and len(directory) > len(best):
-            best, module = directory, name
-    if module is not None:
-        return module
     parts = path.split("/")
+    if targets:
+        for end in range(len(parts) - 1, 0, -1):
+            module = targets.get("/".join(parts[:end]))
+            if module is not None:
+                return module
     for i, part in enumerate(parts[:-2]):
         if part in ("Sources", "Tests"):
             return parts[i + 1]
