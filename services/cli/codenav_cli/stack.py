@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import httpx
 import redis
@@ -49,7 +49,13 @@ from codenav.jobs import coordination, enqueue
 from codenav.proc import child_env, group_alive, kill_group, python_argv
 from codenav.repos import list_repos
 from codenav_cli import homedir, pgseed
-from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
+from codenav_cli.stores import (
+    EmbeddedPostgres,
+    EmbeddedRedis,
+    free_port,
+    port_taken,
+    stop_process,
+)
 
 TICK_S = 0.2
 STABLE_S = 20.0
@@ -57,6 +63,9 @@ STABLE_S = 20.0
 BACKOFF_S = (0.5, 30.0)
 CRASH_LOOP = 5
 """Quick deaths in a row that stop the stack."""
+PORT_TRIES = 3
+"""Starts of the store or the queue on a fresh port when the one chosen was taken."""
+DataStore = TypeVar("DataStore", EmbeddedPostgres, EmbeddedRedis)
 SERVICES_STOP_S = 5.5
 """Watcher, API and workers get this long to stop before they are killed (a worker's own
 hard stop comes first, at 4 s); then the embedder and the data stores: at most 10 s."""
@@ -85,6 +94,8 @@ class Child:
     restart_at: float = 0.0
     is_ready: bool = False
     down_since: float = 0.0
+    log_from: int = 0
+    """The size of its log when it was last started: what this incarnation wrote follows."""
 
     @property
     def running(self) -> bool:
@@ -174,13 +185,14 @@ class Stack:
         # Ports chosen once: a restarted store or queue comes back on the same one.
         pg = self._pg = EmbeddedPostgres(self.home, free_port())
         rd = self._redis = EmbeddedRedis(self.home, free_port())
-        store = Child("store", lambda _c: pg.spawn(), pg.ready, log_path=pg.log_path)
-        queue_child = Child("queue", lambda _c: rd.spawn(), rd.ready, log_path=rd.log_path)
+        store = Child("store", _spawner(pg), pg.ready, log_path=pg.log_path)
+        queue_child = Child("queue", _spawner(rd), rd.ready, log_path=rd.log_path)
         self.children += [store, queue_child]
         for child in (store, queue_child):  # both at once, then wait for both
             self._start(child)
-        self._wait_for(store, 60.0)
-        self._wait_for(queue_child, 30.0)
+        store, pg = self._serve_on_free_port(store, pg, 60.0)
+        queue_child, rd = self._serve_on_free_port(queue_child, rd, 30.0)
+        self._pg, self._redis = pg, rd
         pg.ensure_database()
         self.env.update({"CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url})
         settings = Settings.load(env=self.env)
@@ -287,6 +299,8 @@ class Stack:
         return Child(name, spawn, ready, lane=lane, log_path=log_path)
 
     def _start(self, child: Child) -> None:
+        log = child.log_path
+        child.log_from = log.stat().st_size if log is not None and log.is_file() else 0
         child.proc = child.spawn(child)
         child.started_at = time.monotonic()
         child.is_ready = child.ready is None
@@ -312,6 +326,28 @@ class Stack:
             delay = min(delay * 1.5, 0.2)
         raise Unavailable(f"{child.name} did not become ready in {timeout:.0f}s",
                           hint=f"see {child.log_path}")
+
+    def _serve_on_free_port(self, child: Child, data: DataStore,
+                            timeout: float) -> tuple[Child, DataStore]:
+        """Wait for the store or queue, started on a port that was free a moment before.
+        Another process can take that port first (any outgoing connection is given a free
+        port too): then it starts again on a new one, ``PORT_TRIES`` times at most."""
+        for attempt in range(1, PORT_TRIES + 1):
+            try:
+                self._wait_for(child, timeout)
+                return child, data
+            except Unavailable:
+                if attempt == PORT_TRIES or child.log_path is None or \
+                        not port_taken(child.log_path, child.log_from):
+                    raise
+            taken = data.port
+            data = type(data)(self.home, free_port())
+            fresh = Child(child.name, _spawner(data), data.ready, log_path=data.log_path)
+            self.children[self.children.index(child)] = fresh
+            child = fresh
+            self.say(f"{child.name}: port {taken} was taken; starting on {data.port}")
+            self._start(child)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _rotate_token(self, conn: Any) -> None:
         previous = self.home / "stack.json"
@@ -482,6 +518,11 @@ def _stop_all(children: list[Child], sig: int | None, timeout: float) -> None:
         assert child.proc is not None
         if child.proc.poll() is None or group_alive(child.proc.pid):
             stop_process(child.proc, signal.SIGKILL, timeout=2)
+
+
+def _spawner(data: EmbeddedPostgres | EmbeddedRedis) -> Callable[[Child],
+                                                                  subprocess.Popen[bytes]]:
+    return lambda _child: data.spawn()
 
 
 def _http_ok(url: str) -> bool:

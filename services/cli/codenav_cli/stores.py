@@ -38,6 +38,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+_PORT_TAKEN = ("Address already in use", "Failed listening on port")
+"""What Postgres and Redis log when another process holds the port they were given."""
+
+
+def port_taken(log_path: Path, since: int = 0) -> bool:
+    """Whether a store's or queue's log says, after byte ``since`` (where this start began
+    writing), that its port was taken."""
+    if not log_path.is_file():
+        return False
+    with log_path.open("rb") as handle:
+        handle.seek(since)
+        text = handle.read(1 << 16).decode(errors="replace")
+    return any(sign in text for sign in _PORT_TAKEN)
+
+
 def _secret(home: Path, name: str) -> str:
     path = home / "secrets" / name
     if path.is_file():
