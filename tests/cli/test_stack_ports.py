@@ -1,14 +1,22 @@
 """`codenav up` chooses free ports for its store and queue a moment before they bind them;
 another process can take one in between (any outgoing connection is given a free port too).
-The stack then starts that part again on a new port instead of giving up."""
+The stack then starts that part again on a new port instead of giving up. The embedder's
+port is held by the stack itself, from its start to its stop."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import signal
 import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from codenav.config import Settings
@@ -74,3 +82,59 @@ def test_a_failure_that_is_not_a_taken_port_is_not_retried(home: Path) -> None:
     with log.open("a") as handle:
         handle.write("FATAL CONFIG FILE ERROR (Redis 7.2.4)\n")
     assert not port_taken(log, since)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _answers(url: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return True
+        time.sleep(0.2)
+    return False
+
+
+def test_the_embedders_port_is_held_by_the_stack_from_start_to_stop(home: Path) -> None:
+    """The embedder listens on a socket the stack bound and keeps: no other process can
+    take its port before it listens, nor while a killed embedder restarts."""
+    settings = Settings.load(env={"CODENAV_HOME": str(home)}, dotenv=Path("/nonexistent"))
+    out = io.StringIO()
+    stack = Stack(settings, port=free_port(), workers=0, embed_workers=0, out=out)
+    try:
+        stack.start()
+        url = stack.env["CODENAV_EMBED_URL"]
+        port = int(url.rsplit(":", 1)[1])
+        assert not _bindable(port)
+        assert _answers(url, 60)
+        embedder = next(c for c in stack.children if c.name == "embedder")
+        first = embedder.proc
+        assert first is not None
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(10)
+        assert not _bindable(port)  # still the stack's while no embedder runs
+        assert _answers(url, 60)  # the next embedder, on the same URL
+        assert embedder.proc is not None and embedder.proc.pid != first.pid
+        assert "embedder exited (signal 9)" in out.getvalue()
+    finally:
+        stack.stop()
+    assert _bindable(port)  # let go at the stop
+
+
+def test_the_embedder_refuses_an_fd_that_is_not_a_socket(tmp_path: Path) -> None:
+    with (tmp_path / "f").open("w") as handle:
+        done = subprocess.run([sys.executable, "-P", "-m", "codenav_embedder", "--fd",
+                               str(handle.fileno())], pass_fds=(handle.fileno(),),
+                              capture_output=True, text=True, timeout=120,
+                              env={k: v for k, v in os.environ.items()
+                                   if not k.startswith("CODENAV_")})
+    assert done.returncode == 2
+    assert "is not a socket this process inherited" in done.stderr

@@ -7,12 +7,13 @@ sets each part's mode on every start); ``stack.json`` tells clients where the AP
 
 The supervisor (a thread) restarts every child that dies, after a backoff that doubles with
 each quick death (0.5 s up to 30 s): Postgres and Redis come back on the same port, so every
-client keeps its URL; the jobs a dead worker was running go back to the front of their queue
-at once, and each worker incarnation has a name of its own. The API keeps answering while a
-worker or the embedder is down (lexical results, ``status`` says what is degraded) and says
-503 with the reason for what needs a store or queue that is down. Only a crash loop (a child
-dying ``CRASH_LOOP`` times in a row, each soon after its start) stops the stack, with the
-reason and the child's last log line.
+client keeps its URL, and the embedder listens on a socket the stack bound and holds until
+it stops (no other process can take its port); the jobs a dead worker was running go back
+to the front of their queue at once, and each worker incarnation has a name of its own. The
+API keeps answering while a worker or the embedder is down (lexical results, ``status`` says
+what is degraded) and says 503 with the reason for what needs a store or queue that is down.
+Only a crash loop (a child dying ``CRASH_LOOP`` times in a row, each soon after its start)
+stops the stack, with the reason and the child's last log line.
 
 Stopping takes a few seconds: the watcher, API and workers first (a job in hand stops at its
 next checkpoint and is queued again), then the embedder, then the queue and the store.
@@ -26,6 +27,7 @@ import importlib.util
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -130,6 +132,7 @@ class Stack:
     _say_lock: threading.Lock = field(default_factory=threading.Lock)
     _dead_workers: set[str] = field(default_factory=set)
     _queue_conn: redis.Redis | None = None
+    _embed_sock: socket.socket | None = None
 
     @property
     def home(self) -> Path:
@@ -170,12 +173,15 @@ class Stack:
         if not embed_url and importlib.util.find_spec("codenav_embedder"):
             # The embedder loads its model in the background; until it is ready, answers are
             # lexical and say so, and embed workers wait for it.
-            embed_port = free_port()
-            embed_url = f"http://127.0.0.1:{embed_port}"
+            # Its socket is bound here and inherited: no other process can take the port
+            # before the embedder listens, nor while a dead one restarts.
+            self._embed_sock = sock = _reserved_socket()
+            embed_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
             self.env["CODENAV_EMBED_URL"] = embed_url
-            services.append(self._service("embedder", ["codenav_embedder", "--port",
-                                                       str(embed_port)],
-                                          ready=lambda: _http_ok(f"{embed_url}/readyz")))
+            services.append(self._service("embedder", ["codenav_embedder", "--fd",
+                                                       str(sock.fileno())],
+                                          ready=lambda: _http_ok(f"{embed_url}/readyz"),
+                                          pass_fds=(sock.fileno(),)))
         embedder = next((c for c in services if c.name == "embedder"), None)
         if embedder is not None:  # its model loads while the store starts, migrates, seeds
             self._start(embedder)
@@ -283,7 +289,8 @@ class Stack:
                      f"{self.seeded['rows']['embeddings']} vectors; {phases})")
 
     def _service(self, name: str, module_args: list[str], *, lane: str | None = None,
-                 ready: Callable[[], bool] | None = None) -> Child:
+                 ready: Callable[[], bool] | None = None,
+                 pass_fds: tuple[int, ...] = ()) -> Child:
         log_path = self.home / "logs" / f"{name}.log"
 
         def spawn(child: Child) -> subprocess.Popen[bytes]:
@@ -294,7 +301,7 @@ class Stack:
             with log_path.open("ab") as log:
                 return subprocess.Popen(argv, env=self.env, stdout=log,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
+                                        start_new_session=True, pass_fds=pass_fds)
 
         return Child(name, spawn, ready, lane=lane, log_path=log_path)
 
@@ -468,6 +475,9 @@ class Stack:
         _stop_all(front, signal.SIGTERM, SERVICES_STOP_S)
         _stop_all([c for c in [by_name.get("embedder")] if c], signal.SIGTERM,
                   EMBEDDER_STOP_S)
+        if self._embed_sock is not None:
+            self._embed_sock.close()
+            self._embed_sock = None
         data = [c for c in (by_name.get("queue"), by_name.get("store")) if c]
         for child in data:
             if child.running:
@@ -518,6 +528,15 @@ def _stop_all(children: list[Child], sig: int | None, timeout: float) -> None:
         assert child.proc is not None
         if child.proc.poll() is None or group_alive(child.proc.pid):
             stop_process(child.proc, signal.SIGKILL, timeout=2)
+
+
+def _reserved_socket() -> socket.socket:
+    """A TCP socket bound to a free loopback port, for a child to listen on. Until one
+    does, a connection to it is refused; while a child that listened is down and restarts,
+    connections wait in its queue for the next one."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
 
 def _spawner(data: EmbeddedPostgres | EmbeddedRedis) -> Callable[[Child],

@@ -8,6 +8,7 @@ and exits, so an image can ship ready to serve offline.
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 
 from codenav import logs
@@ -23,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
                         "or 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None,
                         help=f"port (default CODENAV_EMBED_PORT or {DEFAULT_PORT})")
+    parser.add_argument("--fd", type=int, default=None,
+                        help="serve on this inherited listening socket instead (a supervisor "
+                        "such as `codenav up` holds the port, so it stays this service's "
+                        "across restarts)")
     parser.add_argument("--prepare", action="store_true",
                         help="load the model (export ONNX into the cache), then exit")
     args = parser.parse_args(argv)
@@ -50,11 +55,21 @@ def main(argv: list[str] | None = None) -> int:
 
     from codenav_embedder.app import create_app
 
-    uvicorn.run(create_app(settings), host=args.host or settings.host,
-                port=args.port or settings.port, log_level=log_level.lower(), access_log=False,
-                log_config=log_config,
-                timeout_graceful_shutdown=2)  # a stop cuts bulk requests short
-    return 0
+    sock: socket.socket | None = None
+    if args.fd is not None:
+        try:
+            sock = socket.socket(fileno=args.fd)  # family and type read from the socket
+        except OSError as exc:
+            print(f"codenav-embedder: --fd {args.fd} is not a socket this process inherited "
+                  f"({exc.strerror})", file=sys.stderr)
+            return 2
+    config = uvicorn.Config(create_app(settings), host=args.host or settings.host,
+                            port=args.port or settings.port, log_level=log_level.lower(),
+                            access_log=False, log_config=log_config,
+                            timeout_graceful_shutdown=2)  # a stop cuts bulk requests short
+    server = uvicorn.Server(config)
+    server.run(sockets=None if sock is None else [sock])
+    return 0 if server.started else 3  # 3: uvicorn's start-up failure (a port taken)
 
 
 if __name__ == "__main__":
