@@ -236,3 +236,18 @@ def test_the_declarations_read_for_candidates_match_any_query_term_with_fewer_pa
     for text in ("setlevels", "addressof", "the client_id", "x_yz", "nothing", "lev el",
                  "retrying", "entry"):
         assert any(t in text for t in terms) == any(t in text for t in kept)
+
+
+def test_search_ranks_a_build_scripts_blocks_first_when_the_query_is_about_the_build(
+        conn: psycopg.Connection, gradle_repo: repos.Repo) -> None:
+    """A build script's top-level calls are blocks, which search ranks below declarations
+    (and a ``.gradle`` file below code, as configuration); a query about a dependency,
+    a version or the build is after those blocks. (A name the query spells exactly still
+    comes first: "Prepare for release 2.1.0" finds ``ConnectionPool.release``.)"""
+    from codenav.search import chunks
+
+    scope = Scope.system(gradle_repo)
+    bump = chunks.search(conn, scope, "Update okio to v3.10.0", 3, mode="lexical")
+    assert bump["results"][0]["path"] == "client/build.gradle.kts", bump
+    code = chunks.search(conn, scope, "release a connection", 3, mode="lexical")
+    assert code["results"][0]["path"] == "client/src/main/kotlin/acme/ConnectionPool.kt", code

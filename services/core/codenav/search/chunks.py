@@ -22,10 +22,11 @@ from codenav.db.side import Side, inline
 from codenav.embed import vectors
 from codenav.errors import InvalidRequest
 from codenav.graph.common import file_priors
+from codenav.lang import conventions
 from codenav.parse.model import CHUNK_KINDS
 from codenav.search import bm25, fusion
 from codenav.search import weights as W
-from codenav.search.query import Group, ParsedQuery, parse_query, tsquery_for
+from codenav.search.query import Group, ParsedQuery, asked_roles, parse_query, tsquery_for
 from codenav.search.semantic import MODES, SemanticContext, describe_semantic
 from codenav.tokens import identifier_terms
 from codenav.tokens import path_terms as path_terms_of
@@ -327,6 +328,7 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
     details = {r[0]: r for r in conn.execute(scope.sql(q.CHUNK_DETAILS),
                                              scope.params(ids=ids)).fetchall()} if ids else {}
     about_docs = fusion.asks_for_docs(text)
+    build_asked = conventions.BUILD in asked_roles(query, text)
     central = priors.result()
     query_terms = {t for g in query.groups for t in g.terms}
     scored = []
@@ -336,8 +338,8 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
         row = details.get(chunk_id)
         if row is None:
             continue
-        score *= fusion.path_prior(path, query.wants_tests, about_docs) *\
-            fusion.kind_prior(row[1], query.definition_intent) *\
+        score *= fusion.path_prior(path, query.wants_tests, about_docs, build_asked) *\
+            fusion.kind_prior(row[1], query.definition_intent, build_asked, path) *\
             fusion.centrality_prior(central.get(path, 0.0)) *\
             fusion.path_terms_prior(path_terms_of(path), query_terms)
         if key in owned:

@@ -28,22 +28,12 @@ from codenav.lang import conventions
 from codenav.search import features, fusion, learned
 from codenav.search.chunks import weigh
 from codenav.search.features import Candidate, Pool
-from codenav.search.query import Group, ParsedQuery, parse_query
+from codenav.search.query import Group, ParsedQuery, asked_roles, parse_query
 from codenav.search.semantic import MODES, SemanticContext, describe_semantic
 
 MAX_LIMIT = 50
 _FILLERS = features.FILLER_ROLES
-
-
-def asked_roles(query: ParsedQuery, text: str) -> set[str]:
-    """The non-source roles a short query is about; an issue text's passing mention of a
-    test or the docs does not count (``ParsedQuery.wants_tests`` says the same for tests)."""
-    if len(query.groups) >= 12:
-        return set()
-    asked = conventions.asked_roles(text)
-    if not query.wants_tests:
-        asked -= {conventions.TEST, conventions.FIXTURE}
-    return asked
+__all__ = ["asked_roles", "collect", "find_files", "order"]
 
 
 def collect(conn: psycopg.Connection, scope: Scope, text: str, include_tests: bool = False,

@@ -63,15 +63,18 @@ def asks_for_docs(text: str) -> bool:
     return bool(_DOCS_WORDS.search(text))
 
 
-def path_prior(path: str, wants_tests: bool, about_docs: bool = False) -> float:
+def path_prior(path: str, wants_tests: bool, about_docs: bool = False,
+               build_asked: bool = False) -> float:
     """Multiplier for a result's path: tests, generated and vendored code, docs and config
-    rank lower unless the query asks for them."""
+    rank lower unless the query asks for them (``build_asked``: a build script is what a
+    query about dependencies, versions or the build is after)."""
     factor = 1.0
     if is_test_path(path):
         factor *= W.TEST_PRIOR_WANTED if wants_tests else W.TEST_PRIOR
     if is_generated_path(path):
         factor *= W.GENERATED_PRIOR
-    if not about_docs and (is_doc_path(path) or is_config_path(path)):
+    if not about_docs and (is_doc_path(path) or is_config_path(path)) and \
+            not (build_asked and conventions.is_build_script(path)):
         factor *= W.DOCS_PRIOR
     return factor
 
@@ -87,9 +90,15 @@ def path_terms_prior(path_terms: Sequence[str], query_terms: set[str]) -> float:
     return 1.0 + W.PATH_TERM_BOOST * min(hits, W.PATH_TERM_CAP)
 
 
-def kind_prior(kind: str, definition_intent: bool) -> float:
+def kind_prior(kind: str, definition_intent: bool, build_asked: bool = False,
+               path: str = "") -> float:
+    """Multiplier for a chunk's kind: declarations above blocks and text, except in a build
+    script when the query is about the build (its top-level calls are what it declares)."""
+    prose = kind in ("block", "text", "section")
+    if prose and build_asked and conventions.is_build_script(path):
+        return W.KIND_PRIOR_BUILD_ASKED
     prior = W.KIND_PRIOR.get(kind, W.KIND_PRIOR_OTHER)
-    if definition_intent and kind in ("block", "text", "section"):
+    if definition_intent and prose:
         prior *= W.DEFINITION_PROSE_PRIOR
     return prior
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from codenav.errors import InvalidRequest
+from codenav.lang import conventions
 from codenav.tokens import STOPWORDS, identifier_terms, singular_variants, words
 
 MAX_QUERY_CHARS = 8000
@@ -118,3 +119,16 @@ def parse_query(text: str) -> ParsedQuery:
 def tsquery_for(terms: tuple[str, ...] | list[str]) -> str:
     """A tsquery (input syntax) matching any of ``terms``; terms are \\w runs."""
     return " | ".join(f"'{t}'" for t in terms)
+
+
+def asked_roles(query: ParsedQuery, text: str) -> set[str]:
+    """The non-source roles a short query is about (``conventions.asked_roles``, with
+    ``BUILD`` for dependencies, versions and the build); an issue text's passing mention of
+    a test or the docs does not count (``ParsedQuery.wants_tests`` says the same for
+    tests)."""
+    if len(query.groups) >= 12:
+        return set()
+    asked = conventions.asked_roles(text)
+    if not query.wants_tests:
+        asked -= {conventions.TEST, conventions.FIXTURE}
+    return asked

@@ -67,6 +67,9 @@ KIND_PRIOR = {
 """By the chunk's kind: declarations above blocks and text."""
 KIND_PRIOR_OTHER = 0.9
 """A kind not listed above."""
+KIND_PRIOR_BUILD_ASKED = 1.0
+"""A build script's blocks, text and sections when the query is about dependencies,
+versions or the build (``codenav.lang.conventions.BUILD``): neutral, not tuned."""
 DEFINITION_PROSE_PRIOR = 0.6
 """Blocks, text and sections again, when the query asks where something is defined."""
 CENTRALITY_WEIGHT = 0.1
