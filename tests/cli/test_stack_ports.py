@@ -85,7 +85,10 @@ def test_a_failure_that_is_not_a_taken_port_is_not_retried(home: Path) -> None:
 
 
 def _bindable(port: int) -> bool:
+    """Whether another process could bind ``port``. SO_REUSEADDR: a connection of the
+    stopped embedder's in TIME_WAIT does not count, a socket bound or listening does."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
