@@ -4,10 +4,11 @@ the developer's machine."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from codenav.index.ignore import IgnoreRules
-from codenav_adapter.overlay import Checkout
+from codenav_adapter.overlay import Checkout, differences
 from tests.gitkit import commit, git, write
 
 
@@ -57,3 +58,18 @@ def test_without_any_codenavignore_untracked_files_follow_git(tmp_path: Path) ->
     local = Checkout(root, 1 << 20).state()
     assert local.dirty == {"app/core.py", "app/extra.py", "lib/tool.py"}
     assert "lib/tool.py" not in local.files and "app/extra.py" in local.files
+
+
+def test_a_new_file_whose_name_is_not_utf8_is_not_sent(tmp_path: Path) -> None:
+    """Such a name cannot be a path on the server: the API refuses a request holding one
+    (a lone surrogate), so the whole overlay update was refused. The walker skips it
+    (``bad_name``); the overlay leaves it out."""
+    root = _repo(tmp_path / "repo")
+    write(root, {"app/fresh.py": "def fresh():\n    return 3\n"})
+    with open(os.fsencode(root) + b"/app/bad\xff.py", "wb") as handle:
+        handle.write(b"def bad():\n    return 4\n")
+    local = Checkout(root, 1 << 20).state()
+    sent = [path for path, _sha, _size in differences(local, {}, set())]
+    assert "app/fresh.py" in sent
+    assert all(p.isprintable() and p.encode("utf-8") for p in sent)
+    assert not any("bad" in p for p in sent)

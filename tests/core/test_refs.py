@@ -4,6 +4,7 @@ vectors) with the trees before it; each query tool answers for the ref asked."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -337,3 +338,22 @@ def test_a_ref_git_does_not_have_fails_alone_and_the_others_are_indexed(
     assert set(summary.failed) == {"no-such-branch", "main"}
     assert "no commit" in summary.failed["no-such-branch"]
     assert [m.name for m in summary.moved] == ["feature"]
+
+
+def test_a_commit_with_a_file_name_that_is_not_utf8_is_indexed_without_it(
+        settings: Settings, conn: psycopg.Connection, history: History) -> None:
+    """git stores names as bytes: a commit may hold one that is not UTF-8, which used to
+    stop the ref's index with an encoding error. It is skipped with a reason."""
+    root = history.root
+    with open(os.fsencode(root) + b"/bad\xff.py", "wb") as handle:
+        handle.write(b"def bad():\n    return 1\n")
+    head = commit(root, {"app/late.py": "def late():\n    return 2\n"},
+                  "a name git keeps as bytes")
+    repo = repos.register(conn, str(root), "store")
+    summary = refs.sync(settings, repo.id, {"main": head}).moved[0].summary
+    assert summary is not None and summary.skipped >= 1
+    paths = {r[0] for r in conn.execute("SELECT path FROM tree_files(%s)", (summary.tree_id,))}
+    assert "app/late.py" in paths and not any("bad" in p for p in paths)
+    skipped = conn.execute("SELECT reason, detail FROM skipped WHERE tree_id = %s AND "
+                           "path = %s", (summary.tree_id, "bad\ufffd.py")).fetchone()
+    assert skipped == ("bad_name", "file name is not valid UTF-8")

@@ -33,6 +33,7 @@ from codenav.config import Settings
 from codenav.errors import CodenavError, Gone
 from codenav.index.blob import git_blob_sha, looks_binary
 from codenav.index.defaults import path_reason
+from codenav.index.walk import name_problem
 
 log = logging.getLogger("codenav.adapter")
 
@@ -229,8 +230,8 @@ def differences(local: Local, base: dict[str, str], skipped: set[str]) -> list[l
             continue
         if held is None and path in skipped and path not in local.dirty:
             continue  # the base skipped this very file
-        if path_reason(path):
-            continue  # never indexed, never sent
+        if path_reason(path) or name_problem(path):
+            continue  # never indexed, never sent (a name that is not UTF-8 cannot be)
         out.append([path, sha, size])
     for path in base:
         if path not in local.files:

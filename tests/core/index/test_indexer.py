@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import psycopg
@@ -160,3 +161,33 @@ def test_a_path_job_replaces_one_file_and_keeps_the_others(settings: Settings,
         "WHERE c.symbol IS NOT NULL")}
     assert symbols == {"new_name", "other"}
     assert conn.execute("SELECT count(*) FROM contents").fetchone() == (2,)
+
+
+def test_a_name_that_is_not_utf8_or_holds_a_line_break_is_skipped_and_the_rest_indexed(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """File names are bytes: one that is not UTF-8 cannot be stored or shown as a path (it
+    used to stop the whole index with an encoding error). It is skipped with a reason, in
+    a full walk, in a path job (the watcher's) and under a folder of such a name."""
+    root = tmp_path / "names"
+    _write(root, {"good.py": "def good():\n    return 1\n",
+                  "sp ace.py": "def space():\n    return 2\n",
+                  "new\nline.py": "def newline():\n    return 3\n"})
+    raw = os.fsencode(root)
+    os.mkdir(raw + b"/d\xffir")
+    for name in (b"/bad\xff.py", b"/d\xffir/inner.py"):
+        with open(raw + name, "wb") as handle:
+            handle.write(b"def bad():\n    return 4\n")
+    repo = repos.register(conn, str(root), "names")
+    reconcile.reconcile(settings, repo.id)
+    assert {r[0] for r in conn.execute("SELECT path FROM files")} == {"good.py", "sp ace.py"}
+    skipped = {r[0]: (r[1], r[2]) for r in conn.execute(
+        "SELECT path, reason, detail FROM skipped")}
+    assert skipped == {"bad\ufffd.py": ("bad_name", "file name is not valid UTF-8"),
+                       "d\ufffdir": ("bad_name", "file name is not valid UTF-8"),
+                       "new\\nline.py": ("bad_name", "control character in file name")}
+    # a path job names it as the watcher saw it (surrogates): skipped again, the rest done
+    (root / "good.py").write_text("def good():\n    return 5\n")
+    summary = reconcile.reconcile(settings, repo.id, paths=[os.fsdecode(b"bad\xff.py"),
+                                                             "good.py"])
+    assert summary.files_parsed == 1
+    assert "bad\ufffd.py" in {r[0] for r in conn.execute("SELECT path FROM skipped")}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import redis
 
@@ -78,3 +80,20 @@ def test_a_change_seen_again_while_a_job_runs_stays_pending(settings: Settings) 
     assert enqueue.pending_changes(conn, repo_id) == {}
     assert enqueue.pending_state(conn, repo_id, ["src/a.py"]) == ({}, {})
     assert enqueue.pending_since(conn, repo_id) is None
+
+
+def test_a_path_whose_name_is_not_utf8_is_left_to_the_full_reconcile(
+        settings: Settings) -> None:
+    """A file name that is not UTF-8 reaches Python as text with surrogates, which Redis
+    cannot hold (an encoding error used to fail the watcher's whole request). It is not
+    marked, the other paths are; the full reconcile, which walks its folder, reports it
+    as skipped (``bad_name``)."""
+    conn = enqueue.connect_redis(settings)
+    repo_id = 44
+    bad = os.fsdecode(b"src/bad\xff.py")
+    assert enqueue.request_paths(conn, settings, repo_id, {bad: "unindexed",
+                                                           "src/ok.py": "changed"})
+    assert enqueue.pending_changes(conn, repo_id) == {"src/ok.py": "changed"}
+    assert enqueue.request_paths(conn, settings, repo_id, [bad]) is None
+    enqueue.done_paths(conn, repo_id, enqueue.pending_marks(conn, repo_id))
+    assert enqueue.pending_changes(conn, repo_id) == {}

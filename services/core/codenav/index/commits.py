@@ -34,7 +34,7 @@ from codenav.graph import facts
 from codenav.index import gitread, terms
 from codenav.index.ignore import IGNORE_FILES, TreeIgnoreRules
 from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process_blobs, pooled
-from codenav.index.walk import FileEntry, Skip
+from codenav.index.walk import FileEntry, Skip, name_problem, shown
 from codenav.lang import language_for
 from codenav.proc import fork_pool
 from codenav.tokens import path_tsvector
@@ -127,9 +127,9 @@ def plan(gdir: Path, commit: str, max_bytes: int, reader: gitread.BlobReader,
         return "parent"
 
     for e in entries:
-        if "\n" in e.path or "\r" in e.path:
-            out.skips.append(Skip(e.path.replace("\n", "\\n").replace("\r", "\\r"),
-                                  "bad_name", "control character in file name"))
+        problem = name_problem(e.path)
+        if problem:
+            out.skips.append(Skip(shown(e.path), "bad_name", problem))
             continue
         if e.path in reuse:
             reason = reuse[e.path]

@@ -32,7 +32,7 @@ from codenav.index.gitinfo import head_commit, wait_for_checkout
 from codenav.index.gitread import is_bare
 from codenav.index.ignore import IgnoreRules
 from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process, pooled
-from codenav.index.walk import FileEntry, Skip, walk
+from codenav.index.walk import FileEntry, Skip, name_problem, shown, walk
 from codenav.proc import fork_pool
 from codenav.tokens import path_tsvector
 from codenav.versions import CHUNKER_VERSION
@@ -207,6 +207,10 @@ def _scan_paths(root: Path, rules: IgnoreRules, paths: list[str], max_bytes: int
         rel = rel.strip("/")
         if not rel:
             continue
+        problem = name_problem(rel)
+        if problem:  # never indexed: nothing of it is known to go
+            skips.append(Skip(shown(rel), "bad_name", problem))
+            continue
         full = root / rel
         try:
             st = os.lstat(full)
@@ -267,7 +271,8 @@ def _load_known(conn: psycopg.Connection, tree_id: int,
     if paths is None:
         rows = conn.execute(q.FILES_STATE, (tree_id,)).fetchall()
     else:
-        clean = [p.strip("/") for p in paths if p.strip("/")]
+        # a bad name was never indexed (and cannot be a statement's parameter)
+        clean = [p.strip("/") for p in paths if p.strip("/") and name_problem(p) is None]
         rows = conn.execute(q.FILES_STATE_PATHS, (tree_id, clean,
                                                   [_like_prefix(p) for p in clean])).fetchall()
     return {r[0]: _Known(r[1], r[2], r[3], r[4], r[5]) for r in rows}

@@ -1,7 +1,9 @@
 """Walking a repository root: which files to index, which to skip and why.
 
 Symlinks are never followed (a link is recorded as skipped), so a loop or a link out of the
-root cannot pull foreign files in. Paths are repo-relative and POSIX.
+root cannot pull foreign files in. Paths are repo-relative and POSIX. A name that is not
+valid UTF-8 or holds a line break cannot be stored or shown as a path: it is skipped
+(``bad_name``), and so is everything under a folder of such a name.
 """
 
 from __future__ import annotations
@@ -45,6 +47,26 @@ _RECORDED = {"ignored_dir", "lock_file", "secret", "binary", "symlink", "too_lar
              "unreadable", "bad_name"}
 
 
+def name_problem(path: str) -> str | None:
+    """Why a path cannot be indexed by its name (None: it can). Names come from the file
+    system and git as ``surrogateescape`` text: bytes that are not UTF-8 are surrogates,
+    which neither Postgres nor Redis can store."""
+    if "\n" in path or "\r" in path or "\0" in path:
+        return "control character in file name"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "file name is not valid UTF-8"
+    return None
+
+
+def shown(path: str) -> str:
+    """``path`` as it can be stored and shown: bytes that are not UTF-8 as U+FFFD, line
+    breaks escaped."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text.replace("\n", "\\n").replace("\r", "\\r").replace("\0", "\\0")
+
+
 def walk(root: Path, max_file_bytes: int, rules: IgnoreRules | None = None) -> WalkResult:
     rules = rules or IgnoreRules.for_root(root)
     files: list[FileEntry] = []
@@ -73,9 +95,9 @@ def _iter(root: Path, rel_dir: str, rules: IgnoreRules,
     for entry in entries:
         name = entry.name
         rel = f"{rel_dir}/{name}" if rel_dir else name
-        if "\n" in name or "\r" in name or "\0" in name:
-            yield Skip(rel.replace("\n", "\\n").replace("\r", "\\r"), "bad_name",
-                       "control character in file name")
+        problem = name_problem(name)
+        if problem:
+            yield Skip(shown(rel), "bad_name", problem)
             continue
         try:
             st = entry.stat(follow_symlinks=False)
