@@ -29,6 +29,7 @@ from rq.serializers import JSONSerializer
 
 from codenav.config import Settings
 from codenav.errors import ConfigError, Unavailable
+from codenav.index.walk import name_problem
 from codenav.jobs import keys
 
 INDEX_QUEUE = "codenav-index"
@@ -144,9 +145,9 @@ def request_paths(conn: redis.Redis, settings: Settings, repo_id: int,
     # Each request marks its paths anew, so a job that read a path before this change
     # cannot take it for the one it reconciled (see ``done_paths``).
     mark = uuid.uuid4().hex[:10]
-    # A name that is not UTF-8 (surrogates) cannot be a key; the full reconcile, which
-    # walks the folder, reports it as skipped (``bad_name``).
-    marks = {p: f"{k}@{mark}" for p, k in given.items() if p and _storable(p)}
+    # A name the index can never hold (not UTF-8: then not a Redis key either) is left
+    # to the full reconcile, which walks its folder and reports it as skipped (bad_name).
+    marks = {p: f"{k}@{mark}" for p, k in given.items() if p and name_problem(p) is None}
     if not marks:
         return None
     try:
@@ -157,14 +158,6 @@ def request_paths(conn: redis.Redis, settings: Settings, repo_id: int,
     except redis.RedisError as exc:
         raise Unavailable(f"cannot reach the queue: {exc}") from None
     return _enqueue_once(conn, settings, "paths", repo_id, JOB_PATHS)
-
-
-def _storable(path: str) -> bool:
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def request_refs(conn: redis.Redis, settings: Settings, repo_id: int,
