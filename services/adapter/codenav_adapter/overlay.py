@@ -32,8 +32,7 @@ from codenav.client import ApiClient
 from codenav.config import Settings
 from codenav.errors import CodenavError, Gone
 from codenav.index.blob import git_blob_sha, looks_binary
-from codenav.index.defaults import path_reason
-from codenav.index.walk import name_problem
+from codenav.index.defaults import name_problem, path_reason
 
 log = logging.getLogger("codenav.adapter")
 

@@ -32,9 +32,10 @@ from codenav.errors import Interrupted
 from codenav.graph import build as graph
 from codenav.graph import facts
 from codenav.index import gitread, terms
+from codenav.index.defaults import name_problem, shown
 from codenav.index.ignore import IGNORE_FILES, TreeIgnoreRules
 from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process_blobs, pooled
-from codenav.index.walk import FileEntry, Skip, name_problem, shown
+from codenav.index.walk import FileEntry, Skip
 from codenav.lang import language_for
 from codenav.proc import fork_pool
 from codenav.tokens import path_tsvector

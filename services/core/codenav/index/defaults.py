@@ -65,3 +65,23 @@ def path_reason(rel_path: str) -> str | None:
         if default_reason(part, True):
             return "ignored_dir"
     return default_reason(parts[-1], False)
+
+
+def name_problem(path: str) -> str | None:
+    """Why a path cannot be indexed by its name (None: it can). Names come from the file
+    system and git as ``surrogateescape`` text: bytes that are not UTF-8 are surrogates,
+    which neither Postgres nor Redis can store."""
+    if "\n" in path or "\r" in path or "\0" in path:
+        return "control character in file name"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "file name is not valid UTF-8"
+    return None
+
+
+def shown(path: str) -> str:
+    """``path`` as it can be stored and shown: bytes that are not UTF-8 as U+FFFD, line
+    breaks escaped."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text.replace("\n", "\\n").replace("\r", "\\r").replace("\0", "\\0")

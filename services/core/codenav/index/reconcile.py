@@ -28,11 +28,12 @@ from codenav.errors import Interrupted, NotFound, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
 from codenav.index import terms
+from codenav.index.defaults import name_problem, shown
 from codenav.index.gitinfo import head_commit, wait_for_checkout
 from codenav.index.gitread import is_bare
 from codenav.index.ignore import IgnoreRules
 from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process, pooled
-from codenav.index.walk import FileEntry, Skip, name_problem, shown, walk
+from codenav.index.walk import FileEntry, Skip, walk
 from codenav.proc import fork_pool
 from codenav.tokens import path_tsvector
 from codenav.versions import CHUNKER_VERSION

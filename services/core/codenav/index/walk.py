@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from codenav.index.defaults import name_problem, shown
 from codenav.index.ignore import IgnoreRules
 
 
@@ -45,26 +46,6 @@ class WalkResult:
 # Skips recorded per entry; gitignored paths are the user's own choice and are only counted.
 _RECORDED = {"ignored_dir", "lock_file", "secret", "binary", "symlink", "too_large",
              "unreadable", "bad_name"}
-
-
-def name_problem(path: str) -> str | None:
-    """Why a path cannot be indexed by its name (None: it can). Names come from the file
-    system and git as ``surrogateescape`` text: bytes that are not UTF-8 are surrogates,
-    which neither Postgres nor Redis can store."""
-    if "\n" in path or "\r" in path or "\0" in path:
-        return "control character in file name"
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return "file name is not valid UTF-8"
-    return None
-
-
-def shown(path: str) -> str:
-    """``path`` as it can be stored and shown: bytes that are not UTF-8 as U+FFFD, line
-    breaks escaped."""
-    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return text.replace("\n", "\\n").replace("\r", "\\r").replace("\0", "\\0")
 
 
 def walk(root: Path, max_file_bytes: int, rules: IgnoreRules | None = None) -> WalkResult:

@@ -29,7 +29,7 @@ from rq.serializers import JSONSerializer
 
 from codenav.config import Settings
 from codenav.errors import ConfigError, Unavailable
-from codenav.index.walk import name_problem
+from codenav.index.defaults import name_problem
 from codenav.jobs import keys
 
 INDEX_QUEUE = "codenav-index"
