@@ -6,11 +6,13 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
-from codenav.proc import fork_pool, map_shared
+from codenav.errors import ProcessLost
+from codenav.proc import Stall, map_shared, mark, supervised
 
 _BASE = 0
 
@@ -96,8 +98,9 @@ _SLOW_START = False
 
 
 def _start_and_end(ended: threading.Event) -> None:
-    with fork_pool(2, _init, (0,)):
-        pass  # terminated at once, before the processes have started
+    results = supervised(2, _init, (0,), _square, range(4))
+    next(results)
+    results.close()  # the processes are ended at once
     ended.set()
 
 
@@ -107,3 +110,62 @@ def _start_slowly() -> None:
 
 
 os.register_at_fork(after_in_child=_start_slowly)
+
+
+# --- supervised processes: deaths and stalls ------------------------------------------------
+def _die_once(task: tuple[int, str]) -> int:
+    n, flag = task
+    if n == 5 and not os.path.exists(flag):
+        open(flag, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return n
+
+
+def _always_die(n: int) -> int:
+    if n == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return n
+
+
+def _hang_on(task: tuple[int, int]) -> int:
+    """Marks each of its 4 items; hangs on item ``task[1]``."""
+    for item in range(4):
+        mark(item)
+        if item == task[1]:
+            time.sleep(600)
+    mark(-1)
+    return task[0]
+
+
+def test_a_killed_process_is_replaced_and_its_task_runs_again(tmp_path: Path) -> None:
+    before = _children()
+    flag = str(tmp_path / "died")
+    out = list(supervised(2, _init, (0,), _die_once, [(n, flag) for n in range(12)]))
+    assert os.path.exists(flag)  # one process did die
+    assert sorted(out) == list(range(12))
+    assert not _children() - before
+
+
+def test_a_task_that_kills_every_process_ends_the_run_with_the_reason() -> None:
+    before = _children()
+    with pytest.raises(ProcessLost, match="died 4 times"):
+        list(supervised(2, _init, (0,), _always_die, range(6)))
+    assert not _children() - before
+
+
+def test_a_process_that_holds_one_item_past_the_timeout_is_killed_and_the_stall_names_it(
+        ) -> None:
+    before = _children()
+    stalls: list[Stall[tuple[int, int]]] = []
+
+    def retry_without_hanging(stall: Stall[tuple[int, int]]) -> tuple[int, int]:
+        stalls.append(stall)
+        return stall.task[0], -1
+
+    started = time.monotonic()
+    out = list(supervised(2, _init, (0,), _hang_on, [(0, -1), (1, 2), (2, -1), (3, -1)],
+                          timeout_s=0.5, on_stall=retry_without_hanging))
+    assert sorted(out) == [0, 1, 2, 3]
+    assert [(s.task, s.item, s.timed_out, s.count) for s in stalls] == [((1, 2), 2, True, 1)]
+    assert time.monotonic() - started < 30
+    assert not _children() - before

@@ -71,6 +71,9 @@ class Settings:
     """Files larger than this are skipped (reason ``too_large``)."""
     parse_processes: int = 0
     """Parser processes per worker job; 0 means one per CPU core."""
+    parse_timeout_s: float = 60.0
+    """A parser process that spends longer on one file is killed; the file is stored as
+    plain text, or skipped if even that stalls (``codenav.index.ingest``)."""
     chunk_max_lines: int = 120
     """Declarations longer than this are split into overlapping parts."""
     chunk_overlap_lines: int = 10
@@ -128,6 +131,8 @@ class Settings:
             raise ConfigError("CODENAV_EMBED_QUERY_BUDGET_MS must be positive")
         if self.max_file_bytes <= 0:
             raise ConfigError("CODENAV_MAX_FILE_BYTES must be positive")
+        if self.parse_timeout_s <= 0:
+            raise ConfigError("CODENAV_PARSE_TIMEOUT_S must be positive")
         if self.chunk_max_lines < 10:
             raise ConfigError("CODENAV_CHUNK_MAX_LINES must be at least 10")
         if not 0 <= self.chunk_overlap_lines < self.chunk_max_lines // 2:

@@ -97,3 +97,7 @@ class Busy(Unavailable, code="busy"):
 
 class Interrupted(CodenavError, status=503, code="interrupted"):
     """Work stopped because its process is stopping; it is queued again and resumes."""
+
+
+class ProcessLost(CodenavError, code="process_lost"):
+    """A forked process died on the same task again and again (killed each time)."""

@@ -45,7 +45,7 @@ from codenav.graph import facts
 from codenav.index import commits, terms
 from codenav.index.blob import git_blob_sha
 from codenav.index.defaults import path_reason
-from codenav.index.ingest import FileResult, Ingester, checked
+from codenav.index.ingest import Batch, FileResult, ingest
 from codenav.index.walk import FileEntry
 from codenav.lang import language_for
 from codenav.versions import CHUNKER_VERSION
@@ -515,20 +515,18 @@ def _contents(settings: Settings, conn: psycopg.Connection, team: int,
         return found
     blobs = {str(s): bytes(d) for s, d in conn.execute(q.OVERLAY_BLOBS_GET,
                                                        (team, sorted({e.sha for e in rest})))}
-    items: list[Any] = []
+    entries, data = [], []
     for e in rest:
-        data = blobs.get(e.sha)
-        if data is None:  # collected since it was sent: the adapter sends it again
+        blob = blobs.get(e.sha)
+        if blob is None:  # collected since it was sent: the adapter sends it again
             found.append(FileResult(e.path, 0, 0, e.sha, skip="unavailable",
                                     detail="its upload expired; the adapter sends it again"))
             continue
-        items.append(checked(FileEntry(e.path, len(data), 0, e.sha), data,
-                             settings.max_file_bytes))
-    ingester = Ingester(settings, team_id=0)  # parsed here: a content anyone may share
-    try:
-        found += ingester.store(items)
-    finally:
-        ingester.close()
+        entries.append(FileEntry(e.path, len(blob), 0, e.sha))
+        data.append(blob)
+    if entries:  # parsed as any content: one anyone may share (team 0)
+        for results in ingest(settings, [Batch("", entries, "bytes", data)]):
+            found += results
     conn.execute(q.OVERLAY_BLOBS_DROP, (team, sorted(blobs)))
     return found
 

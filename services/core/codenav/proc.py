@@ -14,9 +14,13 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from multiprocessing.pool import AsyncResult, Pool
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from multiprocessing.pool import ExceptionWithTraceback  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Generic, TypeVar
+
+from codenav.errors import ProcessLost
 
 _PR_SET_PDEATHSIG = 1
 
@@ -151,67 +155,202 @@ def _pool_start(init: Callable[..., None], args: tuple[object, ...]) -> None:
     init(*args)
 
 
-@contextlib.contextmanager
-def fork_pool(processes: int, init: Callable[..., None],
-              args: tuple[object, ...] = ()) -> Iterator[Pool]:
-    """A pool of forked processes (each runs ``init(*args)`` first), terminated when the
-    block ends. Each process restores SIGTERM's default action first: a parent that
-    ignores SIGTERM or handles it gracefully (a service, a stopping stack) would otherwise
-    pass that on, and ``Pool.terminate`` would wait forever for a process it cannot stop.
-    (The processes are not SIGKILLed: one killed while it holds the task queue's lock
-    would leave ``terminate`` waiting for that lock.)
+# --- supervised processes -------------------------------------------------------------------
+# Work spread over forked processes that are watched: one that dies (killed, out of memory)
+# or holds one item of its task too long (a parser that hangs) is replaced, and its task is
+# handed out again, changed by the caller if it wants (``on_stall``). With a plain
+# ``multiprocessing.Pool``, a process killed mid-task lost that task's result for good, and
+# whoever waited for it waited for ever.
 
-    SIGTERM is held back from the fork until the default is restored: a process
-    terminated before that, as a pool ended at once on a loaded machine, ran the parent's
-    handler and lived on. The pool's thread that replaces a dead process is started with
-    it held back too."""
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+_SLOT: tuple[Any, Any, int] | None = None
+"""In a supervised process: the shared arrays it marks its item in, and its place in them."""
+
+RETRIES = 3
+"""How often a task is handed out again after its process died outside any marked item."""
+
+
+def mark(item: int) -> None:
+    """In a supervised process: item ``item`` of the current task is in hand from now on
+    (-1: none); a process that holds one item longer than the supervisor's timeout is
+    killed, and the stall names that item. Elsewhere a no-op."""
+    if _SLOT is not None:
+        items, since, slot = _SLOT
+        if item < 0:
+            since[slot] = 0.0
+            items[slot] = -1
+        else:
+            items[slot] = item
+            since[slot] = time.monotonic()
+
+
+@dataclass(frozen=True)
+class Stall(Generic[T]):
+    """A task whose process ended without its result."""
+
+    task: T
+    item: int
+    """The item of the task the process had in hand (``mark``), -1 when none."""
+    timed_out: bool
+    """True: it held that item longer than the timeout and was killed. False: it died."""
+    count: int
+    """How many times this task has stalled, this time included."""
+
+
+def _stall_default(stall: Stall[T]) -> T:
+    if stall.timed_out or stall.count > RETRIES:
+        what = (f"held item {stall.item} past its time" if stall.timed_out
+                else f"died {stall.count} times")
+        raise ProcessLost(f"a forked process {what} on the same task")
+    return stall.task
+
+
+def _child_main(conn: Connection, slot: int, shared: tuple[Any, Any],
+                init: Callable[..., None], args: tuple[object, ...],
+                func: Callable[[Any], Any]) -> None:
+    global _SLOT
+    _pool_start(init, args)
+    _SLOT = (shared[0], shared[1], slot)
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        try:
+            out: tuple[bool, object] = (True, func(task))
+        except BaseException as exc:  # noqa: BLE001 - it is the caller's to raise
+            out = (False, ExceptionWithTraceback(exc, exc.__traceback__))
+        finally:
+            mark(-1)
+        try:
+            conn.send(out)
+        except Exception as exc:  # noqa: BLE001 - a result or error that does not pickle
+            conn.send((False, ExceptionWithTraceback(
+                RuntimeError(f"{type(exc).__name__}: {exc}"), exc.__traceback__)))
+
+
+class _Child:
+    """One supervised process and the tasks handed to it, in the order it runs them."""
+
+    def __init__(self, slot: int, shared: tuple[Any, Any], init: Callable[..., None],
+                 args: tuple[object, ...], func: Callable[[Any], Any]) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self.slot = slot
+        shared[0][slot], shared[1][slot] = -1, 0.0
+        self.conn, theirs = ctx.Pipe()
+        self.process = ctx.Process(target=_child_main, daemon=True,
+                                   args=(theirs, slot, shared, init, args, func))
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        try:  # SIGTERM held back until the child restored its default (``_pool_start``)
+            self.process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        theirs.close()
+        self.tasks: deque[tuple[int, Any]] = deque()
+
+    def send(self, seq: int, task: object) -> None:
+        self.tasks.append((seq, task))
+        self.conn.send(task)
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+
+def supervised(processes: int, init: Callable[..., None], args: tuple[object, ...],
+               func: Callable[[T], R], tasks: Iterable[T], *,
+               local: Callable[[T], R] | None = None, timeout_s: float | None = None,
+               on_stall: Callable[[Stall[T]], T] | None = None, depth: int = 2) -> Iterator[R]:
+    """``func(task)`` for every task, in ``processes`` processes; results come as they are
+    ready, in no set order.
+
+    The processes are forked, and each runs ``init(*args)`` first. With ``local``, this
+    process is one of them: it runs ``local(task)`` between handing out tasks, and
+    ``processes - 1`` are forked. Each forked process holds up to ``depth`` tasks, so it
+    does not wait for this one before its next.
+
+    A forked process that dies, or that holds one marked item (``mark``) longer than
+    ``timeout_s`` (it is killed then), is replaced. Its task goes back to the front of the
+    queue as ``on_stall`` returns it. By default it goes back unchanged after a death, up to
+    ``RETRIES`` times, and a timeout raises ``ProcessLost``. A task that raises ends the
+    others, and its exception reaches the caller."""
+    todo: deque[tuple[int, T]] = deque(enumerate(tasks))
+    children_n = processes - (1 if local is not None else 0)
+    if children_n < 1 or not todo:
+        run = local if local is not None else func
+        yield from (run(task) for _, task in todo)
+        return
+    children_n = min(children_n, len(todo))
+    stall = on_stall if on_stall is not None else _stall_default
+    ctx = multiprocessing.get_context("fork")
+    shared = (ctx.RawArray("i", children_n), ctx.RawArray("d", children_n))
+    stalls: dict[int, int] = {}
+    children: list[_Child] = []
+    pending = len(todo)
+    ended = False
     try:
-        pool = multiprocessing.get_context("fork").Pool(processes, initializer=_pool_start,
-                                                        initargs=(init, args))
+        children = [_Child(slot, shared, init, args, func) for slot in range(children_n)]
+        while pending:
+            for child in children:
+                while len(child.tasks) < depth and todo:
+                    child.send(*todo.popleft())
+            if local is not None and todo:
+                pending -= 1
+                yield local(todo.popleft()[1])
+            busy = [c for c in children if c.tasks]
+            if busy and (local is None or not todo):
+                tick = None if timeout_s is None else min(1.0, timeout_s / 4)
+                wait([c.conn for c in busy] + [c.process.sentinel for c in busy], tick)
+            for i, child in enumerate(children):
+                while child.tasks and child.conn.poll():
+                    try:
+                        ok, value = child.conn.recv()
+                    except (EOFError, OSError):
+                        break
+                    child.tasks.popleft()
+                    if not ok:
+                        raise value
+                    pending -= 1
+                    yield value
+                if not child.tasks:
+                    continue
+                items, since = shared
+                started = since[child.slot]
+                timed_out = (timeout_s is not None and started > 0
+                             and time.monotonic() - started > timeout_s)
+                if not timed_out and child.process.is_alive():
+                    continue
+                child.kill()  # the item is read once it can no longer move on
+                item = items[child.slot]
+                seq, task = child.tasks.popleft()
+                stalls[seq] = stalls.get(seq, 0) + 1
+                todo.extendleft(reversed(child.tasks))
+                todo.appendleft((seq, stall(Stall(task, item, timed_out, stalls[seq]))))
+                children[i] = _Child(child.slot, shared, init, args, func)
+        ended = True
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-    try:
-        yield pool
-    finally:
-        pool.terminate()
+        for child in children:
+            if ended:
+                with contextlib.suppress(OSError, ValueError):
+                    child.conn.send(None)
+        for child in children:
+            if ended:
+                child.process.join(5)
+            child.kill()
 
 
 def map_shared(processes: int, init: Callable[..., None], args: tuple[object, ...],
                func: Callable[[T], R], tasks: Iterable[T],
                local: Callable[[T], R]) -> Iterator[R]:
-    """``processes`` working through ``tasks``, this one among them: ``processes - 1``
-    forked ones run ``func`` (after ``init(*args)``), and this process runs ``local``
-    between handing out tasks. Results come as they are ready, in no set order.
+    """``processes`` working through ``tasks``, this one among them (``supervised`` with
+    ``local``): ``processes - 1`` forked ones run ``func`` (after ``init(*args)``), and this
+    process runs ``local`` between handing out tasks.
 
     The process that hands out the tasks mostly waited for them. Filling Apache Kafka's
     deferred graph facts, it waited at 64 MB beside two parser processes of about 105 MB
     each (45 MB of it shared with it); parsing a share itself with one parser process, the
-    stack's summed RSS in that phase peaked at 1,001 MB instead of 1,064 MB.
-    Each forked process has up to two tasks handed to it, so it does not wait for this
-    one to finish a task before it gets its next."""
-    children = processes - 1
-    todo = iter(tasks)
-    if children < 1:
-        yield from map(local, todo)
-        return
-    with fork_pool(children, init, args) as pool:
-        handed: deque[AsyncResult[R]] = deque()
-        while True:
-            while len(handed) < 2 * children and (task := next(todo, _END)) is not _END:
-                handed.append(pool.apply_async(func, (task,)))
-            for _ in range(len(handed)):
-                result = handed.popleft()
-                if result.ready():
-                    yield result.get()
-                else:
-                    handed.append(result)
-            task = next(todo, _END)
-            if task is _END:
-                break
-            yield local(task)  # type: ignore[arg-type]
-        while handed:
-            yield handed.popleft().get()
-
-
-_END = object()
+    stack's summed RSS in that phase peaked at 1,001 MB instead of 1,064 MB."""
+    return supervised(processes, init, args, func, tasks, local=local)

@@ -183,7 +183,7 @@ def test_a_name_that_is_not_utf8_or_holds_a_line_break_is_skipped_and_the_rest_i
     skipped = {r[0]: (r[1], r[2]) for r in conn.execute(
         "SELECT path, reason, detail FROM skipped")}
     assert skipped == {"bad\ufffd.py": ("bad_name", "file name is not valid UTF-8"),
-                       "d\ufffdir": ("bad_name", "file name is not valid UTF-8"),
+                       "d\ufffdir/": ("bad_name", "file name is not valid UTF-8"),
                        "new\\nline.py": ("bad_name", "control character in file name")}
     # a path job names it as the watcher saw it (surrogates): skipped again, the rest done
     (root / "good.py").write_text("def good():\n    return 5\n")

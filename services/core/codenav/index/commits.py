@@ -34,18 +34,15 @@ from codenav.graph import facts
 from codenav.index import gitread, terms
 from codenav.index.defaults import name_problem, shown
 from codenav.index.ignore import IGNORE_FILES, TreeIgnoreRules
-from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process_blobs, pooled
+from codenav.index.ingest import Batch, FileResult, ingest
 from codenav.index.walk import FileEntry, Skip
 from codenav.lang import language_for
-from codenav.proc import fork_pool
 from codenav.tokens import path_tsvector
 from codenav.versions import CHUNKER_VERSION
 
 log = logging.getLogger("codenav.index.commits")
 
 BATCH_FILES = 48
-INLINE_LIMIT = 24
-"""Fewer blobs to parse than this are parsed in the job's own process (no pool start-up)."""
 IGNORE_FILE_MAX = 256 * 1024
 
 
@@ -241,22 +238,9 @@ def resolve_contents(conn: psycopg.Connection, files: list[FileEntry], known: di
 
 def ingest_blobs(settings: Settings, gdir: Path, todo: list[FileEntry],
                  team_id: int = 0) -> Iterator[list[FileResult]]:
-    """Read and store blobs in batches (in parser processes when there are many)."""
-    if not todo:
-        return
-    batches = [todo[i:i + BATCH_FILES] for i in range(0, len(todo), BATCH_FILES)]
-    processes = min(settings.workers(), len(batches))
-    if len(todo) < INLINE_LIMIT or processes <= 1:
-        own = Ingester(settings, team_id=team_id)
-        try:
-            for batch in batches:
-                yield own.process_blobs(gdir, batch)
-        finally:
-            own.close()
-        return
-    with fork_pool(processes, pool_init, (settings, False, team_id)) as pool:
-        yield from pooled(pool.imap_unordered(pool_process_blobs,
-                                              [(str(gdir), b) for b in batches]))
+    """Read and store blobs in batches, in parser processes."""
+    yield from ingest(settings, [Batch(str(gdir), todo[i:i + BATCH_FILES], "git")
+                                 for i in range(0, len(todo), BATCH_FILES)], team_id=team_id)
 
 
 def index_commit(settings: Settings, conn: psycopg.Connection, repo: Repo, gdir: Path,

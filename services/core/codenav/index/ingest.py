@@ -13,9 +13,11 @@ Secrets inside a file are redacted before it is parsed (``codenav.index.redact``
 from __future__ import annotations
 
 import json
+import logging
 import os
+import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
@@ -23,16 +25,22 @@ import psycopg
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
+from codenav.errors import ProcessLost
 from codenav.graph.extract import extract as graph_facts
+from codenav.index import redact as redaction
 from codenav.index.blob import decode, git_blob_sha, looks_binary, looks_minified
+from codenav.index.defaults import shown
 from codenav.index.gitread import BlobReader
 from codenav.index.redact import describe, redact
 from codenav.index.terms import write_terms
 from codenav.index.walk import FileEntry
 from codenav.lang import language_for
-from codenav.parse.chunker import ChunkLimits, note_languages, parse_file
+from codenav.parse.chunker import ChunkLimits, note_languages, parse_file, preload_grammars
+from codenav.proc import RETRIES, Stall, mark, supervised
 from codenav.tokens import chunk_tsvector
 from codenav.versions import CHUNKER_VERSION
+
+log = logging.getLogger("codenav.index")
 
 
 @dataclass(frozen=True)
@@ -53,19 +61,48 @@ class _Read:
     data: bytes
     sha: str
     language: str
+    item: int = -1
+    """Its place in the batch (``mark``)."""
+    as_text: str = ""
+    """Why its structure is not read (an earlier try of the batch stalled on it)."""
+
+
+@dataclass
+class Batch:
+    """Files for one parser process's task: where they are read from, and what earlier
+    tries of this batch stalled on (``codenav.proc.supervised``)."""
+
+    where: str
+    """The root directory (``disk``) or the git directory (``git``)."""
+    entries: list[FileEntry]
+    source: str = "disk"
+    """``disk``, ``git`` (``entries`` are blob ids) or ``bytes`` (``data`` holds them)."""
+    data: list[bytes] = field(default_factory=list)
+    as_text: dict[int, str] = field(default_factory=dict)
+    """Entries whose structure is not read, and why: a try stalled while parsing them."""
+    skip: dict[int, str] = field(default_factory=dict)
+    """Entries left out, and why: a try stalled on them even as plain text."""
+    deaths: dict[int, int] = field(default_factory=dict)
+    """Times a process died on each entry (killed from outside, once, is no verdict)."""
+    lost: int = 0
+    """Times a process died on this batch outside any entry."""
 
 
 def read_entry(root: Path, entry: FileEntry, max_bytes: int) -> _Read | FileResult:
     """Read one file without following a symlink swapped in since the walk."""
     path = root / entry.path
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:  # not blocking: a FIFO swapped in since the walk would wait for a writer for ever
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
     except OSError as exc:
         reason = "symlink" if exc.errno == 40 else "unreadable"
         return FileResult(entry.path, entry.size, entry.mtime_ns, skip=reason,
                           detail=exc.strerror or str(exc))
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            return FileResult(entry.path, entry.size, entry.mtime_ns, skip="unreadable",
+                              detail="not a regular file")
         with os.fdopen(fd, "rb") as handle:
             data = handle.read(max_bytes + 1)
     except OSError as exc:
@@ -124,18 +161,37 @@ class Ingester:
 
     def process(self, root: Path, entries: list[FileEntry]) -> list[FileResult]:
         """Read ``entries`` under ``root`` from disk, and store what is new."""
-        return self.store([read_entry(root, e, self.settings.max_file_bytes) for e in entries])
+        return self.run(Batch(str(root), entries))
 
-    def process_blobs(self, gdir: Path, entries: list[FileEntry]) -> list[FileResult]:
-        """Read ``entries`` of a commit from the git directory ``gdir`` by their blob ids
-        (one ``git cat-file --batch`` per process, kept between batches), and store what
-        is new."""
-        if self._blobs is None or self._blobs.gdir != gdir:
-            if self._blobs is not None:
-                self._blobs.close()
-            self._blobs = BlobReader(gdir)
-        return self.store([read_blob(self._blobs, e, self.settings.max_file_bytes)
-                           for e in entries])
+    def run(self, batch: Batch) -> list[FileResult]:
+        """Read the batch's files (from disk, git or the bytes it holds), and store what is
+        new. Each file is marked while it is read and again while it is parsed
+        (``codenav.proc.mark``): a supervisor that kills a process stuck on one knows which."""
+        limit = self.settings.max_file_bytes
+        if batch.source == "git":
+            if self._blobs is None or self._blobs.gdir != Path(batch.where):
+                if self._blobs is not None:
+                    self._blobs.close()
+                self._blobs = BlobReader(Path(batch.where))
+        items: list[_Read | FileResult] = []
+        for i, e in enumerate(batch.entries):
+            if i in batch.skip:
+                items.append(FileResult(e.path, e.size, e.mtime_ns, skip="stalled",
+                                        detail=batch.skip[i]))
+                continue
+            mark(i)
+            if batch.source == "git":
+                assert self._blobs is not None
+                item = read_blob(self._blobs, e, limit)
+            elif batch.source == "bytes":
+                item = checked(e, batch.data[i], limit)
+            else:
+                item = read_entry(Path(batch.where), e, limit)
+            if isinstance(item, _Read):
+                item.item, item.as_text = i, batch.as_text.get(i, "")
+            items.append(item)
+        mark(-1)
+        return self.store(items)
 
     def store(self, items: list[_Read | FileResult]) -> list[FileResult]:
         """Store the contents of ``items`` the index lacks (parsed once, whichever process
@@ -206,15 +262,19 @@ class Ingester:
         facts = []
         found: dict[str, str] = {}
         for r in reads:  # secrets out first: nothing below ever sees them
+            mark(r.item)
             text, redacted = redact(decode(r.data).text, r.entry.path)
             found[r.sha] = json.dumps(describe(redacted))
-            pf = parse_file(text, r.language, self.limits)
+            pf = parse_file(text, r.language, self.limits, structure=not r.as_text)
+            if r.as_text:
+                pf.error = r.as_text
             facts.append([] if pf.error or self.defer_facts else
                          graph_facts(text, r.language, pf.symbols, pf.tree, pf.src))
             # One syntax tree alive at a time. A batch's trees held until its facts were
             # extracted: parsing all of Kafka in one process grew it by 107 MB, not 73.
             pf.tree, pf.src = None, b""
             parsed.append((r, text, pf))
+        mark(-1)
         with self.conn.transaction():
             with self.conn.cursor() as cur:
                 with cur.copy(q.STAGE_COPY) as copy:
@@ -255,7 +315,7 @@ class Ingester:
         return inserted
 
 
-# --- process-pool plumbing ----------------------------------------------------------------
+# --- parser processes ---------------------------------------------------------------------
 _INGESTER: Ingester | None = None
 
 
@@ -264,16 +324,64 @@ def pool_init(settings: Settings, defer_facts: bool = False, team_id: int = 0) -
     _INGESTER = Ingester(settings, defer_facts, team_id)
 
 
-def pool_process(args: tuple[str, list[FileEntry]]) -> list[FileResult]:
+def pool_run(batch: Batch) -> list[FileResult]:
     assert _INGESTER is not None, "pool_init did not run"
-    root, entries = args
-    return _INGESTER.process(Path(root), entries)
+    return _INGESTER.run(batch)
 
 
-def pool_process_blobs(args: tuple[str, list[FileEntry]]) -> list[FileResult]:
-    assert _INGESTER is not None, "pool_init did not run"
-    gdir, entries = args
-    return _INGESTER.process_blobs(Path(gdir), entries)
+def ingest(settings: Settings, batches: list[Batch], defer_facts: bool = False,
+           team_id: int = 0) -> Iterator[list[FileResult]]:
+    """Read and store ``batches`` in parser processes (one per core at most, one at least),
+    each batch's results as they come.
+
+    The processes are supervised (``codenav.proc.supervised``). A parser that hangs on a
+    file (a grammar's pathological case, as tree-sitter has had) is killed after
+    ``parse_timeout_s`` on that one file, and the batch runs again with the file stored as
+    plain text, its ``parse_error`` saying why; if it stalls even so, the file is skipped
+    (``stalled``). A process killed from outside is replaced and its batch runs again; one
+    killed twice on the same file is treated as stalled on it. Nothing is parsed in the
+    calling process, so no file can hold it (a job, the watcher's edits behind it)."""
+    if not batches:
+        return
+    # what every process needs, built here once and inherited (each process built the
+    # secret detectors anew in 0.2-0.3 s, and loaded its grammars)
+    redaction.preload()
+    preload_grammars({language_for(e.path) for b in batches for e in b.entries})
+    processes = max(1, min(settings.workers(), len(batches)))
+    yield from pooled(supervised(processes, pool_init, (settings, defer_facts, team_id),
+                                 pool_run, batches, timeout_s=settings.parse_timeout_s,
+                                 on_stall=lambda stall: _stalled(settings, stall)))
+
+
+def _stalled(settings: Settings, stall: Stall[Batch]) -> Batch:
+    """The batch to run again after its process stopped without its results."""
+    batch, item = stall.task, stall.item
+    if item < 0:
+        batch.lost += 1
+        if batch.lost > RETRIES:
+            raise ProcessLost(f"a parser process died {batch.lost} times on a batch of "
+                              f"{len(batch.entries)} files, outside any of them",
+                              hint="see the worker's log and the system's (out of memory?)")
+        log.warning("a parser process died; its batch of %d files runs again",
+                    len(batch.entries))
+        return batch
+    path = shown(batch.entries[item].path)
+    if stall.timed_out:
+        what = f"took longer than {settings.parse_timeout_s:g} s"
+    else:
+        batch.deaths[item] = batch.deaths.get(item, 0) + 1
+        if batch.deaths[item] < 2:
+            log.warning("a parser process died on %s; its batch runs again", path)
+            return batch
+        batch.deaths[item] = 0
+        what = "killed its parser process twice"
+    if item not in batch.as_text:
+        batch.as_text[item] = f"parsing it {what}"
+        log.warning("%s: parsing it %s; it is stored as plain text", path, what)
+    else:
+        batch.skip[item] = f"reading it {what}, even as plain text"
+        log.warning("%s: reading it %s, even as plain text; it is skipped", path, what)
+    return batch
 
 
 def pooled(results: Iterable[list[FileResult]]) -> Iterator[list[FileResult]]:

@@ -32,9 +32,8 @@ from codenav.index.defaults import name_problem, shown
 from codenav.index.gitinfo import head_commit, wait_for_checkout
 from codenav.index.gitread import is_bare
 from codenav.index.ignore import IgnoreRules
-from codenav.index.ingest import FileResult, Ingester, pool_init, pool_process, pooled
+from codenav.index.ingest import Batch, FileResult, ingest
 from codenav.index.walk import FileEntry, Skip, walk
-from codenav.proc import fork_pool
 from codenav.tokens import path_tsvector
 from codenav.versions import CHUNKER_VERSION
 
@@ -42,8 +41,6 @@ log = logging.getLogger("codenav.index.reconcile")
 
 BATCH_FILES = 48
 CHECKOUT_WAIT_S = 60.0
-INLINE_LIMIT = 24
-"""Fewer changed files than this are parsed in the job's own process (no pool start-up)."""
 
 
 @dataclass
@@ -366,20 +363,8 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, target: tuple[int, 
 
 def _ingest(settings: Settings, root: Path, todo: list[FileEntry],
             defer_facts: bool = False, team_id: int = 0) -> Iterator[list[FileResult]]:
-    if not todo:
-        return
-    processes = min(settings.workers(), max(1, len(todo) // BATCH_FILES))
-    if len(todo) < INLINE_LIMIT or processes <= 1:
-        ingester = Ingester(settings, defer_facts, team_id)
-        try:
-            for batch in _batches(todo, BATCH_FILES):
-                yield ingester.process(root, batch)
-        finally:
-            ingester.close()
-        return
-    tasks = [(str(root), batch) for batch in _batches(todo, BATCH_FILES)]
-    with fork_pool(processes, pool_init, (settings, defer_facts, team_id)) as pool:
-        yield from pooled(pool.imap_unordered(pool_process, tasks))
+    yield from ingest(settings, [Batch(str(root), batch) for batch in _batches(todo, BATCH_FILES)],
+                      defer_facts, team_id)
 
 
 def _apply(conn: psycopg.Connection, target: tuple[int, int], results: list[FileResult],

@@ -77,8 +77,9 @@ def _iter(root: Path, rel_dir: str, rules: IgnoreRules,
         name = entry.name
         rel = f"{rel_dir}/{name}" if rel_dir else name
         problem = name_problem(name)
-        if problem:
-            yield Skip(shown(rel), "bad_name", problem)
+        if problem:  # a folder's skip ends in "/", as every skipped folder's does
+            folder = entry.is_dir(follow_symlinks=False)
+            yield Skip(shown(rel) + ("/" if folder else ""), "bad_name", problem)
             continue
         try:
             st = entry.stat(follow_symlinks=False)

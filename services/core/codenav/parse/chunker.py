@@ -68,14 +68,17 @@ def languages_met() -> set[str]:
     return _LOADED | _MET
 
 
-def parse_file(text: str, language: str, limits: ChunkLimits = ChunkLimits()) -> ParsedFile:
+def parse_file(text: str, language: str, limits: ChunkLimits = ChunkLimits(),
+               structure: bool = True) -> ParsedFile:
+    """A file's chunks and symbols; ``structure`` false: line windows only, as for a
+    language without a structure parser (a file the parser stalled on)."""
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
     result = ParsedFile(language=language, line_count=len(lines))
     if not lines:
         return result
-    if language in STRUCTURED:
+    if structure and language in STRUCTURED:
         try:
             _structured(text, lines, language, limits, result)
             return result
@@ -83,7 +86,7 @@ def parse_file(text: str, language: str, limits: ChunkLimits = ChunkLimits()) ->
             result.chunks.clear()
             result.symbols.clear()
             result.error = f"{type(exc).__name__}: {exc}"[:200]
-    if language == "markdown":
+    if language == "markdown" and structure:
         result.chunks = _markdown(lines, limits)
     else:
         result.chunks = _windows(lines, 0, len(lines) - 1, "text", limits)
