@@ -121,10 +121,10 @@ def test_what_a_stalled_batch_becomes(settings: Settings) -> None:
     again = _stalled(settings, Stall(again, 1, timed_out=False, count=2))
     assert again.as_text == {1: "parsing it killed its parser process twice"}
     again = _stalled(settings, Stall(again, 2, timed_out=True, count=3))
-    assert again.as_text[2] == "parsing it took longer than 60 s"
+    assert again.as_text[2] == "parsing it took longer than 20 s"
     # stalled even as plain text: left out, with the reason
     again = _stalled(settings, Stall(again, 2, timed_out=True, count=4))
-    assert again.skip == {2: "reading it took longer than 60 s, even as plain text"}
+    assert again.skip == {2: "reading it took longer than 20 s, even as plain text"}
 
 
 def test_a_fifo_swapped_in_since_the_walk_is_not_waited_for(tmp_path: Path) -> None:
