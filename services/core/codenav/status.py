@@ -59,6 +59,17 @@ def redactions(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
     return out
 
 
+def as_text(conn: psycopg.Connection, scope: Scope) -> dict[str, Any] | None:
+    """Files indexed as plain text because their structure could not be read, or None."""
+    rows = conn.execute(scope.sql(q.REPO_AS_TEXT), scope.params(k=SKIPPED_SHOWN)).fetchall()
+    if not rows:
+        return None
+    return {"total": int(rows[0][2]),
+            "message": "indexed as plain text, without symbols or a code graph: their "
+                       "structure could not be read",
+            "examples": [{"path": path, "reason": reason} for path, reason, _n in rows]}
+
+
 def file_count(conn: psycopg.Connection, scope: Scope) -> int:
     row = conn.execute(scope.sql(q.REPO_COUNTS), scope.params()).fetchone()
     return int(row[0]) if row else 0
@@ -97,6 +108,9 @@ def repo_status(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
                     "examples": skipped_list},
         "redacted": redactions(conn, scope),
     }
+    text_only = as_text(conn, scope)
+    if text_only:
+        out["as_text"] = text_only
     grep_pending = conn.execute(scope.sql(q.REPO_GREP_PENDING), scope.params()).fetchone()
     if grep_pending and grep_pending[0]:
         out["grep_index"] = {

@@ -16,12 +16,14 @@ from pathlib import Path
 import psutil
 import psycopg
 
-from codenav import repos
+from codenav import repos, status
+from codenav.access import Scope
 from codenav.config import Settings
 from codenav.index import reconcile
 from codenav.index.ingest import Batch, _stalled, read_entry
 from codenav.index.walk import FileEntry
 from codenav.proc import Stall
+from codenav.tools.status import render
 
 
 def _java_class(name: str, methods: int) -> str:
@@ -69,6 +71,13 @@ def test_a_file_that_outlasts_the_parse_timeout_is_stored_as_text_and_the_rest_p
     assert all(got[p][:2] == ("", 1) for p in files if p.endswith(".py"))
     assert conn.execute("SELECT count(*) FROM skipped WHERE repo_id = %s",
                         (repo.id,)).fetchone() == (0,)
+    # status names it, and why
+    answer = status.repo_status(conn, Scope.system(repos.get(conn, repo.id)))
+    assert answer["as_text"]["total"] == 1
+    assert answer["as_text"]["examples"] == [{"path": "src/Big.java",
+                                              "reason": "parsing it took longer than 0.5 s"}]
+    assert ("indexed as plain text (structure not read): 1: src/Big.java (parsing it took "
+            "longer than 0.5 s)") in render({"repos": [answer]})
 
 
 def test_a_parser_process_killed_mid_batch_is_replaced_and_its_batch_runs_again(

@@ -751,6 +751,13 @@ SKIPPED_LIST = """
 SELECT path, reason, detail FROM skipped WHERE tree_id = %(tree)s AND repo_id = ANY(%(visible)s::int[])
 ORDER BY reason, path LIMIT %(k)s"""
 REPO_GITIGNORED = "SELECT gitignored FROM trees WHERE id = %(tree)s AND repo_id = ANY(%(visible)s::int[])"
+# Files indexed as plain text because their structure could not be read (a parse error, or
+# a parser that stalled on them), with the reason.
+REPO_AS_TEXT = """
+SELECT f.path, co.parse_error, count(*) OVER ()
+FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND co.parse_error <> ''
+ORDER BY f.path LIMIT %(k)s"""
 # Files whose secrets were redacted, with each redaction (line and kind).
 REPO_REDACTIONS = """
 SELECT f.path, co.redactions, count(*) OVER (), sum(jsonb_array_length(co.redactions)) OVER ()

@@ -41,6 +41,12 @@ def render(data: dict[str, Any]) -> str:
         if skipped.get("total"):
             reasons = ", ".join(f"{k} {v}" for k, v in skipped.get("by_reason", {}).items())
             out.append(f"  skipped {skipped['total']}: {reasons}")
+        text_only = r.get("as_text") or {}
+        if text_only.get("total"):
+            files = ", ".join(f"{f['path']} ({f['reason']})" for f in
+                              text_only.get("examples", [])[:5])
+            out.append(f"  indexed as plain text (structure not read): {text_only['total']}: "
+                       f"{files}")
         redacted = r.get("redacted") or {}
         if redacted.get("secrets"):
             files = ", ".join(f"{f['path']} ({f['count']})" for f in
