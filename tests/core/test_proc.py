@@ -169,3 +169,15 @@ def test_a_process_that_holds_one_item_past_the_timeout_is_killed_and_the_stall_
     assert [(s.task, s.item, s.timed_out, s.count) for s in stalls] == [((1, 2), 2, True, 1)]
     assert time.monotonic() - started < 30
     assert not _children() - before
+
+
+def _refuse(base: int) -> None:
+    raise ConnectionError(f"store refused ({base})")
+
+
+def test_a_process_that_cannot_start_reports_why() -> None:
+    """Its start failed the same way each time: the caller gets that error, at once."""
+    before = _children()
+    with pytest.raises(ConnectionError, match="store refused"):
+        list(supervised(2, _refuse, (7,), _square, range(6)))
+    assert not _children() - before

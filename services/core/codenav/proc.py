@@ -208,7 +208,11 @@ def _child_main(conn: Connection, slot: int, shared: tuple[Any, Any],
                 init: Callable[..., None], args: tuple[object, ...],
                 func: Callable[[Any], Any]) -> None:
     global _SLOT
-    _pool_start(init, args)
+    try:
+        _pool_start(init, args)
+    except Exception as exc:  # noqa: BLE001 - the caller raises it (a store that refused)
+        conn.send((False, ExceptionWithTraceback(exc, exc.__traceback__)))
+        return
     _SLOT = (shared[0], shared[1], slot)
     while True:
         try:
@@ -251,12 +255,29 @@ class _Child:
 
     def send(self, seq: int, task: object) -> None:
         self.tasks.append((seq, task))
-        self.conn.send(task)
+        with contextlib.suppress(OSError):  # it died: its tasks are handed out again
+            self.conn.send(task)
 
-    def kill(self) -> None:
+    def results(self) -> Iterator[Any]:
+        """The answers waiting in the pipe, each taking its task off; a failed task's
+        exception is raised."""
+        while self.tasks and self.conn.poll():
+            try:
+                ok, value = self.conn.recv()
+            except (EOFError, OSError):
+                return
+            self.tasks.popleft()
+            if not ok:
+                raise value
+            yield value
+
+    def stop(self) -> None:
         with contextlib.suppress(OSError, ValueError):
             self.process.kill()
         self.process.join(5)
+
+    def kill(self) -> None:
+        self.stop()
         self.conn.close()
 
 
@@ -305,14 +326,7 @@ def supervised(processes: int, init: Callable[..., None], args: tuple[object, ..
                 tick = None if timeout_s is None else min(1.0, timeout_s / 4)
                 wait([c.conn for c in busy] + [c.process.sentinel for c in busy], tick)
             for i, child in enumerate(children):
-                while child.tasks and child.conn.poll():
-                    try:
-                        ok, value = child.conn.recv()
-                    except (EOFError, OSError):
-                        break
-                    child.tasks.popleft()
-                    if not ok:
-                        raise value
+                for value in child.results():
                     pending -= 1
                     yield value
                 if not child.tasks:
@@ -323,8 +337,18 @@ def supervised(processes: int, init: Callable[..., None], args: tuple[object, ..
                              and time.monotonic() - started > timeout_s)
                 if not timed_out and child.process.is_alive():
                     continue
-                child.kill()  # the item is read once it can no longer move on
+                head = child.tasks[0][0]
+                child.stop()  # what it answered before it ended is read, then its item
+                for value in child.results():
+                    pending -= 1
+                    yield value
                 item = items[child.slot]
+                if child.tasks and child.tasks[0][0] != head:
+                    timed_out = False  # the slow task ended as it was killed: not this one
+                child.conn.close()
+                if not child.tasks:  # it ended after its last answer
+                    children[i] = _Child(child.slot, shared, init, args, func)
+                    continue
                 seq, task = child.tasks.popleft()
                 stalls[seq] = stalls.get(seq, 0) + 1
                 todo.extendleft(reversed(child.tasks))
