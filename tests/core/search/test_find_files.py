@@ -16,7 +16,7 @@ from codenav.config import Settings
 from codenav.index import reconcile
 from codenav.lang import conventions
 from codenav.search import features, find, learned
-from codenav.search.query import parse_query
+from codenav.search.query import is_release, parse_query
 from tests.gradle_project import GRADLE_PROJECT
 from tests.teamkit import write_tree
 
@@ -251,3 +251,47 @@ def test_search_ranks_a_build_scripts_blocks_first_when_the_query_is_about_the_b
     assert bump["results"][0]["path"] == "client/build.gradle.kts", bump
     code = chunks.search(conn, scope, "release a connection", 3, mode="lexical")
     assert code["results"][0]["path"] == "client/src/main/kotlin/acme/ConnectionPool.kt", code
+
+
+@pytest.mark.parametrize("text", [
+    "release 7.0", "release: 4.4.1", "4.4.2", "start version 8.0.1.dev0",
+    "Prepare version 2.0.0-alpha.1.", "Update version to v13.24.0",
+    "Ready release gin 1.9.1 (by: thinkerou) (#3630)",
+    "docs: document and finalize Gin v1.12.0 release (#4551)"])
+def test_a_release_or_version_bump_is_a_release_query(text: str) -> None:
+    assert is_release(text)
+
+
+@pytest.mark.parametrize("text", [
+    "build: update Gin minimum Go version to 1.21 (#3960)",  # a dependency's version
+    "Update version references from 8.0 to 7.4 for upcoming release",
+    "chore(security): upgrade quic-go version to 0.48.2",
+    "Fix a crash in the release 2.3 upgrade path when the config file holds no section",
+    "release the lock before 2 retries", "This is 6.0"])
+def test_other_queries_that_name_a_version_or_a_release_are_not(text: str) -> None:
+    assert not is_release(text)
+
+
+RELEASED = {
+    "src/shop/__init__.py": 'from shop.cart import Cart\n\n__version__ = "1.2.0"\n',
+    "src/shop/cart.py": "class Cart:\n    def add(self, item):\n        return item\n",
+    "src/shop/publish.py": 'MIN_PYTHON_VERSION_NOTE = "see docs"\nminVersion = "3.8"\n\n\n'
+                           "def release_notes(version):\n    return f'release {version}'\n",
+    "docs/conf.py": 'project = "shop"\nversion = "1.2"\n',
+    ".github/workflows/ci.yml": "jobs:\n  test:\n    python-version: 3.11\n",
+}
+
+
+def test_a_release_query_puts_the_file_that_declares_the_version_first(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A release commit changes the file that declares the version; its words name nothing
+    else, so ranking by them put the code that mentions releases first."""
+    scope = Scope.system(_indexed(settings, conn, tmp_path / "shop", RELEASED))
+    answer = find.find_files(conn, scope, "release 1.3.0", 3, mode="lexical")
+    assert _paths(answer)[0] == "src/shop/__init__.py", answer
+    assert answer["results"][0]["reason"].startswith("declares the version")
+    # docs, hidden folders and names that only hold "version" (minVersion) are not it
+    assert all("declares the version" not in r["reason"] for r in answer["results"][1:])
+    other = find.find_files(conn, scope, "release notes text", 3, mode="lexical")
+    assert _paths(other)[0] == "src/shop/publish.py", other
+    assert all("declares the version" not in r["reason"] for r in other["results"])

@@ -1405,6 +1405,16 @@ WHERE repo_id = ANY(%(visible)s::int[])
 ORDER BY imports + refs DESC, src_path, dst_path
 LIMIT %(k)s"""
 # Files whose path the query spells out (a stack frame, a module path, a file name).
+# The files that declare a version (``codenav.search.query.VERSION_DECLARED``), shallowest
+# first: what a release query changes. Only chunks holding the word (the GIN index) are
+# matched against the pattern, not whole bodies.
+VERSION_FILES = """
+SELECT f.path FROM tree_files(%(tree)s) f
+WHERE f.repo_id = ANY(%(visible)s::int[]) AND EXISTS (
+    SELECT 1 FROM chunks c WHERE c.content_id = f.content_id AND c.tsv @@ %(word)s::tsquery
+      AND c.body ~* %(pattern)s)
+ORDER BY array_length(string_to_array(f.path, '/'), 1), length(f.path), f.path
+LIMIT %(k)s"""
 FILE_PATHS_LIKE = """
 SELECT path FROM tree_files(%(tree)s)
 WHERE repo_id = ANY(%(visible)s::int[]) AND path LIKE ANY(%(patterns)s)

@@ -22,16 +22,30 @@ import psycopg
 
 from codenav.access import Scope
 from codenav.answers import empty_reason, postings_pending, stats
+from codenav.db import queries as q
 from codenav.db.side import Side
 from codenav.errors import InvalidRequest
 from codenav.lang import conventions
 from codenav.search import features, fusion, learned
 from codenav.search.chunks import weigh
 from codenav.search.features import Candidate, Pool
-from codenav.search.query import Group, ParsedQuery, asked_roles, parse_query
+from codenav.search.query import (
+    VERSION_DECLARED,
+    Group,
+    ParsedQuery,
+    asked_roles,
+    is_release,
+    parse_query,
+    tsquery_for,
+)
 from codenav.search.semantic import MODES, SemanticContext, describe_semantic
 
 MAX_LIMIT = 50
+RELEASE_FILES = 3
+"""A release query's files that declare the version, put first."""
+RELEASE_BUDGET_MS = 400
+"""Finding them reads the chunks that hold the word "version" (on Apache Kafka, where the
+word is everywhere, 14,000 of them in about 220 ms); past this the answer goes without."""
 _FILLERS = features.FILLER_ROLES
 __all__ = ["asked_roles", "collect", "find_files", "order"]
 
@@ -93,6 +107,8 @@ def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7
     else:
         scores, _name = learned.score([c.vector() for c in pool.candidates], family)
         ranked = order(pool.candidates, scores, asked)
+    if is_release(text):
+        ranked = versions_first(conn, scope, ranked)
     top = ranked[:limit]
     sizes = {c.path: c.size for _s, c in top}
     results = []
@@ -129,8 +145,37 @@ def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7
     return answer
 
 
+def versions_first(conn: psycopg.Connection, scope: Scope,
+                   ranked: list[tuple[float, Candidate]]) -> list[tuple[float, Candidate]]:
+    """A release query ("release 7.0", "start version 8.0.1.dev0", "4.4.2") first gets the
+    files that declare the version (at most ``RELEASE_FILES``, shallowest first): its words
+    name nothing else, and BM25 ranks whatever holds the same digits."""
+    try:
+        with conn.transaction():
+            conn.execute(q.GREP_TIMEOUT, {"ms": f"{RELEASE_BUDGET_MS}ms"})
+            rows = conn.execute(scope.sql(q.VERSION_FILES), scope.params(
+                pattern=VERSION_DECLARED, word=tsquery_for(["version"]),
+                k=4 * RELEASE_FILES)).fetchall()
+    except psycopg.errors.QueryCanceled:  # a huge repository: answer as any other query
+        return ranked
+    paths = [p for (p,) in rows if conventions.role(p) in (conventions.SOURCE, conventions.BUILD)
+             and not any(part.startswith(".") for part in p.split("/"))][:RELEASE_FILES]
+    if not paths:
+        return ranked
+    found = {c.path: c for _s, c in ranked}
+    best = ranked[0][0] if ranked else 0.0
+    first = []
+    for path in paths:
+        cand = found.get(path) or Candidate(path, conventions.role(path))
+        cand.values["declares_version"] = 1.0
+        first.append((best, cand))
+    return first + [(s, c) for s, c in ranked if c.path not in paths]
+
+
 def _reason(cand: Candidate, groups: list[Group]) -> str:
     parts = []
+    if cand.values.get("declares_version"):
+        parts.append("declares the version (a release query)")
     if cand.mentioned:
         parts.append("the query names its path")
     if cand.path_groups:

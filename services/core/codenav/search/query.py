@@ -132,3 +132,34 @@ def asked_roles(query: ParsedQuery, text: str) -> set[str]:
     if not query.wants_tests:
         asked -= {conventions.TEST, conventions.FIXTURE}
     return asked
+
+
+_REFS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
+_RELEASE = re.compile(
+    r"""^\W*(?:
+        v?\d+(?:\.\d+)+\S*\W*$                                 # "4.4.2"
+      | (?:\S+\s+){0,3}release[sd]?\b.*?\bv?\d+\.\d+            # "Ready release gin 1.9.1"
+      | .*\bv?\d+\.\d+\S*\s+release\b                          # "finalize Gin v1.12.0 release"
+      | (?:\S+\s+){0,2}(?:start|prepare|bump|update|set|new)\s+(?:the\s+)?version
+        (?:\s+(?:to|for))?\s+v?\d+\.\d+                          # "start version 8.0"
+    )""", re.IGNORECASE | re.VERBOSE)
+RELEASE_WORDS = 8
+"""A release query is short: a longer text that names a release is about something else."""
+
+VERSION_DECLARED = (
+    r"(^|[^a-z0-9_])(__version__|version|[a-z0-9]*_version)[\"']?[ \t]*(=|:|=>)[ \t]*[\"']?"
+    r"v?[0-9]+\.[0-9]+"
+    r"|#define[ \t]+[a-z0-9_]*_version[ \t]+\"v?[0-9]+\.[0-9]+"
+    r"|<version>v?[0-9]+\.[0-9]+")
+"""A line that declares a version (a Postgres regular expression, case-insensitive): a
+name that is the version (``version``, ``__version__``, ``APP_VERSION``, not
+``minVersion``) given a number (``__version__ = "8.0"``, ``const VERSION = '13.2.0'``,
+``"version": "4.4.1"``, ``version=4.1.0``), a C macro, Maven's ``<version>``."""
+
+
+def is_release(text: str) -> bool:
+    """Whether a short query asks for a release or a version bump ("release 7.0", "start
+    version 8.0.1.dev0", "4.4.2"): the files that declare the version are what it
+    changes, and its words name nothing else."""
+    bare = _REFS.sub(" ", text).strip()
+    return len(bare.split()) <= RELEASE_WORDS and _RELEASE.match(bare) is not None
