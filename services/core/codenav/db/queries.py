@@ -1404,7 +1404,6 @@ WHERE repo_id = ANY(%(visible)s::int[])
   AND (src_path = ANY(%(paths)s) OR dst_path = ANY(%(paths)s))
 ORDER BY imports + refs DESC, src_path, dst_path
 LIMIT %(k)s"""
-# Files whose path the query spells out (a stack frame, a module path, a file name).
 # The files that declare a version (``codenav.search.query.VERSION_DECLARED``), shallowest
 # first: what a release query changes. Only chunks holding the word (the GIN index) are
 # matched against the pattern, not whole bodies.
@@ -1415,6 +1414,7 @@ WHERE f.repo_id = ANY(%(visible)s::int[]) AND EXISTS (
       AND c.body ~* %(pattern)s)
 ORDER BY array_length(string_to_array(f.path, '/'), 1), length(f.path), f.path
 LIMIT %(k)s"""
+# Files whose path the query spells out (a stack frame, a module path, a file name).
 FILE_PATHS_LIKE = """
 SELECT path FROM tree_files(%(tree)s)
 WHERE repo_id = ANY(%(visible)s::int[]) AND path LIKE ANY(%(patterns)s)
