@@ -107,8 +107,10 @@ def outline(conn: psycopg.Connection, scope: Scope, path: str) -> dict[str, Any]
     }
     if not rows:
         answer["empty"] = {"code": "no_symbols", "message": (
-            f"{language} files are indexed as text, without symbols" if parse_error == ""
-            and language not in STRUCTURED else
+            f"its structure could not be read ({parse_error}); it is indexed as text"
+            if parse_error else
+            f"{language} files are indexed as text, without symbols"
+            if language not in STRUCTURED else
             "no declarations found in this file")}
     if parse_error:
         answer["note"] = f"structure extraction failed ({parse_error}); indexed as text"

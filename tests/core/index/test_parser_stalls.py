@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import psycopg
 
-from codenav import repos, status
+from codenav import navigate, repos, status
 from codenav.access import Scope
 from codenav.config import Settings
 from codenav.index import reconcile
@@ -78,6 +78,10 @@ def test_a_file_that_outlasts_the_parse_timeout_is_stored_as_text_and_the_rest_p
                                               "reason": "parsing it took longer than 0.5 s"}]
     assert ("indexed as plain text (structure not read): 1: src/Big.java (parsing it took "
             "longer than 0.5 s)") in render({"repos": [answer]})
+    # and so does its outline, which has no symbols to show
+    empty = navigate.outline(conn, Scope.system(repos.get(conn, repo.id)), "src/Big.java")
+    assert empty["empty"] == {"code": "no_symbols", "message": "its structure could not be "
+                              "read (parsing it took longer than 0.5 s); it is indexed as text"}
 
 
 def test_a_parser_process_killed_mid_batch_is_replaced_and_its_batch_runs_again(
