@@ -4,6 +4,7 @@ and says what is degraded; afterwards the index is exactly the files on disk."""
 
 from __future__ import annotations
 
+import functools
 import json
 import signal
 import sysconfig
@@ -52,6 +53,8 @@ class Traffic:
     failures: list[str] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
     readiness: list[dict[str, str]] = field(default_factory=list)
+    asked_at: list[float] = field(default_factory=list)
+    """When each readiness probe was sent (monotonic), one per entry of ``readiness``."""
     stop: threading.Event = field(default_factory=threading.Event)
 
     def search(self) -> None:
@@ -83,8 +86,10 @@ class Traffic:
     def ready(self) -> None:
         while not self.stop.is_set():
             try:
+                asked = time.monotonic()
                 r = self.client.get("/readyz")
                 self.readiness.append(r.json()["checks"])
+                self.asked_at.append(asked)
             except httpx.HTTPError as exc:
                 self.failures.append(f"readyz: {type(exc).__name__}: {exc}")
             self.stop.wait(0.02)
@@ -147,6 +152,40 @@ def _maybe_child(stack: RunningStack, needle: str) -> psutil.Process | None:
         return None
 
 
+def _queue_probed(stack: RunningStack, traffic: Traffic, probed: int,
+                  restarted: list[float]) -> str:
+    """"down" once a readiness probe after the first ``probed`` found the queue unreachable;
+    "back" once a probe sent after Redis restarted found it up (none saw it down)."""
+    answers = traffic.readiness[probed:]
+    if any(c["queue"].startswith("unreachable") for c in answers):
+        return "down"
+    if not restarted and _maybe_child(stack, "redis-server"):
+        restarted.append(time.monotonic())
+    sent = traffic.asked_at[probed:]
+    if restarted and any(c["queue"] == "ok" and at > restarted[0]
+                         for c, at in zip(answers, sent, strict=False)):
+        return "back"
+    return ""
+
+
+def _kill_queue_until_seen(stack: RunningStack, traffic: Traffic) -> None:
+    """SIGKILL Redis until a readiness probe sees it down. The supervisor starts it again
+    after 0.5 s, and a probe's ping retries for about 0.35 s, so on a loaded machine a
+    probe can straddle the whole gap and find Redis back. Each quick death doubles the
+    backoff (0.5, 1, 2 s), so by the third kill the gap is long enough to be seen; three
+    stays under the five quick deaths that stop the stack."""
+    for _ in range(3):
+        queue = wait_until(lambda: _maybe_child(stack, "redis-server"), 60, "Redis running")
+        probed = len(traffic.readiness)
+        queue.send_signal(signal.SIGKILL)
+        queue.wait(10)
+        outcome = wait_until(functools.partial(_queue_probed, stack, traffic, probed, []), 60,
+                             "readiness saying the queue is unreachable")
+        if outcome == "down":
+            return
+    raise AssertionError("Redis was killed three times; no readiness probe found it down")
+
+
 def _disk(root: Path, settings: Settings) -> dict[str, str]:
     return {f.path: git_blob_sha((root / f.path).read_bytes())
             for f in walk(root, settings.max_file_bytes).files}
@@ -173,12 +212,7 @@ def test_the_index_converges_and_the_api_answers_through_killed_workers_redis_an
                 killed = _kill_worker(stack, conn, killed)
             assert traffic.degraded_seen("no index worker is running")
 
-            queue = _child(stack, "redis-server")
-            queue.send_signal(signal.SIGKILL)
-            queue.wait(10)
-            wait_until(lambda: any(c["queue"].startswith("unreachable")
-                                   for c in traffic.readiness), 60,
-                       "readiness saying the queue is unreachable")
+            _kill_queue_until_seen(stack, traffic)
             wait_until(lambda: _maybe_child(stack, "redis-server"), 60, "Redis restarted")
             wait_until(lambda: traffic.readiness[-1]["queue"] == "ok", 60, "Redis back")
 
