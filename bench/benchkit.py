@@ -24,6 +24,9 @@ from codenav.db import migrations
 from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis, free_port, stop_process
 
 QUOTED = "quoted, not measured in this run"
+NO_RATE_LIMIT = {"CODENAV_RATE_LIMIT_PER_S": "0"}
+"""For the API of a benchmark whose client sends its calls back to back: with the per-token
+limit on (20 a second by default) it would time the limiter's waits, not the calls."""
 """How a benchmark labels a figure it did not measure itself (with where it comes from)."""
 
 

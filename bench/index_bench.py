@@ -40,7 +40,7 @@ import psutil
 import psycopg
 
 import bench_queries as bq
-from benchkit import QUOTED, medians, service, stores, wait_ready
+from benchkit import NO_RATE_LIMIT, QUOTED, medians, service, stores, wait_ready
 from codenav import repos
 from codenav.auth import create_token
 from codenav.config import Settings
@@ -333,7 +333,7 @@ def bench_corpus(name: str, root: Path, home: Path, pg: EmbeddedPostgres, rd: Em
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
     env.update({"CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url,
                 "CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1", "CODENAV_LOG_LEVEL": "WARNING",
-                "CODENAV_ALLOWED_ROOTS": str(root)})
+                "CODENAV_ALLOWED_ROOTS": str(root), **NO_RATE_LIMIT})
     settings = Settings.load(env=env, dotenv=Path("/nonexistent"))
     if embed_url:  # only the API embeds queries; this script embeds chunks itself, below
         env = {**env, "CODENAV_EMBED_URL": embed_url}

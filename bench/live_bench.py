@@ -42,7 +42,7 @@ import psutil
 import psycopg
 
 import bench_queries as bq
-from benchkit import service, stop_services, stores
+from benchkit import NO_RATE_LIMIT, service, stop_services, stores
 from codenav import repos
 from codenav.access import Scope
 from codenav.auth import create_token
@@ -113,7 +113,7 @@ def stack(base: Path, files: int, embed_url: str = "") -> Iterator[Live]:
     env.update({"CODENAV_DATABASE_URL": pg.url, "CODENAV_REDIS_URL": rd.url,
                 "CODENAV_HOME": str(base / "home"), "CODENAV_LOG_LEVEL": "WARNING",
                 "CODENAV_DEBOUNCE_MS": "100", "PYTHONUNBUFFERED": "1",
-                "CODENAV_ALLOWED_ROOTS": str(root)})
+                "CODENAV_ALLOWED_ROOTS": str(root), **NO_RATE_LIMIT})
     if embed_url:
         env["CODENAV_EMBED_URL"] = embed_url
     services = []
@@ -294,7 +294,7 @@ def backlog_case(base: Path, corpus: Path, edits: int, searches: int) -> dict[st
     root = copy_corpus(corpus, base / corpus.name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
     env.update({"CODENAV_HOME": str(home), "CODENAV_DEBOUNCE_MS": "100",
-                "CODENAV_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"})
+                "CODENAV_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1", **NO_RATE_LIMIT})
     log_path = base / "up.log"
     port = free_port()
     codenav = str(Path(sys.executable).with_name("codenav"))

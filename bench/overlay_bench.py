@@ -243,7 +243,7 @@ def main() -> int:
             env = {**{k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")},
                    "CODENAV_DATABASE_URL": st.pg.url, "CODENAV_REDIS_URL": st.rd.url,
                    "CODENAV_HOME": str(home), "CODENAV_LOG_LEVEL": args.log_level,
-                   "CODENAV_ALLOWED_ROOTS": str(work)}
+                   "CODENAV_ALLOWED_ROOTS": str(work), **benchkit.NO_RATE_LIMIT}
             port = free_port()
             logs = work / "logs"
             procs = [benchkit.service("api", ["codenav_api", "--port", str(port)], env, logs),

@@ -206,7 +206,8 @@ def publish_round(home: Path, root: Path, head: str, work: Path) -> dict[str, An
         assert st.rd is not None
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")},
                "CODENAV_DATABASE_URL": st.pg.url, "CODENAV_REDIS_URL": st.rd.url,
-               "CODENAV_HOME": str(home / "server"), "CODENAV_ALLOWED_ROOTS": str(work)}
+               "CODENAV_HOME": str(home / "server"), "CODENAV_ALLOWED_ROOTS": str(work),
+               **benchkit.NO_RATE_LIMIT}
         port = free_port()
         procs = [benchkit.service("api", ["codenav_api", "--port", str(port)], env,
                                   home / "logs"),

@@ -36,6 +36,7 @@ from typing import Any
 import httpx
 import psycopg
 
+from benchkit import NO_RATE_LIMIT
 from codenav_cli.stores import free_port
 
 CODENAV = str(Path(sys.executable).with_name("codenav"))
@@ -80,7 +81,7 @@ class Stack:
 def _env(home: Path, allowed: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CODENAV_")}
     env.update({"CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1",
-                "CODENAV_ALLOWED_ROOTS": str(allowed)})
+                "CODENAV_ALLOWED_ROOTS": str(allowed), **NO_RATE_LIMIT})
     return env
 
 

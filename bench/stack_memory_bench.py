@@ -36,7 +36,7 @@ from typing import Any
 
 import psutil
 
-from benchkit import medians, wait_ready
+from benchkit import NO_RATE_LIMIT, medians, wait_ready
 from codenav_cli.stores import free_port
 
 MB = 2**20
@@ -171,7 +171,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     exe = str(Path(sys.executable).with_name("codenav"))
     home = Path(tempfile.mkdtemp(prefix="codenav-stackmem-"))
     port = free_port()
-    env = dict(os.environ, CODENAV_HOME=str(home), CODENAV_ALLOWED_ROOTS=str(corpus.parent))
+    env = dict(os.environ, CODENAV_HOME=str(home), CODENAV_ALLOWED_ROOTS=str(corpus.parent),
+               **NO_RATE_LIMIT)
     up = subprocess.Popen([exe, "up", "--port", str(port)], env=env, cwd=tempfile.gettempdir(),
                           stdout=(home / "up.log").open("wb"), stderr=subprocess.STDOUT,
                           start_new_session=True)

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from fastapi.testclient import TestClient
 
 FIXTURES = Path(__file__).parent / "fixtures"
+NO_RATE_LIMIT = "0"
+"""Tests send requests back to back (fuzzing every route, isolation matrices, traffic during
+faults): the per-token rate limit is off for them, and has tests of its own
+(tests/api/test_rate_limit.py)."""
 ALLOWED_ROOTS = os.path.realpath(tempfile.gettempdir())
 """Tests index repositories they make under the temporary directory: a test stack allows
 exactly that (codenav.roots)."""
@@ -86,7 +90,7 @@ def redis_url(redis_server: EmbeddedRedis) -> str:
 def settings(db_url: str, redis_url: str, tmp_path: Path) -> Settings:
     env = {"CODENAV_DATABASE_URL": db_url, "CODENAV_REDIS_URL": redis_url,
            "CODENAV_HOME": str(tmp_path / "home"), "CODENAV_PARSE_PROCESSES": "2",
-           "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS}
+           "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS, "CODENAV_RATE_LIMIT_PER_S": NO_RATE_LIMIT}
     return Settings.load(env=env, dotenv=Path("/nonexistent"))
 
 
@@ -103,7 +107,8 @@ def service_env(settings: Settings) -> dict[str, str]:
     env.update({"CODENAV_DATABASE_URL": settings.database_url,
                 "CODENAV_REDIS_URL": settings.redis_url, "CODENAV_HOME": settings.home,
                 "CODENAV_PARSE_PROCESSES": "2", "PYTHONUNBUFFERED": "1",
-                "CODENAV_ALLOWED_ROOTS": settings.allowed_roots[0]})
+                "CODENAV_ALLOWED_ROOTS": settings.allowed_roots[0],
+                "CODENAV_RATE_LIMIT_PER_S": NO_RATE_LIMIT})
     return env
 
 

@@ -160,7 +160,10 @@ def two_teams(pg: EmbeddedPostgres, template: str, redis_url: str) -> Iterator[T
     with database(pg, template) as url:
         env = {"CODENAV_DATABASE_URL": url, "CODENAV_REDIS_URL": redis_url,
                "CODENAV_HOME": str(base / "home"), "CODENAV_PARSE_PROCESSES": "1",
-               "CODENAV_ALLOWED_ROOTS": str(allowed)}
+               "CODENAV_ALLOWED_ROOTS": str(allowed),
+               # the isolation matrix sends a thousand queries per token back to back;
+               # the limit has its own tests (tests/api/test_rate_limit.py)
+               "CODENAV_RATE_LIMIT_PER_S": "0"}
         settings = Settings.load(env=env, dotenv=Path("/nonexistent"))
         with psycopg.connect(url, autocommit=True) as conn:
             ids = {}

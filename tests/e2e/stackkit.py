@@ -24,6 +24,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from codenav_cli.stores import free_port
+from tests.conftest import NO_RATE_LIMIT
 
 CODENAV = str(Path(sys.executable).with_name("codenav"))
 
@@ -47,7 +48,7 @@ def start_stack(args: list[str], home: Path, log_path: Path, cwd: Path | None = 
     # the tests make them; `--repo root` is allowed by `codenav up` itself
     env.update({"CODENAV_HOME": str(home), "PYTHONUNBUFFERED": "1",
                 "CODENAV_ALLOWED_ROOTS": os.path.realpath(tempfile.gettempdir()),
-                **(env_extra or {})})
+                "CODENAV_RATE_LIMIT_PER_S": NO_RATE_LIMIT, **(env_extra or {})})
     port = port or free_port()
     with log_path.open("wb") as log:
         proc = subprocess.Popen([CODENAV, "up", *args, "--port", str(port)], env=env,

@@ -113,7 +113,7 @@ def create_app(settings: Settings | None = None, settle_heap: bool = False) -> F
 
     @app.exception_handler(CodenavError)
     async def codenav_error(_request: Request, exc: CodenavError) -> JSONResponse:
-        return JSONResponse(exc.to_dict(), status_code=exc.status)
+        return JSONResponse(exc.to_dict(), status_code=exc.status, headers=exc.headers())
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:

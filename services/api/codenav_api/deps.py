@@ -3,7 +3,8 @@ role an action needs (``codenav.roles.REQUIRED``, the one map of roles).
 
 Both run on the event loop (``async``), so a request does not hop to a worker thread for
 them: a token verified in the last minute is answered from the verifier's cache, and only
-a token to look up goes to a thread for its database read."""
+a token to look up goes to a thread for its database read. Every call of a token counts
+against its rate limit (``codenav.ratelimit``)."""
 
 from __future__ import annotations
 
@@ -27,9 +28,12 @@ async def services(request: Request) -> Services:
 
 
 def require_token(request: Request) -> Caller:
-    """The caller, from a synchronous route (it may read the database)."""
+    """The caller, from a synchronous route (it may read the database); the call counts
+    against the token's rate limit."""
     svc = services_of(request)
-    return svc.tokens.verify(svc.connection, request.headers.get("authorization"))
+    caller = svc.tokens.verify(svc.connection, request.headers.get("authorization"))
+    svc.limits.check(caller)
+    return caller
 
 
 async def caller_of(request: Request) -> Caller:
@@ -38,6 +42,7 @@ async def caller_of(request: Request) -> Caller:
     caller = svc.tokens.cached(header)
     if caller is None:
         caller = await anyio.to_thread.run_sync(svc.tokens.verify, svc.connection, header)
+    svc.limits.check(caller)  # a refusal costs no thread and no database
     return caller
 
 

@@ -54,7 +54,8 @@ def origin_allowed(origin: str | None, allowed: tuple[str, ...]) -> bool:
 
 
 class McpGate:
-    """ASGI wrapper: Origin check, then bearer token, then the MCP app."""
+    """ASGI wrapper: Origin check, then bearer token and its rate limit, then the MCP
+    app."""
 
     def __init__(self, app: ASGIApp, svc: Services) -> None:
         self.app = app
@@ -70,11 +71,13 @@ class McpGate:
             await _json(send, 403, {"error": "forbidden", "message": "origin not allowed"})
             return
         try:
-            caller = self.svc.tokens.cached(headers.get("authorization")) or \
-                await anyio.to_thread.run_sync(self.svc.tokens.verify, self.svc.connection,
-                                               headers.get("authorization"))
+            caller = self.svc.tokens.cached(headers.get("authorization"))
+            if caller is None:
+                caller = await anyio.to_thread.run_sync(
+                    self.svc.tokens.verify, self.svc.connection, headers.get("authorization"))
+            self.svc.limits.check(caller)
         except CodenavError as exc:
-            await _json(send, exc.status, exc.to_dict())
+            await _json(send, exc.status, exc.to_dict(), exc.headers())
             return
         token = CALLER.set(caller)
         try:
@@ -83,9 +86,12 @@ class McpGate:
             CALLER.reset(token)
 
 
-async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
+async def _json(send: Send, status: int, body: dict[str, Any],
+                headers: dict[str, str] | None = None) -> None:
     data = json.dumps(body).encode()
+    extra = [(k.lower().encode("latin-1"), v.encode("latin-1"))
+             for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(data)).encode())]})
+                            (b"content-length", str(len(data)).encode()), *extra]})
     await send({"type": "http.response.body", "body": data})

@@ -24,6 +24,7 @@ from codenav.db.connect import PREPARE_THRESHOLD, dsn
 from codenav.embed.client import EmbedClient
 from codenav.errors import CodenavError, Unavailable
 from codenav.jobs import enqueue
+from codenav.ratelimit import RateLimiter
 from codenav.roles import authorize
 from codenav.search.semantic import QueryEmbedder
 from codenav.tools import TOOLS
@@ -55,6 +56,7 @@ class Services:
                                    check=ConnectionPool.check_connection)
         self.redis: redis.Redis = enqueue.connect_redis(settings)
         self.tokens = TokenVerifier()
+        self.limits = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
         self.semantic = QueryEmbedder(EmbedClient.from_settings(
             settings, timeout=settings.embed_query_budget_ms / 1000))
         self.usage = usage.UsageBuffer()

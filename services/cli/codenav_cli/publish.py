@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 import httpx
 
 from codenav import publish, refs, repos
-from codenav.client import error_from
+from codenav.client import error_from, rate_wait
 from codenav.config import Settings
 from codenav.db import migrations
 from codenav.db import queries as q
@@ -78,17 +79,30 @@ class Server:
     def close(self) -> None:
         self._http.close()
 
+    def _send(self, request: Callable[[], httpx.Response]) -> httpx.Response:
+        """``request()``, sent again after the wait the server names while it refuses the
+        token for its rate limit (``codenav.client.rate_wait``)."""
+        waited = 0.0
+        while True:
+            try:
+                response = request()
+            except httpx.HTTPError as exc:
+                raise Unavailable(f"cannot reach the codenav server at {self.url}: "
+                                  f"{type(exc).__name__}") from None
+            wait = rate_wait(response, waited)
+            if wait is None:
+                return response
+            time.sleep(wait)
+            waited += wait
+
     def post(self, path: str, body: bytes, *, gz: bool = True, counted: bool = True,
              params: dict[str, str] | None = None) -> dict[str, Any]:
         data = gzip.compress(body, 6) if gz else body
         headers = {"Content-Type": "application/json" if gz else "application/octet-stream"}
         if gz:
             headers["Content-Encoding"] = "gzip"
-        try:
-            response = self._http.post(path, content=data, headers=headers, params=params)
-        except httpx.HTTPError as exc:
-            raise Unavailable(f"cannot reach the codenav server at {self.url}: "
-                              f"{type(exc).__name__}") from None
+        response = self._send(lambda: self._http.post(path, content=data, headers=headers,
+                                                       params=params))
         if counted:
             self.sent.bytes += len(data)
             self.sent.requests += 1
@@ -98,11 +112,7 @@ class Server:
         return out
 
     def get(self, path: str) -> dict[str, Any]:
-        try:
-            response = self._http.get(path)
-        except httpx.HTTPError as exc:
-            raise Unavailable(f"cannot reach the codenav server at {self.url}: "
-                              f"{type(exc).__name__}") from None
+        response = self._send(lambda: self._http.get(path))
         if response.status_code >= 400:
             raise error_from(response)
         out: dict[str, Any] = response.json()

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 
 from codenav.config import Settings
@@ -22,6 +23,7 @@ from codenav.errors import (
     Gone,
     InvalidRequest,
     NotFound,
+    RateLimited,
     SchemaMismatch,
     Unauthorized,
     Unavailable,
@@ -56,6 +58,23 @@ def endpoint(settings: Settings) -> tuple[str, str]:
     return url, settings.token or str(data.get("token", ""))
 
 
+RATE_WAIT_S = 30.0
+"""How long one call of ours waits in all, over its retries, when the server says the
+token is over its rate limit (429 with ``Retry-After``: ``codenav.ratelimit``)."""
+
+
+def rate_wait(response: httpx.Response, waited: float) -> float | None:
+    """Seconds to wait before sending the call again: the server refused it for the rate
+    limit, and waiting that long keeps within ``RATE_WAIT_S``; otherwise None."""
+    if response.status_code != 429:
+        return None
+    try:
+        wait = max(0.05, float(response.headers.get("retry-after", "1")))
+    except ValueError:
+        wait = 1.0
+    return wait if waited + wait <= RATE_WAIT_S else None
+
+
 def error_from(response: httpx.Response) -> CodenavError:
     try:
         body = response.json()
@@ -65,6 +84,8 @@ def error_from(response: httpx.Response) -> CodenavError:
     hint = body.get("hint")
     if body.get("error") == "schema_mismatch":
         return SchemaMismatch(message, hint=hint)
+    if response.status_code == 429:
+        return RateLimited(message, hint=hint, retry_after_s=rate_wait(response, 0.0) or 1.0)
     cls = _BY_STATUS.get(response.status_code)
     if cls is None:
         cls = Unavailable if response.status_code >= 500 else InvalidRequest
@@ -91,18 +112,27 @@ class ApiClient:
                       headers: dict[str, str] | None = None,
                       content: bytes | None = None) -> dict[str, Any]:
         """One call; ``content`` (raw bytes, with their ``headers``) instead of a JSON
-        ``body`` for uploads."""
-        try:
-            if content is not None:
-                response = await self._client.request(method, path, content=content,
-                                                      params=params, headers=headers)
-            else:
-                response = await self._client.request(method, path, json=body, params=params,
-                                                      headers=headers)
-        except httpx.HTTPError as exc:
-            raise Unavailable(f"cannot reach the codenav API at {self.base_url}: "
-                              f"{type(exc).__name__}",
-                              hint="is the stack running? start it with `codenav up`") from None
+        ``body`` for uploads. Refused for the token's rate limit, it is sent again after
+        the wait the server names (``rate_wait``)."""
+        waited = 0.0
+        while True:
+            try:
+                if content is not None:
+                    response = await self._client.request(method, path, content=content,
+                                                          params=params, headers=headers)
+                else:
+                    response = await self._client.request(method, path, json=body,
+                                                          params=params, headers=headers)
+            except httpx.HTTPError as exc:
+                raise Unavailable(f"cannot reach the codenav API at {self.base_url}: "
+                                  f"{type(exc).__name__}",
+                                  hint="is the stack running? start it with `codenav up`"
+                                  ) from None
+            wait = rate_wait(response, waited)
+            if wait is None:
+                break
+            await anyio.sleep(wait)
+            waited += wait
         if response.status_code >= 400:
             raise error_from(response)
         data: dict[str, Any] = response.json()

@@ -88,6 +88,11 @@ class Settings:
     """Directories repository roots must resolve under (comma-separated). ``codenav up``
     adds its ``--repo`` directories; the system directories, ``/`` and the stack's own
     home are refused whatever this says (``codenav.roots``)."""
+    rate_limit_per_s: float = 20.0
+    """Calls a second one token may make on average, in each API process (REST and MCP
+    alike; 0 turns the limit off). Over it the API answers 429 with ``Retry-After``."""
+    rate_limit_burst: int = 100
+    """Calls one token may make at once before the average applies."""
     open_docs: bool = True
     """Serve ``/docs`` and ``/openapi.json`` without a token (they hold no data)."""
     debounce_ms: int = 300
@@ -142,6 +147,9 @@ class Settings:
         if self.overlay_ttl_s < 60 or self.overlay_max_files < 1 or self.overlay_max_bytes < 1:
             raise ConfigError("CODENAV_OVERLAY_TTL_S must be at least 60, the overlay limits "
                               "positive")
+        if self.rate_limit_per_s < 0 or self.rate_limit_burst < 1:
+            raise ConfigError("CODENAV_RATE_LIMIT_PER_S must be 0 (off) or more, "
+                              "CODENAV_RATE_LIMIT_BURST at least 1")
         if self.log_format not in ("text", "json"):
             raise ConfigError("CODENAV_LOG_FORMAT must be text or json")
         if not 10 <= self.grep_timeout_ms <= 600_000:

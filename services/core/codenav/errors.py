@@ -10,8 +10,10 @@
     │   ├── NotFound             404: unknown repo, path or symbol
     │   ├── Conflict             409: the request needs what the server does not hold yet
     │   │                             (a publish whose contents were not all sent)
-    │   └── Gone                 410: what the caller made is no longer there (an expired
-    │                                 overlay): make it again
+    │   ├── Gone                 410: what the caller made is no longer there (an expired
+    │   │                             overlay): make it again
+    │   └── RateLimited          429: the token made too many calls; retry after the
+    │                                 seconds it says (``Retry-After``)
     ├── SchemaMismatch           the database was built by another schema version
     ├── Unavailable              a dependency (database, queue, API, embedder) is unreachable
     │   └── Busy                 it answered too late for the time budget of the request
@@ -26,6 +28,8 @@ CLI prints two clear lines and the API a JSON body, never a traceback.
 """
 
 from __future__ import annotations
+
+import math
 
 
 class CodenavError(Exception):
@@ -49,6 +53,10 @@ class CodenavError(Exception):
         if self.hint:
             body["hint"] = self.hint
         return body
+
+    def headers(self) -> dict[str, str]:
+        """HTTP headers the API's answer carries with this error."""
+        return {}
 
 
 class ConfigError(CodenavError, code="config"):
@@ -81,6 +89,17 @@ class Conflict(UserError, status=409, code="conflict"):
 
 class Gone(UserError, status=410, code="gone"):
     """A thing the caller made that is no longer there (an expired overlay): make it again."""
+
+
+class RateLimited(UserError, status=429, code="rate_limited"):
+    """The token made more calls than its limit allows (``codenav.ratelimit``)."""
+
+    def __init__(self, message: str, *, retry_after_s: float, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after_s = retry_after_s
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(max(1, math.ceil(self.retry_after_s)))}
 
 
 class SchemaMismatch(CodenavError, status=503, code="schema_mismatch"):

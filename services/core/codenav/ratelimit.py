@@ -1,0 +1,70 @@
+"""Per-token rate limits on the API. The MCP specification says a server MUST rate limit
+tool invocations; a team-shared server also owes every developer an answer while one
+agent loops.
+
+A token bucket per token, in each API process: a token may make ``burst`` calls at once,
+then ``rate`` a second on average. A call over that is refused (429, with the seconds to
+wait) before it reads the store or runs a tool, so a flooding token costs the others the
+refusals only. Each API process counts on its own: behind N replicas a token gets N times
+the rate. Every authenticated request counts, REST and MCP alike; health checks need no
+token and are never limited.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable
+
+from codenav.access import Caller
+from codenav.errors import RateLimited
+
+MAX_BUCKETS = 10_000
+"""Past this many tokens seen, the buckets that have filled up again are dropped (a full
+bucket is the same as none)."""
+
+
+class RateLimiter:
+    def __init__(self, rate: float, burst: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        """Calls a second, on average; 0 turns the limit off."""
+        self.burst = burst
+        self._clock = clock
+        self._buckets: dict[Hashable, tuple[float, float]] = {}
+        """Per key: the calls it may still make at once, and when that was counted."""
+        self._lock = threading.Lock()
+
+    def wait_s(self, key: Hashable) -> float:
+        """0.0 when ``key`` may make a call now (it is counted); otherwise the seconds until
+        it may (nothing is counted)."""
+        if self.rate <= 0:
+            return 0.0
+        now = self._clock()
+        with self._lock:
+            left, at = self._buckets.get(key, (float(self.burst), now))
+            left = min(float(self.burst), left + (now - at) * self.rate)
+            if left >= 1.0:
+                self._buckets[key] = (left - 1.0, now)
+                if len(self._buckets) > MAX_BUCKETS:
+                    self._drop_full(now)
+                return 0.0
+            self._buckets[key] = (left, now)
+            return (1.0 - left) / self.rate
+
+    def check(self, caller: Caller) -> None:
+        """Count a call of ``caller``'s token; ``RateLimited`` when it is over its limit."""
+        wait = self.wait_s(caller.token_id if caller.token_id is not None else caller.name)
+        if wait > 0:
+            raise RateLimited(
+                f"rate limit: this token made more than {self.burst} calls at once or "
+                f"{self.rate:g} a second on average; retry in {wait:.1f} s",
+                retry_after_s=wait,
+                hint="wait before the next call (Retry-After); the limit is per token "
+                     "(CODENAV_RATE_LIMIT_PER_S, CODENAV_RATE_LIMIT_BURST)")
+
+    def _drop_full(self, now: float) -> None:
+        refill_s = self.burst / self.rate
+        self._buckets = {k: (left, at) for k, (left, at) in self._buckets.items()
+                         if now - at < refill_s}
+

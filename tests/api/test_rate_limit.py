@@ -1,0 +1,167 @@
+"""Per-token rate limits (the reliability plan's G10; the MCP specification's "servers MUST
+rate limit tool invocations"): over its limit a token gets 429 with Retry-After, on REST and
+MCP alike, while other tokens and health checks are served; our own clients wait and send
+again. The API runs on a real uvicorn server over the test Postgres."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx
+import psycopg
+import pytest
+
+from codenav import repos
+from codenav.auth import create_token
+from codenav.client import ApiClient
+from codenav.config import Settings
+from codenav.errors import ConfigError, RateLimited
+from codenav.index import reconcile
+from codenav.ratelimit import RateLimiter
+from tests.polyglot import make_polyglot
+from tests.teamkit import serve
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_bucket_allows_its_burst_then_its_rate() -> None:
+    clock = Clock()
+    limiter = RateLimiter(rate=2.0, burst=3, clock=clock)
+    assert [limiter.wait_s("a") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert limiter.wait_s("a") == pytest.approx(0.5)  # one call comes back every 0.5 s
+    assert limiter.wait_s("b") == 0.0  # another token has its own bucket
+    clock.now += 0.5
+    assert limiter.wait_s("a") == 0.0
+    assert limiter.wait_s("a") == pytest.approx(0.5)
+    clock.now += 10  # refilled up to the burst, not beyond
+    assert [limiter.wait_s("a") for _ in range(4)][-1] == pytest.approx(0.5)
+
+
+def test_refused_calls_do_not_count() -> None:
+    clock = Clock()
+    limiter = RateLimiter(rate=1.0, burst=1, clock=clock)
+    assert limiter.wait_s("a") == 0.0
+    for _ in range(50):  # a client hammering while refused does not push its wait out
+        assert limiter.wait_s("a") == pytest.approx(1.0)
+    clock.now += 1.0
+    assert limiter.wait_s("a") == 0.0
+
+
+def test_rate_zero_is_off_and_idle_buckets_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    off = RateLimiter(rate=0.0, burst=1)
+    assert all(off.wait_s("a") == 0.0 for _ in range(1000))
+    monkeypatch.setattr("codenav.ratelimit.MAX_BUCKETS", 10)
+    clock = Clock()
+    limiter = RateLimiter(rate=1.0, burst=2, clock=clock)
+    for key in range(10):
+        limiter.wait_s(key)
+    clock.now += 5  # every bucket full again
+    limiter.wait_s("late")
+    limiter.wait_s("later")
+    assert set(limiter._buckets) == {"late", "later"}
+
+
+def test_settings_refuse_a_negative_rate() -> None:
+    with pytest.raises(ConfigError, match="RATE_LIMIT"):
+        Settings.load(env={"CODENAV_RATE_LIMIT_PER_S": "-1"}, dotenv=Path("/nonexistent"))
+    with pytest.raises(ConfigError, match="RATE_LIMIT"):
+        Settings.load(env={"CODENAV_RATE_LIMIT_BURST": "0"}, dotenv=Path("/nonexistent"))
+
+
+@pytest.fixture
+def limited(settings: Settings, conn: psycopg.Connection,
+            tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """A server allowing 3 calls at once and 2 a second per token; two tokens."""
+    root = make_polyglot(tmp_path)
+    repo = repos.register(conn, str(root), "polyglot")
+    reconcile.reconcile(settings, repo.id)
+    first, _ = create_token(conn, "flooding", "read")
+    second, _ = create_token(conn, "patient", "read")
+    tight = dataclasses.replace(settings, rate_limit_per_s=2.0, rate_limit_burst=3)
+    with serve(tight) as url:
+        yield url, first, second
+
+
+def _search(url: str, token: str) -> httpx.Response:
+    return httpx.post(f"{url}/v1/search", json={"query": "parse config", "limit": 3},
+                      headers={"Authorization": f"Bearer {token}"})
+
+
+def test_over_its_limit_a_token_gets_429_and_others_are_served(
+        limited: tuple[str, str, str]) -> None:
+    url, first, second = limited
+    answers = [_search(url, first) for _ in range(8)]
+    assert answers[0].status_code == 200
+    refused = [r for r in answers if r.status_code == 429]
+    assert refused, [r.status_code for r in answers]
+    body = refused[0].json()
+    assert body["error"] == "rate_limited" and "retry in" in body["message"]
+    assert int(refused[0].headers["retry-after"]) >= 1
+    assert _search(url, second).status_code == 200  # its own bucket
+    for _ in range(5):  # health checks need no token and are never limited
+        assert httpx.get(f"{url}/healthz").status_code == 200
+        assert httpx.get(f"{url}/readyz").status_code in (200, 503)
+    time.sleep(float(refused[-1].headers["retry-after"]))
+    assert _search(url, first).status_code == 200
+
+
+def test_mcp_over_http_is_limited_too(limited: tuple[str, str, str]) -> None:
+    url, first, second = limited
+    codes = [httpx.post(f"{url}/mcp", json=LIST_TOOLS,
+                        headers={"Authorization": f"Bearer {first}", **MCP_HEADERS}).status_code
+             for _ in range(8)]
+    assert 200 in codes and 429 in codes, codes
+    refused = httpx.post(f"{url}/mcp", json=LIST_TOOLS,
+                         headers={"Authorization": f"Bearer {first}", **MCP_HEADERS})
+    assert refused.status_code == 429 and refused.headers["retry-after"]
+    assert refused.json()["error"] == "rate_limited"
+    # REST and MCP count against the same bucket: the token is refused on REST as well
+    assert _search(url, first).status_code == 429
+    assert _search(url, second).status_code == 200
+
+
+def test_our_client_waits_and_sends_again(limited: tuple[str, str, str]) -> None:
+    url, first, _second = limited
+
+    async def calls() -> list[dict[str, object]]:
+        client = ApiClient(url, first)
+        try:
+            return [await client.call("search", {"query": "parse config", "limit": 3})
+                    for _ in range(8)]
+        finally:
+            await client.aclose()
+
+    started = time.monotonic()
+    answers = anyio.run(calls)
+    assert all("results" in a for a in answers)  # none refused: each waited its turn
+    assert time.monotonic() - started >= 1.0  # 5 calls past the burst, at 2 a second
+
+
+def test_our_client_gives_up_past_its_wait(limited: tuple[str, str, str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    url, first, _second = limited
+    monkeypatch.setattr("codenav.client.RATE_WAIT_S", 0.0)
+
+    async def calls() -> None:
+        client = ApiClient(url, first)
+        try:
+            for _ in range(8):
+                await client.call("search", {"query": "parse config", "limit": 3})
+        finally:
+            await client.aclose()
+
+    with pytest.raises(RateLimited, match="retry in"):
+        anyio.run(calls)
