@@ -121,6 +121,18 @@ def test_queries_parse_into_groups_with_alternatives() -> None:
         parse_query("the of and")
 
 
+def test_a_query_of_one_identifier_too_long_to_be_a_term_searches_by_its_parts() -> None:
+    name = ("shouldThrowUnsupportedVersionExceptionOnHandleTxnOffsetCommitRequestWhen"
+            "InterBrokerProtocolNotSupported")  # 103 characters; the index keeps 60 at most
+    q = parse_query(name)  # it had no term at all: a 400, "query has no searchable words"
+    labels = [g.label for g in q.groups]
+    assert {"unsupported", "txn", "offset", "broker", "protocol"} <= set(labels)
+    assert name.lower() not in labels
+    assert q.identifiers == [name]  # still looked up whole among declared names
+    with pytest.raises(InvalidRequest):  # a long run of stop words still has none
+        parse_query("_".join(["the"] * 30))
+
+
 def test_ignore_rules_combine_defaults_and_nested_ignore_files(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("*.log\n/build-out/\n")
     (tmp_path / "sub").mkdir()

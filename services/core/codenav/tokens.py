@@ -47,6 +47,19 @@ def identifier_terms(word: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=10_000)
+def query_word_terms(word: str) -> tuple[str, ...]:
+    """A query word's terms: ``identifier_terms``, or for an identifier too long to be a
+    term (``shouldThrowUnsupportedVersionExceptionOnHandleTxnOffsetCommitRequestWhen...``,
+    over ``MAX_TERM_LEN``) its parts, which the code around it spells too. The index keeps
+    no such word whole, so a query made of one had no term at all."""
+    terms = identifier_terms(word)
+    if terms or len(word.strip("_")) <= MAX_TERM_LEN:
+        return terms
+    parts = (p.lower() for p in _PART.findall(word))
+    return tuple(dict.fromkeys(p for p in parts if len(p) <= MAX_TERM_LEN))
+
+
 def words(text: str) -> list[str]:
     found = _WORD.findall(text)
     return [w for w in found if w != "_"] if "_" in found else found

@@ -103,6 +103,18 @@ def test_a_path_or_stack_frame_in_the_query_ranks_that_file_first(
     assert "the query names its path" in answer["results"][0]["reason"]
 
 
+def test_a_method_named_past_the_term_limit_is_found_by_its_name(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    name = ("shouldRetryTheUploadWhenTheBrokerAnswersWithAnUnsupportedVersionAndThe"
+            "ProtocolIsDowngraded")
+    files = {**FILES, "src/main/java/com/acme/retry/Downgrade.java":
+             "package com.acme.retry;\npublic class Downgrade {\n"
+             f"  void {name}() {{ Protocol.downgrade(); unsupportedVersion(broker); }}\n}}\n"}
+    repo = _indexed(settings, conn, tmp_path / "acme", files)
+    answer = find.find_files(conn, Scope.system(repo), name, 5, mode="lexical")
+    assert _paths(answer)[0] == "src/main/java/com/acme/retry/Downgrade.java", answer
+
+
 def test_graph_neighbours_of_a_strong_candidate_join_the_pool(
         conn: psycopg.Connection, repo: repos.Repo) -> None:
     query = parse_query("RetryPolicy shouldRetry")

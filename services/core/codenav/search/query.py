@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 
 from codenav.errors import InvalidRequest
 from codenav.lang import conventions
-from codenav.tokens import STOPWORDS, identifier_terms, singular_variants, words
+from codenav.tokens import (
+    STOPWORDS,
+    identifier_terms,
+    query_word_terms,
+    singular_variants,
+    words,
+)
 
 MAX_QUERY_CHARS = 8000
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
@@ -97,7 +103,7 @@ def parse_query(text: str) -> ParsedQuery:
     parsed.definition_intent = bool(_DEF_INTENT.search(text))
     for raw_word in re.findall(r"[\w.:$#]+", rest):
         for w in words(raw_word):
-            terms = identifier_terms(w)
+            terms = query_word_terms(w)
             if not terms:
                 continue
             is_identifier = len(terms) > 1 or any(ch.isupper() for ch in w[1:]) or "_" in w
