@@ -90,7 +90,8 @@ def limited(settings: Settings, conn: psycopg.Connection,
     reconcile.reconcile(settings, repo.id)
     first, _ = create_token(conn, "flooding", "read")
     second, _ = create_token(conn, "patient", "read")
-    tight = dataclasses.replace(settings, rate_limit_per_s=2.0, rate_limit_burst=3)
+    tight = dataclasses.replace(settings, rate_limit_per_s=2.0, rate_limit_burst=3,
+                                metrics_open=True)
     with serve(tight) as url:
         yield url, first, second
 
@@ -114,6 +115,10 @@ def test_over_its_limit_a_token_gets_429_and_others_are_served(
     for _ in range(5):  # health checks need no token and are never limited
         assert httpx.get(f"{url}/healthz").status_code == 200
         assert httpx.get(f"{url}/readyz").status_code in (200, 503)
+    metrics = httpx.get(f"{url}/metrics").text  # the operator sees who is refused
+    counted = [line for line in metrics.splitlines()
+               if line.startswith("codenav_rate_limited_total{") and "flooding" in line]
+    assert counted and float(counted[0].split()[-1]) == len(refused), counted
     time.sleep(float(refused[-1].headers["retry-after"]))
     assert _search(url, first).status_code == 200
 

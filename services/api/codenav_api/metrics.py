@@ -8,6 +8,8 @@ through ``PROMETHEUS_MULTIPROC_DIR``, which ``codenav-api --workers N`` sets):
 - ``codenav_tool_duration_seconds{tool}`` latency per tool, REST and MCP alike (histogram)
 - ``codenav_tool_calls_total{tool,outcome}`` outcome ``ok``, ``empty``, ``timed_out`` or
   the error code (``invalid_request``, ``not_found``, ``forbidden``, ``unavailable``...)
+- ``codenav_rate_limited_total{token}`` calls refused for the token's rate limit (which
+  token is flooding: its name and id)
 
 Read from the store and the queue at each scrape (every team's: this is the operator's
 view, so ``/metrics`` needs an admin token unless ``CODENAV_METRICS_OPEN=true``):
@@ -61,6 +63,12 @@ HTTP_RESPONSES = Counter("codenav_http_responses_total", "API responses by route
 TOOL_LATENCY = Histogram("codenav_tool_duration_seconds", "Tool latency (REST and MCP)",
                          ["tool"], buckets=_BUCKETS)
 TOOL_CALLS = Counter("codenav_tool_calls_total", "Tool calls by outcome", ["tool", "outcome"])
+RATE_LIMITED = Counter("codenav_rate_limited_total",
+                       "Calls refused for their token's rate limit (429)", ["token"])
+
+
+def rate_limited(caller: Caller) -> None:
+    RATE_LIMITED.labels(caller.actor).inc()
 
 
 def observe_tool(tool: str, seconds: float, outcome: str) -> None:
@@ -199,7 +207,7 @@ def registry(svc: Services) -> CollectorRegistry:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         MultiProcessCollector(reg)
     else:
-        for metric in (HTTP_LATENCY, HTTP_RESPONSES, TOOL_LATENCY, TOOL_CALLS):
+        for metric in (HTTP_LATENCY, HTTP_RESPONSES, TOOL_LATENCY, TOOL_CALLS, RATE_LIMITED):
             reg.register(metric)
     reg.register(StateCollector(svc))
     return reg

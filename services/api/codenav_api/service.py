@@ -56,7 +56,8 @@ class Services:
                                    check=ConnectionPool.check_connection)
         self.redis: redis.Redis = enqueue.connect_redis(settings)
         self.tokens = TokenVerifier()
-        self.limits = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
+        self.limits = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst,
+                                  on_refuse=metrics.rate_limited)
         self.semantic = QueryEmbedder(EmbedClient.from_settings(
             settings, timeout=settings.embed_query_budget_ms / 1000))
         self.usage = usage.UsageBuffer()

@@ -26,11 +26,14 @@ bucket is the same as none)."""
 
 class RateLimiter:
     def __init__(self, rate: float, burst: int,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 on_refuse: Callable[[Caller], None] | None = None) -> None:
         self.rate = rate
         """Calls a second, on average; 0 turns the limit off."""
         self.burst = burst
         self._clock = clock
+        self._on_refuse = on_refuse
+        """Told of every refused call (the API counts them per token for ``/metrics``)."""
         self._buckets: dict[Hashable, tuple[float, float]] = {}
         """Per key: the calls it may still make at once, and when that was counted."""
         self._lock = threading.Lock()
@@ -56,6 +59,8 @@ class RateLimiter:
         """Count a call of ``caller``'s token; ``RateLimited`` when it is over its limit."""
         wait = self.wait_s(caller.token_id if caller.token_id is not None else caller.name)
         if wait > 0:
+            if self._on_refuse is not None:
+                self._on_refuse(caller)
             raise RateLimited(
                 f"rate limit: this token made more than {self.burst} calls at once or "
                 f"{self.rate:g} a second on average; retry in {wait:.1f} s",
