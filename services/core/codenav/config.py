@@ -91,8 +91,8 @@ class Settings:
     rate_limit_per_s: float = 5.0
     """Calls a second one token may make on average, in each API process (REST and MCP
     alike; 0 turns the limit off). Over it the API answers 429 with ``Retry-After``. At 5,
-    a token flooding at 10 times that raised another's search p99 by 6 % on Kafka on 2
-    cores; at 20, a token within its quota already raised it by 84 %
+    a token flooding at 10 times that moved another's search p99 by -9 to +14 % on Kafka
+    on 2 cores; at 20, a token within its quota already raised it by 84 %
     (``bench/ratelimit_bench.py``)."""
     rate_limit_burst: int = 100
     """Calls one token may make at once before the average applies."""
