@@ -170,3 +170,43 @@ def test_our_client_gives_up_past_its_wait(limited: tuple[str, str, str],
 
     with pytest.raises(RateLimited, match="retry in"):
         anyio.run(calls)
+
+
+def test_a_refused_token_is_refused_again_without_the_store(
+        conn: psycopg.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client looping on a revoked or mistyped token has no caller, so no rate limit
+    holds it: its refusal is remembered instead, and the store is not asked again."""
+    from contextlib import contextmanager
+
+    from codenav.auth import TokenVerifier, revoke_token
+    from codenav.errors import Unauthorized
+
+    asked = []
+
+    @contextmanager
+    def factory():  # type: ignore[no-untyped-def]
+        asked.append(1)
+        yield conn
+
+    token, token_id = create_token(conn, "soon-revoked", "read")
+    revoke_token(conn, token_id)
+    verifier = TokenVerifier()
+    for header in (f"Bearer {token}", "Bearer cnv_never-made"):
+        with pytest.raises(Unauthorized, match="unknown or revoked"):
+            verifier.verify(factory, header)
+        before = len(asked)
+        for _ in range(20):
+            with pytest.raises(Unauthorized, match="unknown or revoked"):
+                verifier.cached(header)  # the API's first look, on the event loop
+            with pytest.raises(Unauthorized, match="unknown or revoked"):
+                verifier.verify(factory, header)
+        assert len(asked) == before  # not asked again
+    monkeypatch.setattr("codenav.auth.REFUSED_SECONDS", 0.0)
+    fresh = TokenVerifier()
+    with pytest.raises(Unauthorized):
+        fresh.verify(factory, "Bearer cnv_never-made")
+    with pytest.raises(Unauthorized):
+        fresh.verify(factory, "Bearer cnv_never-made")
+    assert len(asked) == 4  # with no memory of refusals, each is asked
+    good, _ = create_token(conn, "valid", "read")
+    assert fresh.verify(factory, f"Bearer {good}").name == "valid"

@@ -2,7 +2,9 @@
 a team, optional repository grants and an optional expiry.
 
 A verified token is trusted for up to ``CACHE_SECONDS`` without asking the database again
-(never past its expiry): a revocation takes effect within that window.
+(never past its expiry): a revocation takes effect within that window. A refused token is
+refused again for ``REFUSED_SECONDS`` without asking either, so a client looping on a
+revoked or mistyped token costs the store nothing (no caller, so no rate limit applies).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from codenav.errors import InvalidRequest, NotFound, Unauthorized
 TOKEN_PREFIX = "cnv_"
 CACHE_SECONDS = 30.0
 """How long a verified token is trusted without asking the database (revocation delay)."""
+REFUSED_SECONDS = 10.0
+"""How long a refused token is refused without asking the database. A token never becomes
+valid later: the server makes each one, and it is in the store before anyone has it."""
+CACHE_MAX = 10_000
 _NAME_MAX = 100
 
 
@@ -87,17 +93,22 @@ def _bearer(header: str | None) -> str:
 
 
 class TokenVerifier:
-    """Checks bearer tokens against the database, caching successes briefly."""
+    """Checks bearer tokens against the database, caching the answer briefly."""
 
     def __init__(self) -> None:
         self._cache: dict[str, tuple[float, Caller]] = {}
+        self._refused: dict[str, tuple[float, Unauthorized]] = {}
 
     def cached(self, header: str | None) -> Caller | None:
         """The caller of a token verified moments ago, without the database; None when it
-        has to be checked (``verify``). A header that is not a bearer token is refused."""
+        has to be checked (``verify``). A header that is not a bearer token, or a token
+        refused moments ago, is refused."""
         return self._hit(hash_token(_bearer(header)))
 
     def _hit(self, digest: str) -> Caller | None:
+        refused = self._refused.get(digest)
+        if refused is not None and refused[0] > time.monotonic():
+            raise Unauthorized(refused[1].message, hint=refused[1].hint)
         cached = self._cache.get(digest)
         if cached is not None and cached[0] > time.monotonic() and (
                 cached[1].expires_at is None or cached[1].expires_at.timestamp() > time.time()):
@@ -116,14 +127,19 @@ class TokenVerifier:
         if row is None:
             self._cache.pop(digest, None)
             if state is not None and state[0] is None and state[1] is not None:
-                raise Unauthorized(f"token expired at {state[1]:%Y-%m-%d %H:%M %Z}".strip(),
-                                   hint="ask an admin for a new one (codenav token create)")
-            raise Unauthorized("unknown or revoked token",
-                               hint="create one with `codenav token create`")
+                error = Unauthorized(f"token expired at {state[1]:%Y-%m-%d %H:%M %Z}".strip(),
+                                     hint="ask an admin for a new one (codenav token create)")
+            else:
+                error = Unauthorized("unknown or revoked token",
+                                     hint="create one with `codenav token create`")
+            if len(self._refused) > CACHE_MAX:
+                self._refused.clear()
+            self._refused[digest] = (now + REFUSED_SECONDS, error)
+            raise error
         token_id, name, role, team_id, team, restricted, expires_at = row
         caller = Caller(int(token_id), str(name), str(role), int(team_id), str(team),
                         bool(restricted), expires_at)
-        if len(self._cache) > 10_000:
+        if len(self._cache) > CACHE_MAX:
             self._cache.clear()
         self._cache[digest] = (now + CACHE_SECONDS, caller)
         return caller
