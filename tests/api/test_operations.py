@@ -25,7 +25,7 @@ from codenav.config import Settings
 from codenav.index import reconcile
 from codenav.jobs import enqueue
 from codenav_cli.stores import EmbeddedPostgres, EmbeddedRedis
-from tests.conftest import TEMPLATE_DB
+from tests.conftest import NO_RATE_LIMIT, TEMPLATE_DB
 from tests.polyglot import make_polyglot
 from tests.teamkit import Teams, two_teams
 
@@ -94,7 +94,8 @@ def test_metrics_are_open_without_a_token_only_when_the_setting_says_so(
     open_settings = Settings.load(env={"CODENAV_DATABASE_URL": settings.database_url,
                                        "CODENAV_REDIS_URL": settings.redis_url,
                                        "CODENAV_HOME": settings.home,
-                                       "CODENAV_METRICS_OPEN": "true"},
+                                       "CODENAV_METRICS_OPEN": "true",
+                                       "CODENAV_RATE_LIMIT_PER_S": NO_RATE_LIMIT},
                                   dotenv=Path("/nonexistent"))
     with TestClient(create_app(open_settings)) as c:
         page = c.get("/metrics")

@@ -32,7 +32,7 @@ from codenav.errors import Forbidden, InvalidRequest
 from codenav.index import reconcile
 from codenav.versions import CHUNKER_VERSION, SCHEMA_VERSION
 from codenav_cli.stores import EmbeddedPostgres
-from tests.conftest import ALLOWED_ROOTS, TEMPLATE_DB
+from tests.conftest import ALLOWED_ROOTS, NO_RATE_LIMIT, TEMPLATE_DB
 from tests.core.graph.test_fixture_graphs import index_fixture
 from tests.embedkit import start_embedder, stop
 from tests.polyglot import make_polyglot
@@ -52,7 +52,7 @@ def embedder() -> Iterator[str]:
 def _settings(url: str, redis_url: str, home: Path, embed_url: str = "") -> Settings:
     env = {"CODENAV_DATABASE_URL": url, "CODENAV_REDIS_URL": redis_url,
            "CODENAV_HOME": str(home), "CODENAV_PARSE_PROCESSES": "2",
-           "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS}
+           "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS, "CODENAV_RATE_LIMIT_PER_S": NO_RATE_LIMIT}
     if embed_url:
         env["CODENAV_EMBED_URL"] = embed_url
     return Settings.load(env=env, dotenv=Path("/nonexistent"))

@@ -20,7 +20,7 @@ from codenav.embed import vectors
 from codenav.embed.client import EmbedClient
 from codenav.index import reconcile
 from codenav.index.redact import MARK, redact
-from tests.conftest import ALLOWED_ROOTS
+from tests.conftest import ALLOWED_ROOTS, NO_RATE_LIMIT
 from tests.embedkit import start_embedder, stop
 
 AWS_KEY_ID = "AKIAZ4TB7K5Q9RMVX3PL"
@@ -85,7 +85,8 @@ def indexed(settings: Settings, conn: psycopg.Connection, tmp_path: Path,
     (root / "app" / "deploy.py").write_text(DEPLOY_PY)
     s = Settings.load(env={"CODENAV_DATABASE_URL": settings.database_url,
                            "CODENAV_REDIS_URL": settings.redis_url, "CODENAV_HOME": settings.home,
-                           "CODENAV_EMBED_URL": embedder, "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS},
+                           "CODENAV_EMBED_URL": embedder, "CODENAV_ALLOWED_ROOTS": ALLOWED_ROOTS,
+                           "CODENAV_RATE_LIMIT_PER_S": NO_RATE_LIMIT},
                       dotenv=Path("/nonexistent"))
     repo = repos.register(conn, str(root), "canary")
     reconcile.reconcile(s, repo.id)
