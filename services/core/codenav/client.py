@@ -65,12 +65,18 @@ token is over its rate limit (429 with ``Retry-After``: ``codenav.ratelimit``)."
 
 def rate_wait(response: httpx.Response, waited: float) -> float | None:
     """Seconds to wait before sending the call again: the server refused it for the rate
-    limit, and waiting that long keeps within ``RATE_WAIT_S``; otherwise None."""
+    limit, and waiting that long keeps within ``RATE_WAIT_S``; otherwise None. The body's
+    ``retry_after_s`` is exact; ``Retry-After`` counts whole seconds."""
     if response.status_code != 429:
         return None
     try:
-        wait = max(0.05, float(response.headers.get("retry-after", "1")))
+        exact = response.json().get("retry_after_s")
     except ValueError:
+        exact = None
+    try:
+        wait = max(0.01, float(exact if exact is not None else
+                               response.headers.get("retry-after", "1")))
+    except (TypeError, ValueError):
         wait = 1.0
     return wait if waited + wait <= RATE_WAIT_S else None
 

@@ -98,6 +98,10 @@ class RateLimited(UserError, status=429, code="rate_limited"):
         super().__init__(message, hint=hint)
         self.retry_after_s = retry_after_s
 
+    def to_dict(self) -> dict[str, str]:
+        # the header counts whole seconds; the body says how long exactly
+        return {**super().to_dict(), "retry_after_s": f"{self.retry_after_s:.3f}"}
+
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(max(1, math.ceil(self.retry_after_s)))}
 
