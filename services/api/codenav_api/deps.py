@@ -8,7 +8,7 @@ against its rate limit (``codenav.ratelimit``)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 from fastapi import Request
@@ -46,15 +46,17 @@ async def caller_of(request: Request) -> Caller:
     return caller
 
 
-def allowed(action: str) -> Callable[[Request], Awaitable[Caller]]:
-    """A dependency: the caller, if its token's role allows ``action``."""
+def allowed(action: str) -> Callable[[Request], AsyncIterator[Caller]]:
+    """A dependency: the caller, if its token's role allows ``action``, holding one of its
+    token's slots (``codenav.ratelimit.InFlight``) until the answer is sent."""
     if action not in REQUIRED:
         raise KeyError(f"no role is defined for action {action!r} (codenav.roles.REQUIRED)")
 
-    async def dependency(request: Request) -> Caller:
+    async def dependency(request: Request) -> AsyncIterator[Caller]:
         caller = await caller_of(request)
         authorize(caller, action)
-        return caller
+        async with services_of(request).in_flight.slot(caller):
+            yield caller
 
     dependency.action = action  # type: ignore[attr-defined]
     return dependency

@@ -55,7 +55,7 @@ def origin_allowed(origin: str | None, allowed: tuple[str, ...]) -> bool:
 
 class McpGate:
     """ASGI wrapper: Origin check, then bearer token and its rate limit, then the MCP
-    app."""
+    app in one of the token's slots."""
 
     def __init__(self, app: ASGIApp, svc: Services) -> None:
         self.app = app
@@ -81,7 +81,8 @@ class McpGate:
             return
         token = CALLER.set(caller)
         try:
-            await self.app(scope, receive, send)
+            async with self.svc.in_flight.slot(caller):
+                await self.app(scope, receive, send)
         finally:
             CALLER.reset(token)
 

@@ -10,6 +10,8 @@ through ``PROMETHEUS_MULTIPROC_DIR``, which ``codenav-api --workers N`` sets):
   the error code (``invalid_request``, ``not_found``, ``forbidden``, ``unavailable``...)
 - ``codenav_rate_limited_total{token}`` calls refused for the token's rate limit (which
   token is flooding: its name and id)
+- ``codenav_token_waits_total{token}`` calls that waited for a slot of their token
+  (``CODENAV_TOKEN_CONCURRENCY`` of its calls were being served)
 
 Read from the store and the queue at each scrape (every team's: this is the operator's
 view, so ``/metrics`` needs an admin token unless ``CODENAV_METRICS_OPEN=true``):
@@ -67,8 +69,17 @@ RATE_LIMITED = Counter("codenav_rate_limited_total",
                        "Calls refused for their token's rate limit (429)", ["token"])
 
 
+TOKEN_WAITS = Counter("codenav_token_waits_total",
+                      "Calls that waited for one of their token's slots (TOKEN_CONCURRENCY)",
+                      ["token"])
+
+
 def rate_limited(caller: Caller) -> None:
     RATE_LIMITED.labels(caller.actor).inc()
+
+
+def token_waited(caller: Caller) -> None:
+    TOKEN_WAITS.labels(caller.actor).inc()
 
 
 def observe_tool(tool: str, seconds: float, outcome: str) -> None:
@@ -207,7 +218,8 @@ def registry(svc: Services) -> CollectorRegistry:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         MultiProcessCollector(reg)
     else:
-        for metric in (HTTP_LATENCY, HTTP_RESPONSES, TOOL_LATENCY, TOOL_CALLS, RATE_LIMITED):
+        for metric in (HTTP_LATENCY, HTTP_RESPONSES, TOOL_LATENCY, TOOL_CALLS, RATE_LIMITED,
+                       TOKEN_WAITS):
             reg.register(metric)
     reg.register(StateCollector(svc))
     return reg

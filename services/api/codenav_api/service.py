@@ -24,7 +24,7 @@ from codenav.db.connect import PREPARE_THRESHOLD, dsn
 from codenav.embed.client import EmbedClient
 from codenav.errors import CodenavError, Unavailable
 from codenav.jobs import enqueue
-from codenav.ratelimit import RateLimiter
+from codenav.ratelimit import InFlight, RateLimiter
 from codenav.roles import authorize
 from codenav.search.semantic import QueryEmbedder
 from codenav.tools import TOOLS
@@ -58,6 +58,7 @@ class Services:
         self.tokens = TokenVerifier()
         self.limits = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst,
                                   on_refuse=metrics.rate_limited)
+        self.in_flight = InFlight(settings.token_concurrency, on_wait=metrics.token_waited)
         self.semantic = QueryEmbedder(EmbedClient.from_settings(
             settings, timeout=settings.embed_query_budget_ms / 1000))
         self.usage = usage.UsageBuffer()

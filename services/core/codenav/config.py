@@ -96,6 +96,9 @@ class Settings:
     (``bench/ratelimit_bench.py``)."""
     rate_limit_burst: int = 100
     """Calls one token may make at once before the average applies."""
+    token_concurrency: int = 4
+    """Calls of one token served at the same time, in each API process; the others wait
+    their turn (0: no cap), so one token's burst does not hold every worker thread."""
     open_docs: bool = True
     """Serve ``/docs`` and ``/openapi.json`` without a token (they hold no data)."""
     debounce_ms: int = 300
@@ -150,6 +153,8 @@ class Settings:
         if self.overlay_ttl_s < 60 or self.overlay_max_files < 1 or self.overlay_max_bytes < 1:
             raise ConfigError("CODENAV_OVERLAY_TTL_S must be at least 60, the overlay limits "
                               "positive")
+        if self.token_concurrency < 0:
+            raise ConfigError("CODENAV_TOKEN_CONCURRENCY must be 0 (no cap) or more")
         if self.rate_limit_per_s < 0 or self.rate_limit_burst < 1:
             raise ConfigError("CODENAV_RATE_LIMIT_PER_S must be 0 (off) or more, "
                               "CODENAV_RATE_LIMIT_BURST at least 1")

@@ -7,14 +7,18 @@ then ``rate`` a second on average. A call over that is refused (429, with the se
 wait) before it reads the store or runs a tool, so a flooding token costs the others the
 refusals only. Each API process counts on its own: behind N replicas a token gets N times
 the rate. Every authenticated request counts, REST and MCP alike; health checks need no
-token and are never limited.
+token and are never limited. Beside the rate, ``InFlight`` bounds how many calls of one
+token run at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable
+
+import anyio
 
 from codenav.access import Caller
 from codenav.errors import RateLimited
@@ -73,3 +77,33 @@ class RateLimiter:
         self._buckets = {k: (left, at) for k, (left, at) in self._buckets.items()
                          if now - at < refill_s}
 
+
+
+class InFlight:
+    """At most ``limit`` calls of one token at a time (in each API process); the others wait
+    their turn on the event loop, holding no worker thread and no connection. The rate limit
+    bounds how many calls a token makes; this bounds how much of the server one token's
+    burst holds at once, so other tokens' calls are served between them."""
+
+    def __init__(self, limit: int, on_wait: Callable[[Caller], None] | None = None) -> None:
+        self.limit = limit
+        """Calls in flight per token; 0: no cap."""
+        self._on_wait = on_wait
+        self._slots: dict[Hashable, anyio.Semaphore] = {}
+
+    @contextlib.asynccontextmanager
+    async def slot(self, caller: Caller) -> AsyncIterator[None]:
+        if self.limit <= 0:
+            yield
+            return
+        key = caller.token_id if caller.token_id is not None else caller.name
+        slots = self._slots.get(key)
+        if slots is None:
+            if len(self._slots) > MAX_BUCKETS:  # those nobody holds are dropped
+                self._slots = {k: s for k, s in self._slots.items()
+                               if s.value < self.limit}
+            slots = self._slots[key] = anyio.Semaphore(self.limit)
+        if slots.value == 0 and self._on_wait is not None:
+            self._on_wait(caller)
+        async with slots:
+            yield
