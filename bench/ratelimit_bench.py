@@ -2,15 +2,19 @@
 quota a token gets 429 with Retry-After, and one token flooding at 10x its quota raises
 another token's p99 by at most 20 %).
 
-On the store of a running stack (``--home``: its ``stack.json``), this starts the API twice
-as its image does (``python -m codenav_api``): with the per-token limit as configured
-(``--rate``/``--burst``, the defaults by default) and with the limit off. Against each, a
-patient token searches at ``--pace`` calls a second (under its quota), first alone, then
-while a flooding token, in a process of its own, sends ``--flood`` times the quota. Each
-pair of phases is run ``--rounds`` times, alternated. Every figure printed is measured in
-this run; the flooding client shares the machine's cores with the API.
+On the store of a running stack (``--home``: its ``stack.json``), this starts the API as
+its image does (``python -m codenav_api``) in the variants ``--apis`` names: ``limited``
+(the per-token rate limit and slots as configured: ``--rate``, ``--burst``,
+``--concurrency``, the defaults by default), ``uncapped`` (the rate limit, no slots) and
+``unlimited`` (neither). Against each, a patient token searches at ``--pace`` calls a
+second (under its quota), first alone, then while a flooding token, in a process of its
+own, sends ``--flood`` times the quota, or (``--bursts``) its whole burst at once every
+burst / rate seconds, within its quota on average. Each pair of phases is run
+``--rounds`` times, the variants alternated. Every figure printed is measured in this run;
+the flooding client shares the machine's cores with the API.
 
     python bench/ratelimit_bench.py --home /tmp/gh1
+    python bench/ratelimit_bench.py --home /tmp/gh1 --bursts --apis limited,uncapped
 """
 
 from __future__ import annotations
@@ -78,6 +82,36 @@ def _flood(url: str, token: str, repo: str, queries: list[str], rate: float, thr
     out.put({"codes": dict(counts), "seconds": time.monotonic() - started})
 
 
+def _burst_flood(url: str, token: str, repo: str, queries: list[str], burst: int,
+                 period: float, stop: Any, out: Any) -> None:
+    """In a process of its own: ``burst`` calls at the same moment every ``period`` s (on
+    average within the quota when ``period`` is ``burst / quota``), until ``stop``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    counts: Counter[int] = Counter()
+    started = time.monotonic()
+    with httpx.Client(base_url=url, timeout=120,
+                      limits=httpx.Limits(max_connections=burst),
+                      headers={"Authorization": f"Bearer {token}"}) as http, \
+            ThreadPoolExecutor(burst) as pool:
+        def one(i: int) -> int:
+            try:
+                return http.post("/v1/search", json={
+                    "query": queries[i % len(queries)], "repo": repo, "limit": 10,
+                    "mode": "lexical"}).status_code
+            except httpx.HTTPError:
+                return 0
+
+        n = 0
+        while not stop.is_set():
+            nxt = time.monotonic() + period
+            for code in pool.map(one, range(n, n + burst)):
+                counts[code] += 1
+            n += burst
+            stop.wait(max(0.0, nxt - time.monotonic()))
+    out.put({"codes": dict(counts), "seconds": time.monotonic() - started})
+
+
 def patient(http: httpx.Client, repo: str, queries: list[str], samples: int,
             pace: float) -> tuple[list[float], Counter[int]]:
     """``samples`` searches, one every ``1 / pace`` s (or as soon as the last answered)."""
@@ -112,12 +146,20 @@ def run_api(env: dict[str, str], logs: Path, label: str, args: argparse.Namespac
                 alone, codes_alone = patient(http, repo, queries, args.samples, args.pace)
                 ctx = multiprocessing.get_context("fork")
                 stop, out = ctx.Event(), ctx.Queue()
-                flooder = ctx.Process(target=_flood, args=(
-                    url, tokens[1], repo, queries, args.flood * quota, args.threads, stop, out))
-                flooder.start()
-                # the flood under way, and its burst spent, before the timing starts
-                excess = args.flood * quota - quota
-                time.sleep(1.0 + (args.burst / excess if excess > 0 and quota > 0 else 0.0))
+                if args.bursts:  # bursts of the whole burst, within the quota on average
+                    flooder = ctx.Process(target=_burst_flood, args=(
+                        url, tokens[1], repo, queries, args.burst, args.burst / quota, stop,
+                        out))
+                    flooder.start()
+                else:
+                    flooder = ctx.Process(target=_flood, args=(
+                        url, tokens[1], repo, queries, args.flood * quota, args.threads, stop,
+                        out))
+                    flooder.start()
+                    # the flood under way, and its burst spent, before the timing starts
+                    excess = args.flood * quota - quota
+                    time.sleep(1.0 + (args.burst / excess if excess > 0 and quota > 0
+                                      else 0.0))
                 flooded, codes_flooded = patient(http, repo, queries, args.samples, args.pace)
                 stop.set()
                 result = out.get(timeout=60)
@@ -160,7 +202,13 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=150, help="patient calls per phase")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--apis", default="limited,unlimited",
-                        help="which APIs to run: limited, unlimited or both")
+                        help="which APIs to run: limited (as configured), unlimited (no "
+                             "rate limit, no slots), uncapped (the rate limit, no slots)")
+    parser.add_argument("--concurrency", type=int, default=defaults.concurrent_calls,
+                        help="calls of one token served at once (the limited API)")
+    parser.add_argument("--bursts", action="store_true",
+                        help="the flooding token sends its whole burst at once, every "
+                             "burst / rate seconds (within its quota on average)")
     args = parser.parse_args()
 
     info = json.loads((args.home / "stack.json").read_text())
@@ -178,18 +226,23 @@ def main() -> int:
                  "CODENAV_REDIS_URL": info["redis_url"], "CODENAV_HOME": str(args.home),
                  "CODENAV_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"})
     logs = args.home / "logs"
-    print(f"repository {repo.name}; quota {args.rate:g}/s, burst {args.burst}; patient "
-          f"{args.pace:g}/s, {args.samples} calls per phase; flood {args.flood:g}x the quota "
-          f"({args.flood * args.rate:g}/s, {args.threads} threads); {args.rounds} rounds; "
-          f"{os.cpu_count()} cores", flush=True)
+    flood = (f"bursts of {args.burst} every {args.burst / args.rate:g} s" if args.bursts
+             else f"flood {args.flood:g}x the quota ({args.flood * args.rate:g}/s, "
+                  f"{args.threads} threads)")
+    print(f"repository {repo.name}; quota {args.rate:g}/s, burst {args.burst}, "
+          f"{args.concurrency} in flight per token; patient {args.pace:g}/s, {args.samples} "
+          f"calls per phase; {flood}; {args.rounds} rounds; {os.cpu_count()} cores",
+          flush=True)
     rows: list[dict[str, Any]] = []
     try:
         for rnd in range(args.rounds):  # the two APIs alternated
-            for label, rate in (("limited", args.rate), ("unlimited", 0.0)):
+            for label, rate, slots in (("limited", args.rate, args.concurrency),
+                                       ("uncapped", args.rate, 0), ("unlimited", 0.0, 0)):
                 if label not in args.apis.split(","):
                     continue
                 env = {**base, "CODENAV_RATE_LIMIT_PER_S": str(rate),
-                       "CODENAV_RATE_LIMIT_BURST": str(args.burst)}
+                       "CODENAV_RATE_LIMIT_BURST": str(args.burst),
+                       "CODENAV_CONCURRENT_CALLS": str(slots)}
                 one = argparse.Namespace(**{**vars(args), "rounds": 1})
                 for row in run_api(env, logs, label, one, (patient_token, flood_token),
                                    repo.name, queries, args.rate):
@@ -208,7 +261,7 @@ def main() -> int:
               f"{r['flooded_p99'] / r['alone_p99']:.2f} | {r['flood_rate']:.0f} / "
               f"{r['flood_served']:.0f} | {100 * r['flood_refused_share']:.0f}% | "
               f"{r['patient_refused']} |")
-    for label in ("limited", "unlimited"):
+    for label in ("limited", "uncapped", "unlimited"):
         mine = [r for r in rows if r["api"] == label]
         if not mine:
             continue

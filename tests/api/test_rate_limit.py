@@ -264,7 +264,7 @@ def test_a_tokens_burst_waits_for_its_slots_over_rest_and_mcp(
     reconcile.reconcile(settings, repo.id)
     busy, _ = create_token(conn, "bursting", "read")
     other, _ = create_token(conn, "steady", "read")
-    one = dataclasses.replace(settings, token_concurrency=1, metrics_open=True)
+    one = dataclasses.replace(settings, concurrent_calls=1, metrics_open=True)
     with serve(one) as url:
 
         async def burst() -> list[int]:

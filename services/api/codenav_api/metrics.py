@@ -11,7 +11,7 @@ through ``PROMETHEUS_MULTIPROC_DIR``, which ``codenav-api --workers N`` sets):
 - ``codenav_rate_limited_total{token}`` calls refused for the token's rate limit (which
   token is flooding: its name and id)
 - ``codenav_token_waits_total{token}`` calls that waited for a slot of their token
-  (``CODENAV_TOKEN_CONCURRENCY`` of its calls were being served)
+  (``CODENAV_CONCURRENT_CALLS`` of its calls were being served)
 
 Read from the store and the queue at each scrape (every team's: this is the operator's
 view, so ``/metrics`` needs an admin token unless ``CODENAV_METRICS_OPEN=true``):
@@ -70,7 +70,7 @@ RATE_LIMITED = Counter("codenav_rate_limited_total",
 
 
 TOKEN_WAITS = Counter("codenav_token_waits_total",
-                      "Calls that waited for one of their token's slots (TOKEN_CONCURRENCY)",
+                      "Calls that waited for one of their token's slots (CONCURRENT_CALLS)",
                       ["token"])
 
 

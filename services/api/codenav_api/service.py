@@ -58,7 +58,7 @@ class Services:
         self.tokens = TokenVerifier()
         self.limits = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst,
                                   on_refuse=metrics.rate_limited)
-        self.in_flight = InFlight(settings.token_concurrency, on_wait=metrics.token_waited)
+        self.in_flight = InFlight(settings.concurrent_calls, on_wait=metrics.token_waited)
         self.semantic = QueryEmbedder(EmbedClient.from_settings(
             settings, timeout=settings.embed_query_budget_ms / 1000))
         self.usage = usage.UsageBuffer()

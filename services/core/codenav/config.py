@@ -91,14 +91,17 @@ class Settings:
     rate_limit_per_s: float = 5.0
     """Calls a second one token may make on average, in each API process (REST and MCP
     alike; 0 turns the limit off). Over it the API answers 429 with ``Retry-After``. At 5,
-    a token flooding at 10 times that moved another's search p99 by -9 to +14 % on Kafka
+    a token flooding at 10 times that moved another's search p99 by -13 to +14 % on Kafka
     on 2 cores; at 20, a token within its quota already raised it by 84 %
     (``bench/ratelimit_bench.py``)."""
     rate_limit_burst: int = 100
     """Calls one token may make at once before the average applies."""
-    token_concurrency: int = 4
+    concurrent_calls: int = 2
     """Calls of one token served at the same time, in each API process; the others wait
-    their turn (0: no cap), so one token's burst does not hold every worker thread."""
+    their turn (0: no cap), so one token's burst does not hold every worker thread. A token
+    sending its whole burst of 100 at once raised another's search p99 on Kafka on 2 cores
+    by 0-16 % with 2, 70-113 % with 4, and 7.7-8.3 times with no cap
+    (``bench/ratelimit_bench.py --bursts``)."""
     open_docs: bool = True
     """Serve ``/docs`` and ``/openapi.json`` without a token (they hold no data)."""
     debounce_ms: int = 300
@@ -153,8 +156,8 @@ class Settings:
         if self.overlay_ttl_s < 60 or self.overlay_max_files < 1 or self.overlay_max_bytes < 1:
             raise ConfigError("CODENAV_OVERLAY_TTL_S must be at least 60, the overlay limits "
                               "positive")
-        if self.token_concurrency < 0:
-            raise ConfigError("CODENAV_TOKEN_CONCURRENCY must be 0 (no cap) or more")
+        if self.concurrent_calls < 0:
+            raise ConfigError("CODENAV_CONCURRENT_CALLS must be 0 (no cap) or more")
         if self.rate_limit_per_s < 0 or self.rate_limit_burst < 1:
             raise ConfigError("CODENAV_RATE_LIMIT_PER_S must be 0 (off) or more, "
                               "CODENAV_RATE_LIMIT_BURST at least 1")
