@@ -296,3 +296,20 @@ def test_a_tokens_burst_waits_for_its_slots_over_rest_and_mcp(
                  if line.startswith("codenav_token_waits_total{")}
         assert any("bursting" in k and v > 0 for k, v in waits.items()), waits
         assert not any("steady" in k for k in waits), waits
+
+
+def test_an_open_mcp_event_stream_holds_no_slot(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """An MCP client may keep a GET /mcp event stream open for as long as it runs; with it
+    holding a slot, a token with one slot could make no call at all."""
+    token, _ = create_token(conn, "streaming", "read")
+    one = dataclasses.replace(settings, concurrent_calls=1)
+    headers = {"Authorization": f"Bearer {token}"}
+    with serve(one) as url, httpx.Client(base_url=url, timeout=20) as http:
+        with http.stream("GET", "/mcp", headers={**headers, "Accept": "text/event-stream"}) \
+                as stream, http.stream("GET", "/mcp", headers={
+                    **headers, "Accept": "text/event-stream"}) as second:
+            assert stream.status_code == second.status_code == 200  # both open
+            r = http.post("/mcp", json=LIST_TOOLS, headers={**headers, **MCP_HEADERS})
+            assert r.status_code == 200
+            assert http.post("/v1/status", json={}, headers=headers).status_code == 200

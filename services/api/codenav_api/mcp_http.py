@@ -55,7 +55,7 @@ def origin_allowed(origin: str | None, allowed: tuple[str, ...]) -> bool:
 
 class McpGate:
     """ASGI wrapper: Origin check, then bearer token and its rate limit, then the MCP
-    app in one of the token's slots."""
+    app (a call in one of the token's slots)."""
 
     def __init__(self, app: ASGIApp, svc: Services) -> None:
         self.app = app
@@ -81,7 +81,10 @@ class McpGate:
             return
         token = CALLER.set(caller)
         try:
-            async with self.svc.in_flight.slot(caller):
+            if scope.get("method") == "POST":  # a call, served in one of the token's slots
+                async with self.svc.in_flight.slot(caller):
+                    await self.app(scope, receive, send)
+            else:  # a GET holds an event stream open: it must not hold a slot meanwhile
                 await self.app(scope, receive, send)
         finally:
             CALLER.reset(token)

@@ -28,6 +28,11 @@ MAX_BUCKETS = 10_000
 bucket is the same as none)."""
 
 
+def _key(caller: Caller) -> Hashable:
+    """Whose bucket and slots: the token (the operator, who has none, by name)."""
+    return caller.token_id if caller.token_id is not None else caller.name
+
+
 class RateLimiter:
     def __init__(self, rate: float, burst: int,
                  clock: Callable[[], float] = time.monotonic,
@@ -61,7 +66,7 @@ class RateLimiter:
 
     def check(self, caller: Caller) -> None:
         """Count a call of ``caller``'s token; ``RateLimited`` when it is over its limit."""
-        wait = self.wait_s(caller.token_id if caller.token_id is not None else caller.name)
+        wait = self.wait_s(_key(caller))
         if wait > 0:
             if self._on_refuse is not None:
                 self._on_refuse(caller)
@@ -96,7 +101,7 @@ class InFlight:
         if self.limit <= 0:
             yield
             return
-        key = caller.token_id if caller.token_id is not None else caller.name
+        key = _key(caller)
         slots = self._slots.get(key)
         if slots is None:
             if len(self._slots) > MAX_BUCKETS:  # those nobody holds are dropped
