@@ -1,7 +1,8 @@
 """Per-token rate limits (the reliability plan's G10; the MCP specification's "servers MUST
 rate limit tool invocations"): over its limit a token gets 429 with Retry-After, on REST and
 MCP alike, while other tokens and health checks are served; our own clients wait and send
-again. The API runs on a real uvicorn server over the test Postgres."""
+again. A token's calls beyond its slots wait their turn; a refused token is refused again
+without the store. The API runs on a real uvicorn server over the test Postgres."""
 
 from __future__ import annotations
 

@@ -34,6 +34,8 @@ def _key(caller: Caller) -> Hashable:
 
 
 class RateLimiter:
+    """A token bucket per key: ``burst`` calls at once, then ``rate`` a second."""
+
     def __init__(self, rate: float, burst: int,
                  clock: Callable[[], float] = time.monotonic,
                  on_refuse: Callable[[Caller], None] | None = None) -> None:
@@ -81,7 +83,6 @@ class RateLimiter:
         refill_s = self.burst / self.rate
         self._buckets = {k: (left, at) for k, (left, at) in self._buckets.items()
                          if now - at < refill_s}
-
 
 
 class InFlight:
