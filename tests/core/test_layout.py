@@ -68,6 +68,7 @@ def test_the_thirteen_tool_names_are_listed_together_only_in_the_registry() -> N
 
 
 GROUPS = {"access": "access", "auth": "access", "repos": "access", "roots": "access",
+          "ratelimit": "access",
           "answers": "answers", "navigate": "answers", "status": "status", "usage": "status",
           "admin": "admin", "snapshot": "admin", "archive": "archive", "roles": "roles",
           "client": "client", "serve": "serve", "refs": "refs", "publish": "publish",
