@@ -63,21 +63,26 @@ RATE_WAIT_S = 30.0
 token is over its rate limit (429 with ``Retry-After``: ``codenav.ratelimit``)."""
 
 
-def rate_wait(response: httpx.Response, waited: float) -> float | None:
-    """Seconds to wait before sending the call again: the server refused it for the rate
-    limit, and waiting that long keeps within ``RATE_WAIT_S``; otherwise None. The body's
-    ``retry_after_s`` is exact; ``Retry-After`` counts whole seconds."""
-    if response.status_code != 429:
-        return None
+def _retry_after(response: httpx.Response) -> float:
+    """The wait a 429 names: the body's ``retry_after_s`` is exact, ``Retry-After`` counts
+    whole seconds."""
     try:
         exact = response.json().get("retry_after_s")
     except ValueError:
         exact = None
     try:
-        wait = max(0.01, float(exact if exact is not None else
+        return max(0.01, float(exact if exact is not None else
                                response.headers.get("retry-after", "1")))
     except (TypeError, ValueError):
-        wait = 1.0
+        return 1.0
+
+
+def rate_wait(response: httpx.Response, waited: float) -> float | None:
+    """Seconds to wait before sending the call again: the server refused it for the rate
+    limit, and waiting that long keeps within ``RATE_WAIT_S``; otherwise None."""
+    if response.status_code != 429:
+        return None
+    wait = _retry_after(response)
     return wait if waited + wait <= RATE_WAIT_S else None
 
 
@@ -91,7 +96,7 @@ def error_from(response: httpx.Response) -> CodenavError:
     if body.get("error") == "schema_mismatch":
         return SchemaMismatch(message, hint=hint)
     if response.status_code == 429:
-        return RateLimited(message, hint=hint, retry_after_s=rate_wait(response, 0.0) or 1.0)
+        return RateLimited(message, hint=hint, retry_after_s=_retry_after(response))
     cls = _BY_STATUS.get(response.status_code)
     if cls is None:
         cls = Unavailable if response.status_code >= 500 else InvalidRequest
