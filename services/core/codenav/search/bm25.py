@@ -161,11 +161,11 @@ class FileScores:
 
 def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
                limit: int = 100, boosts: dict[str, float] | None = None,
-               pending: bool = False) -> list[RankedFile]:
+               pending: bool = False, asked: Asked | None = None) -> list[RankedFile]:
     """Files ranked by BM25 for ``groups`` (each group's ``count`` is its query frequency;
-    a group's alternatives, such as plural forms, add up). ``pending``: see
+    a group's alternatives, such as plural forms, add up). ``pending``, ``asked``: see
     ``score_files``."""
-    return score_files(conn, scope, groups, boosts, pending=pending).top(limit)
+    return score_files(conn, scope, groups, boosts, asked=asked, pending=pending).top(limit)
 
 
 class Asked(NamedTuple):

@@ -49,6 +49,12 @@ class Filters:
     kind: str | None = None
     exported: bool = False
 
+    @property
+    def narrows(self) -> bool:
+        """Whether only some chunks of a file may be answered (a language, path, kind or
+        exported filter)."""
+        return bool(self.language or self.path or self.kind or self.exported)
+
     def params(self) -> dict[str, Any]:
         return {
             "language": self.language, "kind": self.kind, "exported": self.exported,
@@ -158,12 +164,13 @@ def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters
 
 
 def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filters: Filters,
-                     k: int) -> list[tuple[int, str, float]]:
+                     k: int, asked: bm25.Asked | None = None) -> list[tuple[int, str, float]]:
     """Chunks for a long query: the best files by BM25, then the best chunks in them,
-    each chunk's score scaled by its file's."""
+    each chunk's score scaled by its file's. ``asked``: BM25's statements sent ahead
+    (``bm25.ask``) for ``bm25.usable_groups(w.groups)``."""
     boosts = bm25.mention_boosts(conn, scope, w.query.identifiers)
     files = bm25.rank_files(conn, scope, bm25.usable_groups(w.groups, w.n_chunks),
-                            W.TOP_FILES, boosts, w.pending_terms)
+                            W.TOP_FILES, boosts, w.pending_terms, asked)
     if not files:
         return []
     best = files[0].score or 1.0
@@ -179,6 +186,14 @@ def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filter
     scored = [(r[0], r[1], file_weight[r[1]] + W.CHUNK_LIFT * float(r[2] or 0.0) / top_chunk)
               for r in rows]
     return sorted(scored, key=lambda r: -r[2])
+
+
+def _files_first(query: ParsedQuery, long_query: bool, filters: Filters) -> bool:
+    """Whether ``search`` ranks a query's chunks inside BM25's best files: a long query, or
+    one of ``SEARCH_FILES_FIRST_WORDS`` words, which describes a task. BM25 ranks whole
+    files, blind to filters: with one, a short query ranks every chunk the filter lets
+    through."""
+    return long_query or query.words >= W.SEARCH_FILES_FIRST_WORDS and not filters.narrows
 
 
 def declaration_ranking(conn: psycopg.Connection, scope: Scope, query: ParsedQuery,
@@ -303,10 +318,16 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
                 if not long_query and (unknown or not found) else []
             return found, exact, near
 
+        files_first = _files_first(query, long_query, filters) and bool(weighted.groups)
+        # BM25's statistics and path matches go ahead of the declarations on ``side``
+        asked = bm25.ask(scope, bm25.usable_groups(weighted.groups), side) \
+            if files_first else None
         declared = side.call(names_and_fuzzy)
-        if long_query:
-            lexical = lexical_in_files(conn, scope, weighted, filters, depth)
-        else:
+        if files_first:
+            lexical = lexical_in_files(conn, scope, weighted, filters, depth, asked)
+        if not files_first or not lexical and filters.narrows:
+            # a filter may leave nothing of BM25's best files: then every chunk it lets
+            # through is ranked
             lexical = lexical_ranking(conn, scope, weighted, filters, depth)
         decls, owned, fuzzy = declared.result()
     if nearest is not None:

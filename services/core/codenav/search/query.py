@@ -51,6 +51,9 @@ class ParsedQuery:
     """Identifier-like words as typed (``parseHttpHeader``, ``Foo.bar``), for exact matches."""
     wants_tests: bool = False
     definition_intent: bool = False
+    words: int = 0
+    """How many words the query typed that carry meaning: an identifier counts once, a
+    bracketed group once, stop words not at all."""
 
     @property
     def all_terms(self) -> list[str]:
@@ -95,6 +98,7 @@ def parse_query(text: str) -> ParsedQuery:
             for w in words(alt):
                 alt_terms += list(identifier_terms(w)[:1])
         add(_group_for(alt_terms, "|".join(alternatives)))
+        parsed.words += bool(alt_terms)
     rest = _BRACKET.sub(" ", text)
     all_words = words(text)
     lowered_words = {w.lower() for w in all_words}
@@ -102,6 +106,7 @@ def parse_query(text: str) -> ParsedQuery:
     parsed.wants_tests = bool(lowered_words & _TEST_WORDS) and len(all_words) <= 12
     parsed.definition_intent = bool(_DEF_INTENT.search(text))
     for raw_word in re.findall(r"[\w.:$#]+", rest):
+        meaningful = False
         for w in words(raw_word):
             terms = query_word_terms(w)
             if not terms:
@@ -112,7 +117,9 @@ def parse_query(text: str) -> ParsedQuery:
             for term in terms:
                 if term in STOPWORDS or len(term) < 2 and not term.isdigit():
                     continue
+                meaningful = True
                 add(_group_for([term], term))
+        parsed.words += meaningful
         if ("." in raw_word or "::" in raw_word) and raw_word.strip(".:") not in \
                 parsed.identifiers and len(raw_word) > 3:
             parsed.identifiers.append(raw_word.strip(".:"))
