@@ -193,7 +193,7 @@ def _files_first(query: ParsedQuery, long_query: bool, filters: Filters) -> bool
     one of ``SEARCH_FILES_FIRST_WORDS`` words, which describes a task. BM25 ranks whole
     files, blind to filters: with one, a short query ranks every chunk the filter lets
     through."""
-    return long_query or query.words >= W.SEARCH_FILES_FIRST_WORDS and not filters.narrows
+    return long_query or (query.words >= W.SEARCH_FILES_FIRST_WORDS and not filters.narrows)
 
 
 def declaration_ranking(conn: psycopg.Connection, scope: Scope, query: ParsedQuery,
