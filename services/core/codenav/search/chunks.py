@@ -165,9 +165,10 @@ def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters
 
 def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filters: Filters,
                      k: int, asked: bm25.Asked | None = None) -> list[tuple[int, str, float]]:
-    """Chunks for a long query: the best files by BM25, then the best chunks in them,
-    each chunk's score scaled by its file's. ``asked``: BM25's statements sent ahead
-    (``bm25.ask``) for ``bm25.usable_groups(w.groups)``."""
+    """Chunks for a long query or a task description (``_files_first``): the best files by
+    BM25, then the best chunks in them, each chunk's score scaled by its file's.
+    ``asked``: BM25's statements sent ahead (``bm25.ask``) for
+    ``bm25.usable_groups(w.groups)``."""
     boosts = bm25.mention_boosts(conn, scope, w.query.identifiers)
     files = bm25.rank_files(conn, scope, bm25.usable_groups(w.groups, w.n_chunks),
                             W.TOP_FILES, boosts, w.pending_terms, asked)
@@ -325,7 +326,7 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
         declared = side.call(names_and_fuzzy)
         if files_first:
             lexical = lexical_in_files(conn, scope, weighted, filters, depth, asked)
-        if not files_first or not lexical and filters.narrows:
+        if not files_first or (not lexical and filters.narrows):
             # a filter may leave nothing of BM25's best files: then every chunk it lets
             # through is ranked
             lexical = lexical_ranking(conn, scope, weighted, filters, depth)
