@@ -118,5 +118,10 @@ def empty_reason(conn: psycopg.Connection, scope: Scope, language: str | None = 
             return {"code": "path_not_indexed",
                     "message": f"no indexed file matches path {path!r} (it may be ignored, "
                     "skipped or missing; `status` lists skipped files)"}
+    within = " and ".join(f"{name} {value!r}" for name, value in
+                          (("language", language), ("path", path)) if value)
+    if within:
+        return {"code": "no_match", "message": f"no indexed code matches within {within}; "
+                "try without the filter, other words, or an identifier"}
     return {"code": "no_match", "message": "no indexed code matches; try other words, an "
             "identifier, or find_files for a broader description"}

@@ -6,6 +6,8 @@ file score alike and rank by path."""
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -13,6 +15,7 @@ import pytest
 
 from codenav import repos
 from codenav.access import Scope
+from codenav.answers import glob_to_regex
 from codenav.config import Settings
 from codenav.index import reconcile
 from codenav.search import bm25
@@ -43,10 +46,13 @@ def scope(settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> Scope
     return Scope.system(r)
 
 
-def _expected(conn: psycopg.Connection, scope: Scope, groups: list[Group]) -> dict[str, float]:
-    """BM25 of every file, from the rows of ``files`` and ``file_terms``, one term at a time."""
+def _expected(conn: psycopg.Connection, scope: Scope, groups: list[Group],
+              keep: Callable[[str], bool] = lambda path: True) -> dict[str, float]:
+    """BM25 of every file (those ``keep`` keeps), from the rows of ``files`` and
+    ``file_terms``, one term at a time."""
     files = {path: size for path, size in conn.execute(
-        "SELECT path, size FROM files WHERE tree_id = %s", (scope.at.id,)).fetchall()}
+        "SELECT path, size FROM files WHERE tree_id = %s", (scope.at.id,)).fetchall()
+        if keep(path)}
     avg = sum(files.values()) / len(files)
     tf: dict[tuple[str, int], float] = {}
     for i, g in enumerate(groups):
@@ -55,7 +61,8 @@ def _expected(conn: psycopg.Connection, scope: Scope, groups: list[Group]) -> di
                     "SELECT f.path, t.tf FROM file_terms t JOIN files f ON f.content_id = "
                     "t.content_id WHERE f.tree_id = %s AND t.term = %s",
                     (scope.at.id, term)).fetchall():
-                tf[path, i] = tf.get((path, i), 0.0) + count
+                if path in files:
+                    tf[path, i] = tf.get((path, i), 0.0) + count
         for path in files:  # the path's words count too
             if set(path_terms(path)) & set(g.terms):
                 tf[path, i] = tf.get((path, i), 0.0) + W.PATH_TF
@@ -88,6 +95,29 @@ def test_each_file_scores_okapi_bm25_over_its_postings_and_path(
     assert scores.get("src/acme/Strings.java") is None and scores.score("nowhere.java") == 0.0
     assert [f.path for f in bm25.rank_files(conn, scope, groups, 2)] == \
         list(scores.paths(2))
+
+
+def test_within_a_filter_only_its_files_are_ranked_and_counted(
+        conn: psycopg.Connection, scope: Scope) -> None:
+    """A search's path and language filters: BM25 over the files they let through, its
+    file count, mean size and document frequencies theirs (a term common outside the
+    folder is still rare inside it)."""
+    groups = [Group(("upload", "uploads"), "upload"), Group(("retry",), "retry")]
+    everywhere = bm25.score_files(conn, scope, groups)
+    for glob, language in (("src/acme/**", None), ("src/acme/U*", "java")):
+        pattern = glob_to_regex(glob)
+        within = bm25.Within(language, pattern)
+        scores = bm25.score_files(conn, scope, groups, within=within)
+        inside = re.compile(pattern)
+        expected = _expected(conn, scope, groups, lambda path, k=inside: bool(k.search(path)))
+        assert set(scores.paths()) == set(expected) and expected, glob
+        for path, value in expected.items():
+            assert scores.score(path) == pytest.approx(value, rel=1e-12), path
+            assert value != pytest.approx(everywhere.score(path), rel=1e-6), path
+        assert [f.path for f in bm25.rank_files(conn, scope, groups, 9, within=within)] == \
+            list(scores.paths())
+    assert not list(bm25.score_files(conn, scope, groups,
+                                     within=bm25.Within("python")).paths())
 
 
 def test_copies_of_a_file_score_alike_and_rank_by_path(

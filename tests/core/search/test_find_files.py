@@ -373,3 +373,62 @@ def test_a_filtered_search_answers_from_every_chunk_the_filter_lets_through(
     answer = chunks.search(conn, Scope.system(r), long_text, 3, chunks.Filters(path="src/cli/**"),
                            mode="lexical")
     assert answer["results"] and answer["results"][0]["path"] == "src/cli/usage.py", answer
+
+
+FOLDERS = RESUMING | {
+    "src/cli/status.py":
+        "def show_upload_status(upload):\n"
+        '    """The upload\'s saved offset, and whether it was interrupted."""\n'
+        "    return upload.offset, upload.interrupted, upload.saved_at\n",
+    "src/cli/resume.py":
+        "def resume_command(args):\n"
+        '    """resume: send what is left of an interrupted upload"""\n'
+        "    return send_rest(args)\n",
+}
+
+
+def test_a_filtered_task_query_is_ranked_in_the_best_files_of_the_filtered_folder(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """BM25 ranks the files a path filter lets through, and a task query is ranked inside
+    the best of them. Before, a long query was ranked inside the whole repository's best
+    files, and only those in the folder answered: here one file of two. A filtered query of
+    a few words was ranked over every chunk. Two best files stand for thirty of thousands."""
+    from codenav.search import bm25, chunks
+    from codenav.search import weights as W
+
+    monkeypatch.setattr(W, "TOP_FILES", 2)
+    r = _indexed(settings, conn, tmp_path / "up", FOLDERS)
+    cli = chunks.Filters(path="src/cli/**")
+    for text, long_query in (
+            ("resume interrupted upload from saved offset", False),
+            ("resume the interrupted upload from the offset saved after each part of the "
+             "session", True)):
+        weighted = chunks.weigh(conn, parse_query(text))
+        assert (len(weighted.groups) >= bm25.LONG_QUERY_GROUPS) == long_query
+        groups = bm25.usable_groups(weighted.groups)
+        overall = [f.path for f in bm25.rank_files(conn, Scope.system(r), groups, 2)]
+        assert [p for p in overall if p.startswith("src/cli/")] == ["src/cli/status.py"]
+        best = {f.path for f in bm25.rank_files(conn, Scope.system(r), groups, 2,
+                                                within=cli.files)}
+        assert best == {"src/cli/status.py", "src/cli/resume.py"}, text
+        answer = chunks.search(conn, Scope.system(r), text, 3, cli, mode="lexical")
+        assert {x["path"] for x in answer["results"]} == best, answer
+
+
+def test_a_filter_that_leaves_no_file_holding_a_term_answers_empty_and_names_it(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A task query naming a declaration outside the folder: BM25 finds no file in the
+    folder and boosts the declaring file, which is not there. The boost met no file at all
+    and failed on numpy's types."""
+    from codenav.search import chunks
+
+    r = _indexed(settings, conn, tmp_path / "up", FOLDERS | {"docs/notes.py": "x = 1\n"})
+    for text in ("where does resume_upload read the saved offset",
+                 "resume_upload reads the offset saved after each part of the session"):
+        answer = chunks.search(conn, Scope.system(r), text, 3, chunks.Filters(path="docs/**"),
+                               mode="lexical")
+        assert answer["results"] == [], answer
+        assert answer["empty"] == {"code": "no_match", "message": "no indexed code matches "
+                                   "within path 'docs/**'; try without the filter, other "
+                                   "words, or an identifier"}

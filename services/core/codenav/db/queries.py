@@ -1125,6 +1125,10 @@ GRAPH_ANALYZE = "ANALYZE refs, graph_imports, graph_edges, graph_links, graph_fi
 FACTS_ANALYZE = "ANALYZE refs"
 
 # --- file-level ranking for long queries (codenav.search.bm25) ---------------------------------
+# A whole-file ranking runs over the files a search's language and path filters let through
+# (both NULL: every file); its statistics, postings and path matches alike.
+_WITHIN = """(%(language)s::text IS NULL OR language = %(language)s)
+  AND (%(path_re)s::text IS NULL OR path ~ %(path_re)s)"""
 # The paths matching each query group: one match of every path against all the groups' terms
 # (``any``), then each group's own on the few that pass (one pass per group over every path
 # took nearly three times as long on Apache Kafka). One row of two arrays (group number from
@@ -1132,12 +1136,13 @@ FACTS_ANALYZE = "ANALYZE refs"
 FILE_GROUP_PATHS = """
 SELECT array_agg(g.i::int), array_agg(f.path)
 FROM (SELECT t.path, t.path_tsv FROM tree_files(%(tree)s) t
-      WHERE t.repo_id = ANY(%(visible)s::int[]) AND t.path_tsv @@ %(any)s::tsquery) f
+      WHERE t.repo_id = ANY(%(visible)s::int[]) AND t.path_tsv @@ %(any)s::tsquery
+        AND @WITHIN@) f
 CROSS JOIN LATERAL (SELECT g.i FROM unnest(%(tsqs)s::tsquery[]) WITH ORDINALITY AS g(q, i)
-                    WHERE f.path_tsv @@ g.q) g"""
+                    WHERE f.path_tsv @@ g.q) g""".replace("@WITHIN@", _WITHIN)
 REPO_FILE_STATS = """
 SELECT count(*), coalesce(avg(size), 1) FROM tree_files(%(tree)s)
-WHERE repo_id = ANY(%(visible)s::int[])"""
+WHERE repo_id = ANY(%(visible)s::int[]) AND @WITHIN@""".replace("@WITHIN@", _WITHIN)
 
 # --- code graph: tools (codenav.graph.lookup, .impact, .skeleton) -------------------------
 # Declarations by name or qualified name (a qualified name also matches as a suffix:
@@ -1343,7 +1348,8 @@ FILE_TERM_POSTINGS = """
 SELECT array_agg(t.term), array_agg(f.path), array_agg(t.tf), array_agg(f.size)
 FROM (SELECT term, content_id, tf FROM file_terms WHERE term = ANY(%(terms)s) OFFSET 0) t
 JOIN (SELECT content_id, path, size FROM tree_files(%(tree)s)
-      WHERE repo_id = ANY(%(visible)s::int[]) OFFSET 0) f ON f.content_id = t.content_id"""
+      WHERE repo_id = ANY(%(visible)s::int[]) AND @WITHIN@ OFFSET 0) f
+  ON f.content_id = t.content_id""".replace("@WITHIN@", _WITHIN)
 # The same while contents have no postings yet (STATS_QUERY says so): for those, a term's
 # frequency in a file is the number of its chunks that hold it (a presence per chunk,
 # through the chunks' vector index, as STATS_PENDING_DF).
@@ -1361,7 +1367,8 @@ FROM (SELECT term, content_id, tf FROM file_terms WHERE term = ANY(%(terms)s)
       GROUP BY 1, 2
       OFFSET 0) t
 JOIN (SELECT content_id, path, size FROM tree_files(%(tree)s)
-      WHERE repo_id = ANY(%(visible)s::int[]) OFFSET 0) f ON f.content_id = t.content_id"""
+      WHERE repo_id = ANY(%(visible)s::int[]) AND @WITHIN@ OFFSET 0) f
+  ON f.content_id = t.content_id""".replace("@WITHIN@", _WITHIN)
 
 # Files that declare names a long query spells out (top-level or class members).
 # The tree's files of each matching declaration are looked up by content (OFFSET 0 keeps

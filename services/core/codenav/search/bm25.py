@@ -31,6 +31,20 @@ MAX_GROUPS = 128
 MAX_QUERY_TF = 10
 
 
+class Within(NamedTuple):
+    """The files a ranking runs over: one language, paths matching a regular expression
+    (``codenav.answers.glob_to_regex``); None for any. Its statistics count only them."""
+
+    language: str | None = None
+    path_re: str | None = None
+
+    def params(self) -> dict[str, str | None]:
+        return {"language": self.language, "path_re": self.path_re}
+
+
+EVERY_FILE = Within()
+
+
 class RankedFile(NamedTuple):
     path: str
     score: float
@@ -161,11 +175,13 @@ class FileScores:
 
 def rank_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
                limit: int = 100, boosts: dict[str, float] | None = None,
-               pending: bool = False, asked: Asked | None = None) -> list[RankedFile]:
+               pending: bool = False, asked: Asked | None = None,
+               within: Within = EVERY_FILE) -> list[RankedFile]:
     """Files ranked by BM25 for ``groups`` (each group's ``count`` is its query frequency;
-    a group's alternatives, such as plural forms, add up). ``pending``, ``asked``: see
-    ``score_files``."""
-    return score_files(conn, scope, groups, boosts, asked=asked, pending=pending).top(limit)
+    a group's alternatives, such as plural forms, add up). ``pending``, ``asked``,
+    ``within``: see ``score_files``."""
+    return score_files(conn, scope, groups, boosts, asked=asked, pending=pending,
+                       within=within).top(limit)
 
 
 class Asked(NamedTuple):
@@ -177,22 +193,23 @@ class Asked(NamedTuple):
     """One row: the group numbers (from 1) and the paths of every path matching a group."""
 
 
-def ask(scope: Scope, groups: list[Group], side: Side) -> Asked:
+def ask(scope: Scope, groups: list[Group], side: Side, within: Within = EVERY_FILE) -> Asked:
     """Send the statements ``score_files`` needs beside the postings ahead on ``side``."""
     terms = list(dict.fromkeys(t for g in groups for t in g.terms))
-    return Asked(side.fetch(scope.sql(q.REPO_FILE_STATS), scope.params()),
+    return Asked(side.fetch(scope.sql(q.REPO_FILE_STATS), scope.params(**within.params())),
                  side.fetch(scope.sql(q.FILE_GROUP_PATHS), scope.params(
-                     tsqs=[tsquery_for(g.terms) for g in groups], any=tsquery_for(terms)),
-                     binary=True))
+                     tsqs=[tsquery_for(g.terms) for g in groups], any=tsquery_for(terms),
+                     **within.params()), binary=True))
 
 
 def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
                 boosts: dict[str, float] | None = None, asked: Asked | None = None,
-                pending: bool = False) -> FileScores:
+                pending: bool = False, within: Within = EVERY_FILE) -> FileScores:
     """``rank_files`` for every file holding a query term (in the order of its score, ties
-    by path). ``asked``: what ``ask`` sent ahead for the same groups; the postings are read
-    on ``conn`` meanwhile. ``pending``: some contents have no whole-file postings yet (a
-    first index's, ``codenav.index.terms``); theirs are counted from their chunks."""
+    by path). ``asked``: what ``ask`` sent ahead for the same groups and ``within``; the
+    postings are read on ``conn`` meanwhile. ``pending``: some contents have no whole-file
+    postings yet (a first index's, ``codenav.index.terms``); theirs are counted from their
+    chunks. ``within``: only these files are ranked, and counted (a search's filters)."""
     if not groups:
         return FileScores.empty()
     group_of: dict[str, list[int]] = defaultdict(list)
@@ -200,11 +217,11 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
         for term in g.terms:
             group_of[term].append(i)
     if asked is None:
-        asked = ask(scope, groups, side.inline(conn))
+        asked = ask(scope, groups, side.inline(conn), within)
     with conn.cursor(binary=True) as cur:  # one row of arrays (``q.FILE_TERM_POSTINGS``)
         postings = cur.execute(scope.sql(
             q.FILE_TERM_POSTINGS_PENDING if pending else q.FILE_TERM_POSTINGS), {
-            "terms": list(group_of), **scope.params()}).fetchone()
+            "terms": list(group_of), **scope.params(**within.params())}).fetchone()
     stats = asked.stats.rows()
     n_files = int(stats[0][0]) if stats else 0
     avg_size = float(stats[0][1]) if stats and stats[0][1] else 1.0
@@ -216,6 +233,8 @@ def score_files(conn: psycopg.Connection, scope: Scope, groups: list[Group],
     path_groups, path_files = [column or [] for column in
                                (path_rows[0] if path_rows else (None, None))]
     paths = list(dict.fromkeys(posted + path_files))
+    if not paths:  # no file (none the filters let through) holds a term
+        return FileScores.empty()
     fid = {path: i for i, path in enumerate(paths)}
     files = list(map(fid.__getitem__, posted))
     size = np.full(len(paths), avg_size)

@@ -50,16 +50,18 @@ class Filters:
     exported: bool = False
 
     @property
-    def narrows(self) -> bool:
-        """Whether only some chunks of a file may be answered (a language, path, kind or
-        exported filter)."""
-        return bool(self.language or self.path or self.kind or self.exported)
+    def narrows_chunks(self) -> bool:
+        """Whether only some chunks of a file may be answered (a kind or exported filter):
+        a whole-file ranking cannot apply it."""
+        return bool(self.kind or self.exported)
+
+    @property
+    def files(self) -> bm25.Within:
+        """The files the language and path filters let through, for a whole-file ranking."""
+        return bm25.Within(self.language, glob_to_regex(self.path) if self.path else None)
 
     def params(self) -> dict[str, Any]:
-        return {
-            "language": self.language, "kind": self.kind, "exported": self.exported,
-            "path_re": glob_to_regex(self.path) if self.path else None,
-        }
+        return {"kind": self.kind, "exported": self.exported, **self.files.params()}
 
 
 @dataclass
@@ -166,12 +168,12 @@ def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters
 def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filters: Filters,
                      k: int, asked: bm25.Asked | None = None) -> list[tuple[int, str, float]]:
     """Chunks for a long query or a task description (``_files_first``): the best files by
-    BM25, then the best chunks in them, each chunk's score scaled by its file's.
-    ``asked``: BM25's statements sent ahead (``bm25.ask``) for
-    ``bm25.usable_groups(w.groups)``."""
+    BM25 among those the filters let through, then the best chunks in them, each chunk's
+    score scaled by its file's. ``asked``: BM25's statements sent ahead (``bm25.ask``) for
+    ``bm25.usable_groups(w.groups)`` and ``filters.files``."""
     boosts = bm25.mention_boosts(conn, scope, w.query.identifiers)
     files = bm25.rank_files(conn, scope, bm25.usable_groups(w.groups, w.n_chunks),
-                            W.TOP_FILES, boosts, w.pending_terms, asked)
+                            W.TOP_FILES, boosts, w.pending_terms, asked, filters.files)
     if not files:
         return []
     best = files[0].score or 1.0
@@ -191,10 +193,11 @@ def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filter
 
 def _files_first(query: ParsedQuery, long_query: bool, filters: Filters) -> bool:
     """Whether ``search`` ranks a query's chunks inside BM25's best files: a long query, or
-    one of ``SEARCH_FILES_FIRST_WORDS`` words, which describes a task. BM25 ranks whole
-    files, blind to filters: with one, a short query ranks every chunk the filter lets
-    through."""
-    return long_query or (query.words >= W.SEARCH_FILES_FIRST_WORDS and not filters.narrows)
+    one of ``SEARCH_FILES_FIRST_WORDS`` words, which describes a task. BM25 ranks the files
+    a language or path filter lets through; it cannot see a kind or exported filter, and
+    with one a short query ranks every chunk the filter lets through."""
+    return long_query or (query.words >= W.SEARCH_FILES_FIRST_WORDS
+                          and not filters.narrows_chunks)
 
 
 def declaration_ranking(conn: psycopg.Connection, scope: Scope, query: ParsedQuery,
@@ -321,14 +324,14 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
 
         files_first = _files_first(query, long_query, filters) and bool(weighted.groups)
         # BM25's statistics and path matches go ahead of the declarations on ``side``
-        asked = bm25.ask(scope, bm25.usable_groups(weighted.groups), side) \
+        asked = bm25.ask(scope, bm25.usable_groups(weighted.groups), side, filters.files) \
             if files_first else None
         declared = side.call(names_and_fuzzy)
         if files_first:
             lexical = lexical_in_files(conn, scope, weighted, filters, depth, asked)
-        if not files_first or (not lexical and filters.narrows):
-            # a filter may leave nothing of BM25's best files: then every chunk it lets
-            # through is ranked
+        if not files_first or not lexical:
+            # a kind or exported filter may leave nothing of BM25's best files, and BM25
+            # leaves out one-letter terms: then every chunk is ranked
             lexical = lexical_ranking(conn, scope, weighted, filters, depth)
         decls, owned, fuzzy = declared.result()
     if nearest is not None:
