@@ -87,6 +87,11 @@ def test_find_files_ranks_files_and_explains(client: TestClient, indexed: repos.
     with_tests = client.post("/v1/find_files", json={"query": "[auth|login] token",
                                                      "include_tests": True}).json()
     assert "src/auth/test_tokens.py" in [r["path"] for r in with_tests["results"]]
+    only_billing = client.post("/v1/find_files", json={"query": "[auth|login] token",
+                                                       "path": "src/billing/**"}).json()
+    assert only_billing["results"] and all(
+        r["path"].startswith("src/billing/") for r in only_billing["results"])
+    assert "src/auth/tokens.py" not in [r["path"] for r in only_billing["results"]]
 
 
 def test_find_files_matches_plurals(client: TestClient, indexed: repos.Repo) -> None:

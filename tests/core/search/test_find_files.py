@@ -432,3 +432,40 @@ def test_a_filter_that_leaves_no_file_holding_a_term_answers_empty_and_names_it(
         assert answer["empty"] == {"code": "no_match", "message": "no indexed code matches "
                                    "within path 'docs/**'; try without the filter, other "
                                    "words, or an identifier"}
+
+
+def test_find_files_with_a_path_ranks_only_the_files_under_it(
+        repo: repos.Repo, conn: psycopg.Connection) -> None:
+    """``path``: every candidate source (BM25, declarations, spelled paths, neighbours,
+    fillers) keeps to the glob, and BM25 counts only the files under it."""
+    scope = Scope.system(repo)
+    text = "retry a failed upload with a policy"
+    everywhere = _paths(find.find_files(conn, scope, text, 7, mode="lexical"))
+    assert any(not p.startswith("src/main/java/com/acme/retry/") for p in everywhere)
+    retry = find.find_files(conn, scope, text, 7, mode="lexical",
+                            path="src/main/java/com/acme/retry/**")
+    assert _paths(retry)[0] == "src/main/java/com/acme/retry/RetryPolicy.java", retry
+    assert all(p.startswith("src/main/java/com/acme/retry/") for p in _paths(retry)), retry
+    examples = find.find_files(conn, scope, text, 7, mode="lexical", path="examples/**")
+    assert _paths(examples) == ["examples/retry-demo/Main.java"], examples
+    tests = find.find_files(conn, scope, text, 7, True, mode="lexical", path="src/test/**")
+    assert _paths(tests) == ["src/test/java/com/acme/retry/RetryPolicyTest.java"], tests
+    for glob, code in (("src/main/java/com/acme/util/**", "no_match"),
+                       ("nowhere/**", "path_not_indexed")):
+        empty = find.find_files(conn, scope, text, 7, mode="lexical", path=glob)
+        assert empty["results"] == [] and empty["empty"]["code"] == code, empty
+    assert "within path 'src/main/java/com/acme/util/**'" in find.find_files(
+        conn, scope, text, 7, mode="lexical",
+        path="src/main/java/com/acme/util/**")["empty"]["message"]
+
+
+def test_a_release_query_with_a_path_puts_first_only_a_version_file_under_it(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    scope = Scope.system(_indexed(settings, conn, tmp_path / "shop", RELEASED))
+    answer = find.find_files(conn, scope, "release 1.3.0", 3, mode="lexical",
+                             path="src/shop/*.py")
+    assert _paths(answer)[0] == "src/shop/__init__.py", answer
+    elsewhere = find.find_files(conn, scope, "release 1.3.0", 3, mode="lexical",
+                                path="src/shop/p*.py")
+    assert _paths(elsewhere) == ["src/shop/publish.py"], elsewhere
+    assert "declares the version" not in elsewhere["results"][0]["reason"]

@@ -74,6 +74,8 @@ class Pool:
     """Some files were scored without whole-file postings (``chunks.Weighted``)."""
 
 
+_OUTSIDE = "outside"
+"""The role recorded for a file outside ``gather``'s ``within``: never a candidate."""
 _PATH_TOKEN = re.compile(r"[\w$@.\\/-]*\w\.(?:py|pyi|go|java|kt|kts|scala|swift|rs|c|h|cc|cpp|"
                          r"cxx|hpp|hh|cs|rb|php|js|jsx|mjs|cjs|ts|tsx|mts|cts)\b")
 
@@ -182,12 +184,13 @@ class _DocTerms:
 def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: list[Group],
            avg_terms: float, *, include_tests: bool, asked: set[str],
            semantic: SemanticContext | None = None, side: Side | None = None,
-           pending_terms: bool = False) -> Pool:
+           pending_terms: bool = False, within: bm25.Within = bm25.EVERY_FILE) -> Pool:
     """The candidate files of a query with their features. ``groups`` are the weighted
     query groups (``codenav.search.chunks.weigh``); ``asked`` the non-source roles the query is
     about (``codenav.lang.conventions.asked_roles``). Statements that do not need each
     other's rows go ahead on ``side`` (``codenav.db.side``; by default all run on ``conn``).
-    ``pending_terms``: see ``chunks.Weighted``."""
+    ``pending_terms``: see ``chunks.Weighted``. ``within``: only files under its path
+    pattern can be candidates, and BM25 and the nearest chunks are taken among them."""
     side = side if side is not None else inline(conn)
     groups = bm25.usable_groups(groups)
     long_query = len(groups) >= bm25.LONG_QUERY_GROUPS
@@ -196,13 +199,17 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     keep_tests = include_tests or conventions.TEST in asked
     pool: dict[str, Candidate] = {}
     roles: dict[str, str] = {}
+    inside = re.compile(within.path_re).search if within.path_re else None
 
     def admitted(path: str) -> str | None:
-        """The file's role, or None when it cannot be a candidate (a test not asked for)."""
+        """The file's role, or None when it cannot be a candidate (a test not asked for, a
+        file outside ``within``)."""
         role = roles.get(path)
         if role is None:
-            role = roles[path] = conventions.role(path)
-        if role in (conventions.TEST, conventions.FIXTURE) and not keep_tests:
+            role = roles[path] = conventions.role(path) \
+                if inside is None or inside(path) else _OUTSIDE
+        if role == _OUTSIDE or (role in (conventions.TEST, conventions.FIXTURE)
+                                and not keep_tests):
             return None
         return role
 
@@ -217,7 +224,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
 
     # sent ahead: what needs the query only (BM25's statistics and path matches, the files
     # declaring the names it spells, the files whose path it spells)
-    bm25_asked = bm25.ask(scope, groups, side) if groups else None
+    bm25_asked = bm25.ask(scope, groups, side, within) if groups else None
     names = _declared_names(query, groups, long_query)
     declaring = side.fetch(scope.sql(q.DECLARING_FILES), scope.params(names=names)) \
         if names else None
@@ -226,7 +233,8 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         patterns=patterns, k=W.PATH_MATCHES)) if patterns else None
 
     # 1. whole-file BM25: every file with a query term, scored
-    scores = bm25.score_files(conn, scope, groups, asked=bm25_asked, pending=pending_terms)
+    scores = bm25.score_files(conn, scope, groups, asked=bm25_asked, pending=pending_terms,
+                              within=within)
     # 2. chunks (short queries): the best chunk of each file, declarations matching a group,
     # among the files BM25 ranked best. The statement goes ahead on ``conn`` (pipeline
     # mode) while BM25's best join the pool and the statements that need them are sent;
@@ -259,8 +267,8 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
             if semantic is not None and semantic.usable:
                 assert semantic.model is not None and semantic.vector is not None
                 hits = vectors.knn(c, semantic.model, semantic.vector, scope,
-                                   {"language": None, "kind": None, "exported": False,
-                                    "path_re": None}, W.SEMANTIC_DEPTH)
+                                   {"kind": None, "exported": False, **within.params()},
+                                   W.SEMANTIC_DEPTH)
                 if hits:
                     symbols = {r[0]: r[2] for r in c.execute(
                         scope.sql(q.CHUNK_DETAILS), scope.params(ids=[h[0] for h in hits]))}

@@ -14,6 +14,7 @@ why it matched.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -21,12 +22,12 @@ from typing import Any
 import psycopg
 
 from codenav.access import Scope
-from codenav.answers import empty_reason, postings_pending, stats
+from codenav.answers import empty_reason, glob_to_regex, postings_pending, stats
 from codenav.db import queries as q
 from codenav.db.side import Side
 from codenav.errors import InvalidRequest
 from codenav.lang import conventions
-from codenav.search import features, fusion, learned
+from codenav.search import bm25, features, fusion, learned
 from codenav.search.chunks import weigh
 from codenav.search.features import Candidate, Pool
 from codenav.search.query import (
@@ -52,10 +53,11 @@ __all__ = ["asked_roles", "collect", "find_files", "order"]
 
 def collect(conn: psycopg.Connection, scope: Scope, text: str, include_tests: bool = False,
             mode: str = "hybrid", semantic: SemanticContext | None = None,
-            side: Side | None = None) -> tuple[ParsedQuery, Pool, set[str], str]:
+            side: Side | None = None, within: bm25.Within = bm25.EVERY_FILE,
+            ) -> tuple[ParsedQuery, Pool, set[str], str]:
     """The query, its candidate pool, the roles it asks for, and the model family that
-    scores it (``hybrid`` when vectors are used, else ``lexical``). ``side``: see
-    ``features.gather``."""
+    scores it (``hybrid`` when vectors are used, else ``lexical``). ``side``, ``within``:
+    see ``features.gather``."""
     query = parse_query(text)
     w = weigh(conn, query)
     asked = asked_roles(query, text)
@@ -63,11 +65,11 @@ def collect(conn: psycopg.Connection, scope: Scope, text: str, include_tests: bo
     pool = features.gather(conn, scope, query, w.groups if mode != "semantic" else [],
                            w.avg_terms, include_tests=include_tests or query.wants_tests,
                            asked=asked, semantic=semantic if use_vectors else None,
-                           side=side, pending_terms=w.pending_terms)
+                           side=side, pending_terms=w.pending_terms, within=within)
     if mode == "semantic" and not pool.candidates:  # nothing embedded: lexical after all
         pool = features.gather(conn, scope, query, w.groups, w.avg_terms,
                                include_tests=include_tests or query.wants_tests, asked=asked,
-                               side=side, pending_terms=w.pending_terms)
+                               side=side, pending_terms=w.pending_terms, within=within)
     return query, pool, asked, "hybrid" if use_vectors and mode == "hybrid" else "lexical"
 
 
@@ -94,21 +96,24 @@ def semantic_order(pool: Pool) -> list[tuple[float, Candidate]]:
 def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7,
                include_tests: bool = False, mode: str = "hybrid",
                semantic: SemanticContext | None = None, side: Side | None = None,
-               ) -> dict[str, Any]:
+               path: str | None = None) -> dict[str, Any]:
+    """Files ranked for ``text`` (see the module's docstring); ``path``: only files under
+    this glob."""
     started = time.monotonic()
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidRequest(f"limit must be between 1 and {MAX_LIMIT}")
     if mode not in MODES:
         raise InvalidRequest(f"unknown mode {mode!r}", hint="hybrid, lexical or semantic")
+    within = bm25.Within(path_re=glob_to_regex(path)) if path else bm25.EVERY_FILE
     query, pool, asked, family = collect(conn, scope, text, include_tests, mode, semantic,
-                                           side)
+                                         side, within)
     if mode == "semantic" and pool.semantic_order:
         ranked = semantic_order(pool)
     else:
         scores, _name = learned.score([c.vector() for c in pool.candidates], family)
         ranked = order(pool.candidates, scores, asked)
     if is_release(text):
-        ranked = versions_first(conn, scope, ranked)
+        ranked = versions_first(conn, scope, ranked, within)
     top = ranked[:limit]
     sizes = {c.path: c.size for _s, c in top}
     results = []
@@ -138,7 +143,7 @@ def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7
         if pending:
             answer["file_terms"] = pending
     if not results:
-        answer["empty"] = empty_reason(conn, scope)
+        answer["empty"] = empty_reason(conn, scope, path=path)
         if answer["empty"]["code"] == "no_match" and not include_tests:
             answer["empty"]["message"] += "; only test files may match (include_tests=true)"
     answer["_stats"] = stats(answer, sizes, started)
@@ -146,10 +151,12 @@ def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7
 
 
 def versions_first(conn: psycopg.Connection, scope: Scope,
-                   ranked: list[tuple[float, Candidate]]) -> list[tuple[float, Candidate]]:
+                   ranked: list[tuple[float, Candidate]],
+                   within: bm25.Within = bm25.EVERY_FILE) -> list[tuple[float, Candidate]]:
     """A release query ("release 7.0", "start version 8.0.1.dev0", "4.4.2") first gets the
-    files that declare the version (at most ``RELEASE_FILES``, shallowest first): its words
-    name nothing else, and BM25 ranks whatever holds the same digits."""
+    files that declare the version (at most ``RELEASE_FILES``, shallowest first, under
+    ``within``'s path pattern): its words name nothing else, and BM25 ranks whatever holds
+    the same digits."""
     try:
         with conn.transaction():
             conn.execute(q.GREP_TIMEOUT, {"ms": f"{RELEASE_BUDGET_MS}ms"})
@@ -158,8 +165,10 @@ def versions_first(conn: psycopg.Connection, scope: Scope,
                 k=4 * RELEASE_FILES)).fetchall()
     except psycopg.errors.QueryCanceled:  # a huge repository: answer as any other query
         return ranked
+    inside = re.compile(within.path_re).search if within.path_re else None
     paths = [p for (p,) in rows if conventions.role(p) in (conventions.SOURCE, conventions.BUILD)
-             and not any(part.startswith(".") for part in p.split("/"))][:RELEASE_FILES]
+             and not any(part.startswith(".") for part in p.split("/"))
+             and (inside is None or inside(p))][:RELEASE_FILES]
     if not paths:
         return ranked
     found = {c.path: c for _s, c in ranked}

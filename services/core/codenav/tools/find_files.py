@@ -13,6 +13,8 @@ class FindFilesArgs(Args):
     query: str = Field(min_length=1, max_length=8000)
     limit: int = Field(default=7, ge=1, le=50)
     include_tests: bool = False
+    path: str | None = Field(default=None, max_length=500,
+                             description="path glob filter, e.g. 'src/server/**'")
     mode: Mode = "hybrid"
 
 
@@ -25,7 +27,7 @@ def handle(call: Call, args: FindFilesArgs) -> dict[str, Any]:
     ctx = call.host.semantic.context(call.conn, call.target, args.query, args.mode)
     with Side(call.conn, call.host.spare) as side:
         return find.find_files(call.conn, call.target, args.query, args.limit,
-                                args.include_tests, args.mode, ctx, side)
+                               args.include_tests, args.mode, ctx, side, args.path or None)
 
 
 def render(data: dict[str, Any]) -> str:
