@@ -8,9 +8,11 @@ need this: the chunk rankers and the coverage ordering of ``find_files`` serve t
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -40,6 +42,15 @@ class Within(NamedTuple):
 
     def params(self) -> dict[str, str | None]:
         return {"language": self.language, "path_re": self.path_re}
+
+    def keeps(self, path: str) -> bool:
+        """Whether ``path`` matches the path pattern (the language is not checked)."""
+        return self.path_re is None or _pattern(self.path_re).search(path) is not None
+
+
+@lru_cache(maxsize=64)
+def _pattern(path_re: str) -> re.Pattern[str]:
+    return re.compile(path_re)
 
 
 EVERY_FILE = Within()

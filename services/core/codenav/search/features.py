@@ -199,15 +199,13 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
     keep_tests = include_tests or conventions.TEST in asked
     pool: dict[str, Candidate] = {}
     roles: dict[str, str] = {}
-    inside = re.compile(within.path_re).search if within.path_re else None
 
     def admitted(path: str) -> str | None:
         """The file's role, or None when it cannot be a candidate (a test not asked for, a
         file outside ``within``)."""
         role = roles.get(path)
         if role is None:
-            role = roles[path] = conventions.role(path) \
-                if inside is None or inside(path) else _OUTSIDE
+            role = roles[path] = conventions.role(path) if within.keeps(path) else _OUTSIDE
         if role == _OUTSIDE or (role in (conventions.TEST, conventions.FIXTURE)
                                 and not keep_tests):
             return None

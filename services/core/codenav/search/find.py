@@ -14,7 +14,6 @@ why it matched.
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -165,10 +164,9 @@ def versions_first(conn: psycopg.Connection, scope: Scope,
                 k=4 * RELEASE_FILES)).fetchall()
     except psycopg.errors.QueryCanceled:  # a huge repository: answer as any other query
         return ranked
-    inside = re.compile(within.path_re).search if within.path_re else None
     paths = [p for (p,) in rows if conventions.role(p) in (conventions.SOURCE, conventions.BUILD)
              and not any(part.startswith(".") for part in p.split("/"))
-             and (inside is None or inside(p))][:RELEASE_FILES]
+             and within.keeps(p)][:RELEASE_FILES]
     if not paths:
         return ranked
     found = {c.path: c for _s, c in ranked}
