@@ -44,13 +44,15 @@ DECLARATION_DEPTH = 30
 FUZZY_DEPTH = 20
 """Chunks read from the trigram list."""
 TOP_FILES = 30
-"""Long queries rank chunks only inside the files that file-level BM25 ranked best."""
+"""Long queries and task descriptions (``SEARCH_FILES_FIRST_WORDS``) rank chunks only inside
+the files that file-level BM25 ranked best."""
 SEARCH_FILES_FIRST_WORDS = 3
 """A query of this many words (stop words not counted, an identifier once) describes a task
 rather than naming code, and ``search`` ranks its chunks inside BM25's best files, as for
 a long query."""
 CHUNK_LIFT = 0.3
-"""Long queries: a chunk scores its file's BM25 share plus this much of its own share."""
+"""Ranked inside BM25's best files, a chunk scores its file's BM25 share plus this much of
+its own share."""
 REPEAT_DECAY = 0.7
 """Each repeat of one symbol of one file on a result page counts this much less."""
 
