@@ -42,6 +42,8 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
  19  pending_terms: a first index leaves its contents' whole-file postings (file_terms) to
      the graph job, which writes them before the graph facts (find_files says meanwhile
      that its whole-file statistics are incomplete).
+ 20  chunks_kind_idx: a filtered search reads the chunks of a kind holding a query term
+     through the kind's index and the tsvector index together (the rows are those of 19).
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -59,6 +61,6 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

@@ -412,8 +412,12 @@ def test_a_filtered_task_query_is_ranked_in_the_best_files_of_the_filtered_folde
         best = {f.path for f in bm25.rank_files(conn, Scope.system(r), groups, 2,
                                                 within=cli.files)}
         assert best == {"src/cli/status.py", "src/cli/resume.py"}, text
-        answer = chunks.search(conn, Scope.system(r), text, 3, cli, mode="lexical")
+        answer = chunks.search(conn, Scope.system(r), text, 2, cli, mode="lexical")
         assert {x["path"] for x in answer["results"]} == best, answer
+        # a third result asked for comes after them, from every chunk of the folder
+        answer = chunks.search(conn, Scope.system(r), text, 3, cli, mode="lexical")
+        assert {x["path"] for x in answer["results"][:2]} == best, answer
+        assert [x["path"] for x in answer["results"][2:]] == ["src/cli/usage.py"], answer
 
 
 def test_a_filter_that_leaves_no_file_holding_a_term_answers_empty_and_names_it(
@@ -432,6 +436,63 @@ def test_a_filter_that_leaves_no_file_holding_a_term_answers_empty_and_names_it(
         assert answer["empty"] == {"code": "no_match", "message": "no indexed code matches "
                                    "within path 'docs/**'; try without the filter, other "
                                    "words, or an identifier"}
+
+
+WIDGETS = {
+    "src/core/frob.py":
+        "def frobnicate_widget(widget):\n"
+        '    """Frobnicate the widget in place."""\n'
+        "    return widget.frobnicate()\n",
+    "src/ui/button.py":
+        "class ButtonWidget:\n"
+        '    """A widget that can be pressed."""\n'
+        "    label = 'ok'\n",
+    "src/ui/panel.py":
+        "class PanelWidget:\n"
+        '    """A widget holding other widgets."""\n'
+        "    children = ()\n",
+}
+
+
+def test_a_filtered_search_looks_past_the_chunks_of_the_rarest_terms(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lexical ranker takes its candidates from the chunks that hold the query's rarest
+    terms, up to a budget, and filtered them after the cap. When none of those passed the
+    filter, the answer was empty, although chunks it lets through hold the other terms. A
+    budget of one chunk stands for the 3,000 of a large repository."""
+    from functools import partial
+
+    from codenav.search import chunks
+
+    monkeypatch.setattr(chunks, "weigh", partial(chunks.weigh, budget=1))
+    r = _indexed(settings, conn, tmp_path / "widgets", WIDGETS)
+    everywhere = chunks.search(conn, Scope.system(r), "frobnicate widget", 5, mode="lexical")
+    assert _paths(everywhere)[0] == "src/core/frob.py", everywhere
+    for filters in (chunks.Filters(kind="class"), chunks.Filters(path="src/ui/**")):
+        answer = chunks.search(conn, Scope.system(r), "frobnicate widget", 5, filters,
+                               mode="lexical")
+        assert set(_paths(answer)) == {"src/ui/button.py", "src/ui/panel.py"}, (filters, answer)
+
+
+def test_a_long_query_with_a_kind_filter_is_topped_up_from_every_chunk(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task description is ranked inside BM25's best files, which a kind filter may leave
+    with fewer chunks than asked for: the rest come from every chunk, after them. Before,
+    every chunk was ranked only when the best files left nothing. One best file stands for
+    thirty."""
+    from codenav.search import bm25, chunks
+    from codenav.search import weights as W
+
+    monkeypatch.setattr(W, "TOP_FILES", 1)
+    r = _indexed(settings, conn, tmp_path / "widgets", WIDGETS)
+    text = ("frobnicate the widget in place, then press the button widget and add it to "
+            "the panel widget holding other widgets with a label")
+    assert len(chunks.weigh(conn, parse_query(text)).groups) >= bm25.LONG_QUERY_GROUPS
+    answer = chunks.search(conn, Scope.system(r), text, 5, chunks.Filters(kind="class"),
+                           mode="lexical")
+    assert set(_paths(answer)) == {"src/ui/button.py", "src/ui/panel.py"}, answer
 
 
 def test_find_files_with_a_path_ranks_only_the_files_under_it(

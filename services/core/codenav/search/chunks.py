@@ -14,6 +14,7 @@ from itertools import combinations
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from codenav.access import Scope
 from codenav.answers import empty_reason, glob_to_regex, stats
@@ -54,6 +55,11 @@ class Filters:
         """Whether only some chunks of a file may be answered (a kind or exported filter):
         a whole-file ranking cannot apply it."""
         return bool(self.kind or self.exported)
+
+    @property
+    def filtered(self) -> bool:
+        """Whether any filter is set."""
+        return bool(self.language or self.path or self.narrows_chunks)
 
     @property
     def files(self) -> bm25.Within:
@@ -139,30 +145,40 @@ def weigh(conn: psycopg.Connection, query: ParsedQuery, max_groups: int = 128,
 
 
 def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters: Filters,
-                    k: int) -> list[tuple[int, str, float]]:
+                    k: int, need: int | None = None) -> list[tuple[int, str, float]]:
+    """The ``k`` best chunks, scored over candidates: the chunks holding two of the rarest
+    groups, then any of the rarest terms, until ``k // 2`` are found. With a filter, when
+    fewer than ``need`` (by default ``k // 2``) of those pass it, every chunk it lets
+    through that holds a query term is a candidate."""
     if not w.groups:
         return []
     groups = sorted(w.groups, key=lambda g: -g.idf)[:MAX_GROUPS]
     params: dict[str, Any] = {
         "avg_terms": w.avg_terms, **scope.params(), "k": k, "cap": CANDIDATE_CAP,
-        **filters.params(),
+        **filters.params(), "files": bool(filters.language or filters.path),
     }
     for i, g in enumerate(groups):
         params[f"q{i}"], params[f"w{i}"] = tsquery_for(g.terms), g.idf
-    statement = q.search_lexical(len(groups), scope.flat)
     found: dict[tuple[int, str], float] = {}
-    for candidates in w.candidate_queries():
+
+    def run(statement: sql.Composed, plan: str, candidates: str) -> None:
         with conn.transaction():
-            conn.execute(q.LEXICAL_PLAN)
+            conn.execute(plan)
             rows = conn.execute(statement, {**params, "any": candidates}).fetchall()
         for r in rows:
             found.setdefault((r[0], r[1]), float(r[2] or 0.0))
+
+    for candidates in w.candidate_queries():
+        run(q.search_lexical(len(groups), scope.flat), q.LEXICAL_PLAN, candidates)
         if len(found) >= k // 2:
             break
+    if filters.filtered and len(found) < (k // 2 if need is None else need):
+        # the filters let through few of the chunks holding the rarest terms: then every
+        # chunk they let through that holds a query term is a candidate
+        run(q.search_lexical(len(groups), scope.flat, filtered=True), q.LEXICAL_PLAN_FILTERED,
+            tsquery_for([t for g in groups for t in g.terms]))
     ranked = sorted(found.items(), key=lambda kv: -kv[1])[:k]
     return [(key[0], key[1], score) for key, score in ranked]
-
-
 
 
 def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filters: Filters,
@@ -329,10 +345,13 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
         declared = side.call(names_and_fuzzy)
         if files_first:
             lexical = lexical_in_files(conn, scope, weighted, filters, depth, asked)
-        if not files_first or not lexical:
-            # a kind or exported filter may leave nothing of BM25's best files, and BM25
-            # leaves out one-letter terms: then every chunk is ranked
-            lexical = lexical_ranking(conn, scope, weighted, filters, depth)
+        if not files_first or len(lexical) < limit:
+            # a kind or exported filter may leave fewer than ``limit`` chunks in BM25's best
+            # files, and BM25 leaves out one-letter terms: then every chunk is ranked, and
+            # what the best files gave stays first
+            found = {(i, p) for i, p, _ in lexical}
+            every = lexical_ranking(conn, scope, weighted, filters, depth, limit)
+            lexical += [r for r in every if (r[0], r[1]) not in found]
         decls, owned, fuzzy = declared.result()
     if nearest is not None:
         vectors = nearest.result()
