@@ -92,6 +92,13 @@ def test_find_files_ranks_files_and_explains(client: TestClient, indexed: repos.
     assert only_billing["results"] and all(
         r["path"].startswith("src/billing/") for r in only_billing["results"])
     assert "src/auth/tokens.py" not in [r["path"] for r in only_billing["results"]]
+    python = client.post("/v1/find_files", json={"query": "[auth|login] token",
+                                                 "language": "python"}).json()
+    assert "src/auth/tokens.py" in [r["path"] for r in python["results"]]
+    assert all(r["path"].endswith(".py") for r in python["results"]), python
+    kotlin = client.post("/v1/find_files", json={"query": "[auth|login] token",
+                                                 "language": "kotlin"}).json()
+    assert kotlin["results"] == [] and kotlin["empty"]["code"] == "language_not_indexed"
 
 
 def test_find_files_matches_plurals(client: TestClient, indexed: repos.Repo) -> None:

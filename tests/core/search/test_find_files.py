@@ -495,6 +495,44 @@ def test_a_long_query_with_a_kind_filter_is_topped_up_from_every_chunk(
     assert set(_paths(answer)) == {"src/ui/button.py", "src/ui/panel.py"}, answer
 
 
+LANGUAGES = {
+    "server/retry.go":
+        "package server\n\n// RetryUpload retries a failed upload under the policy.\n"
+        "func RetryUpload(policy Policy) error { return policy.retry() }\n",
+    "client/retry.py":
+        "def retry_upload(policy):\n"
+        '    """Retry a failed upload under the policy."""\n'
+        "    return policy.retry()\n",
+    "tools/retry-upload":
+        "#!/usr/bin/env python3\n"
+        "# retry every failed upload under the default policy\n"
+        "import client.retry\n"
+        "client.retry.retry_upload(policy=None)\n",
+    "docs/retry.md": "# Retries\n\nA failed upload is retried under the policy.\n",
+}
+
+
+def test_find_files_with_a_language_ranks_only_its_files(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """``language``: every candidate source keeps to it, BM25 counting only its files. A
+    script without an extension is of the language its first line names (the index's
+    language, read by BM25), not excluded for its name."""
+    r = _indexed(settings, conn, tmp_path / "langs", LANGUAGES)
+    scope = Scope.system(r)
+    text = "retry a failed upload under the policy"
+    everywhere = _paths(find.find_files(conn, scope, text, 7, mode="lexical"))
+    assert {"server/retry.go", "client/retry.py"} <= set(everywhere), everywhere
+    python = find.find_files(conn, scope, text, 7, mode="lexical", language="python")
+    assert set(_paths(python)) == {"client/retry.py", "tools/retry-upload"}, python
+    go = find.find_files(conn, scope, text, 7, mode="lexical", language="go")
+    assert _paths(go) == ["server/retry.go"], go
+    both = find.find_files(conn, scope, text, 7, mode="lexical", language="python",
+                           path="client/**")
+    assert _paths(both) == ["client/retry.py"], both
+    rust = find.find_files(conn, scope, text, 7, mode="lexical", language="rust")
+    assert rust["results"] == [] and rust["empty"]["code"] == "language_not_indexed", rust
+
+
 def test_find_files_with_a_path_ranks_only_the_files_under_it(
         repo: repos.Repo, conn: psycopg.Connection) -> None:
     """``path``: every candidate source (BM25, declarations, spelled paths, neighbours,

@@ -80,6 +80,7 @@ def test_every_tool_is_a_cli_subcommand_named_like_it_with_its_arguments() -> No
         "query": "retry logic", "include_tests": True, "limit": 3}
     assert _body("find_files", "x") == {"query": "x"}
     assert _body("find", "x", "--path", "src/**") == {"query": "x", "path": "src/**"}
+    assert _body("find", "x", "--language", "go") == {"query": "x", "language": "go"}
     assert _body("search", "Token", "--exported", "--mode", "lexical", "--repo", "r") == {
         "query": "Token", "exported": True, "mode": "lexical", "repo": "r"}
     assert _body("read", "a.py", "--start", "2", "--end", "4") == {

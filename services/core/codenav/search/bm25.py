@@ -22,6 +22,7 @@ from codenav.access import Scope
 from codenav.db import queries as q
 from codenav.db import side
 from codenav.db.side import Pending, Side
+from codenav.lang import language_for
 from codenav.search.query import Group, tsquery_for
 from codenav.search.weights import BM25_B as B
 from codenav.search.weights import BM25_K1 as K1
@@ -44,8 +45,16 @@ class Within(NamedTuple):
         return {"language": self.language, "path_re": self.path_re}
 
     def keeps(self, path: str) -> bool:
-        """Whether ``path`` matches the path pattern (the language is not checked)."""
-        return self.path_re is None or _pattern(self.path_re).search(path) is not None
+        """Whether ``path`` matches the path pattern and is of the language, as far as its
+        name tells: a file that has no extension the index knows may be a script whose first
+        line names its language, and is kept (the statements that read ``files.language``
+        are exact)."""
+        if self.path_re is not None and _pattern(self.path_re).search(path) is None:
+            return False
+        if self.language is None:
+            return True
+        named = language_for(path)
+        return named == self.language or named == "text"
 
 
 @lru_cache(maxsize=64)

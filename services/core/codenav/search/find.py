@@ -95,15 +95,16 @@ def semantic_order(pool: Pool) -> list[tuple[float, Candidate]]:
 def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7,
                include_tests: bool = False, mode: str = "hybrid",
                semantic: SemanticContext | None = None, side: Side | None = None,
-               path: str | None = None) -> dict[str, Any]:
+               path: str | None = None, language: str | None = None) -> dict[str, Any]:
     """Files ranked for ``text`` (see the module's docstring); ``path``: only files under
-    this glob."""
+    this glob; ``language``: only files of this language."""
     started = time.monotonic()
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidRequest(f"limit must be between 1 and {MAX_LIMIT}")
     if mode not in MODES:
         raise InvalidRequest(f"unknown mode {mode!r}", hint="hybrid, lexical or semantic")
-    within = bm25.Within(path_re=glob_to_regex(path)) if path else bm25.EVERY_FILE
+    within = bm25.Within(language, glob_to_regex(path) if path else None) \
+        if path or language else bm25.EVERY_FILE
     query, pool, asked, family = collect(conn, scope, text, include_tests, mode, semantic,
                                          side, within)
     if mode == "semantic" and pool.semantic_order:
@@ -142,7 +143,7 @@ def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7
         if pending:
             answer["file_terms"] = pending
     if not results:
-        answer["empty"] = empty_reason(conn, scope, path=path)
+        answer["empty"] = empty_reason(conn, scope, language, path)
         if answer["empty"]["code"] == "no_match" and not include_tests:
             answer["empty"]["message"] += "; only test files may match (include_tests=true)"
     answer["_stats"] = stats(answer, sizes, started)
@@ -153,9 +154,9 @@ def versions_first(conn: psycopg.Connection, scope: Scope,
                    ranked: list[tuple[float, Candidate]],
                    within: bm25.Within = bm25.EVERY_FILE) -> list[tuple[float, Candidate]]:
     """A release query ("release 7.0", "start version 8.0.1.dev0", "4.4.2") first gets the
-    files that declare the version (at most ``RELEASE_FILES``, shallowest first, under
-    ``within``'s path pattern): its words name nothing else, and BM25 ranks whatever holds
-    the same digits."""
+    files that declare the version (at most ``RELEASE_FILES``, shallowest first, those
+    ``within`` keeps): its words name nothing else, and BM25 ranks whatever holds the same
+    digits."""
     try:
         with conn.transaction():
             conn.execute(q.GREP_TIMEOUT, {"ms": f"{RELEASE_BUDGET_MS}ms"})

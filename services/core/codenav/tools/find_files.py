@@ -15,6 +15,7 @@ class FindFilesArgs(Args):
     include_tests: bool = False
     path: str | None = Field(default=None, max_length=500,
                              description="path glob filter, e.g. 'src/server/**'")
+    language: str | None = Field(default=None, max_length=40)
     mode: Mode = "hybrid"
 
 
@@ -27,7 +28,8 @@ def handle(call: Call, args: FindFilesArgs) -> dict[str, Any]:
     ctx = call.host.semantic.context(call.conn, call.target, args.query, args.mode)
     with Side(call.conn, call.host.spare) as side:
         return find.find_files(call.conn, call.target, args.query, args.limit,
-                               args.include_tests, args.mode, ctx, side, args.path or None)
+                               args.include_tests, args.mode, ctx, side, args.path or None,
+                               args.language or None)
 
 
 def render(data: dict[str, Any]) -> str:
