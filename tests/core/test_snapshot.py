@@ -30,7 +30,7 @@ from codenav.embed import vectors
 from codenav.embed.client import EmbedClient
 from codenav.errors import Forbidden, InvalidRequest
 from codenav.index import reconcile
-from codenav.versions import CHUNKER_VERSION, SCHEMA_VERSION
+from codenav.versions import CHUNKER_VERSION, SCHEMA_ROWS_SINCE, SCHEMA_VERSION
 from codenav_cli.stores import EmbeddedPostgres
 from tests.conftest import ALLOWED_ROOTS, NO_RATE_LIMIT, TEMPLATE_DB
 from tests.core.graph.test_fixture_graphs import index_fixture
@@ -347,7 +347,9 @@ def _rewrite_manifest(src: Path, dst: Path, **changes: Any) -> None:
 
 
 @pytest.mark.parametrize(("field", "value", "words"), [
-    ("schema_version", SCHEMA_VERSION - 1, [f"schema version {SCHEMA_VERSION - 1}",
+    ("schema_version", SCHEMA_ROWS_SINCE - 1, [f"schema version {SCHEMA_ROWS_SINCE - 1}",
+                                               f"schema version {SCHEMA_VERSION}"]),
+    ("schema_version", SCHEMA_VERSION + 1, [f"schema version {SCHEMA_VERSION + 1}",
                                             f"schema version {SCHEMA_VERSION}"]),
     ("chunker_version", CHUNKER_VERSION + 1, [f"chunker version {CHUNKER_VERSION + 1}",
                                               f"version {CHUNKER_VERSION}"]),
@@ -368,6 +370,24 @@ def test_a_snapshot_of_another_version_is_refused_naming_both_versions(
     for word in words:
         assert word in refused.value.message
     assert _counts(second) == before
+
+
+def test_a_snapshot_of_an_older_schema_with_the_same_rows_is_imported(
+        indexed: Settings, conn: psycopg.Connection, second: Settings, tmp_path: Path) -> None:
+    """A schema version that added an index, no row, leaves snapshots importable: a seed
+    image built before an upgrade still starts a machine after it."""
+    assert SCHEMA_ROWS_SINCE < SCHEMA_VERSION
+    current = tmp_path / "current.snap"
+    _export(conn, current, ["python"])
+    older = tmp_path / "older.snap"
+    _rewrite_manifest(current, older, schema_version=SCHEMA_ROWS_SINCE)
+    result = _import(second, older)
+    assert [r["name"] for r in result["repos"]] == ["python"]
+    assert result["inserted"]["contents"] > 0 and result["inserted"]["chunks"] > 0
+    once = _counts(second)
+    again = _import(second, current)  # the same rows as the current schema's snapshot
+    assert _counts(second) == once
+    assert again["inserted"]["contents"] == 0 and again["inserted"]["chunks"] == 0
 
 
 def test_a_snapshot_of_another_embedding_model_is_refused_naming_both_models(

@@ -67,7 +67,7 @@ from codenav.auth import ensure_team
 from codenav.db import queries as q
 from codenav.errors import InvalidRequest
 from codenav.index import terms
-from codenav.versions import CHUNKER_VERSION, GRAPH_VERSION, SCHEMA_VERSION
+from codenav.versions import CHUNKER_VERSION, GRAPH_VERSION, SCHEMA_ROWS_SINCE, SCHEMA_VERSION
 
 log = logging.getLogger("codenav.snapshot")
 
@@ -295,10 +295,11 @@ def _manifest(tar: tarfile.TarFile, where: str) -> tuple[Manifest, bytes]:
 
 def check_versions(manifest: Manifest, where: str) -> None:
     """Refuse a snapshot whose stored data this code reads differently (both named)."""
-    if manifest.schema_version != SCHEMA_VERSION:
+    if not SCHEMA_ROWS_SINCE <= manifest.schema_version <= SCHEMA_VERSION:
         raise SnapshotError(
             f"{where} was exported at schema version {manifest.schema_version}; this store "
-            f"and codenav are at schema version {SCHEMA_VERSION}",
+            f"and codenav are at schema version {SCHEMA_VERSION} (they read snapshots of "
+            f"versions {SCHEMA_ROWS_SINCE} to {SCHEMA_VERSION})",
             hint="import it with the codenav version that exported it, or export it again "
             "with this one")
     if manifest.chunker_version != CHUNKER_VERSION:
