@@ -35,7 +35,7 @@ from typing import IO, Any
 from codenav.archive import add_bytes
 from codenav.errors import ConfigError, Unavailable
 from codenav.snapshot import SnapshotError
-from codenav.versions import CHUNKER_VERSION, GRAPH_VERSION, SCHEMA_VERSION
+from codenav.versions import CHUNKER_VERSION, GRAPH_VERSION, SCHEMA_ROWS_SINCE, SCHEMA_VERSION
 from codenav_cli import homedir
 
 FORMAT = "codenav-pgdata"
@@ -92,10 +92,20 @@ class Manifest:
             raise SnapshotError(f"{where} is physical seed format "
                                 f"{self.data.get('format_version')}; this codenav reads "
                                 f"format {FORMAT_VERSION}")
-        mine: dict[str, object] = {"schema version": SCHEMA_VERSION,
-                                   "chunker version": CHUNKER_VERSION}
-        theirs = {"schema version": self.data.get("schema_version"),
-                  "chunker version": self.data.get("chunker_version")}
+        try:
+            schema: int | None = int(self.data.get("schema_version"))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            schema = None
+        if schema is None or not SCHEMA_ROWS_SINCE <= schema <= SCHEMA_VERSION:
+            # a store at an older schema version with the same rows is migrated on start
+            raise SnapshotError(
+                f"{where} holds a store at schema version {schema}; this codenav runs "
+                f"schema version {SCHEMA_VERSION} (and starts stores from version "
+                f"{SCHEMA_ROWS_SINCE})",
+                hint="export a logical snapshot there (`codenav snapshot export`) and "
+                "import that, or seed with the codenav version that made it")
+        mine: dict[str, object] = {"chunker version": CHUNKER_VERSION}
+        theirs = {"chunker version": self.data.get("chunker_version")}
         local = local_versions()
         mine.update({"Postgres": local["postgres"], "pgvector": local["pgvector"]})
         theirs.update({"Postgres": self.data.get("postgres"),
