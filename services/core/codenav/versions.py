@@ -64,6 +64,7 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
 SCHEMA_VERSION = 20
 SCHEMA_ROWS_SINCE = 19
 """The oldest schema version whose rows are this one's: a snapshot exported there imports
-here (20 added an index, no row)."""
+here, and a physical seed's store starts (it is migrated on start). 20 added an index, no
+row."""
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2
