@@ -90,9 +90,10 @@ def glob_to_regex(glob: str) -> str:
 
 
 def empty_reason(conn: psycopg.Connection, scope: Scope, language: str | None = None,
-                 path: str | None = None) -> dict[str, str]:
+                 path: str | None = None, kind: str | None = None,
+                 exported: bool = False) -> dict[str, str]:
     """Why an answer is empty: nothing indexed, the language or path is not indexed, or
-    simply no match."""
+    simply no match (naming the filters: ``kind`` and ``exported`` are search's)."""
     count = conn.execute(scope.sql(q.REPO_COUNTS), scope.params()).fetchone()
     n_files = int(count[0]) if count else 0
     if n_files == 0:
@@ -118,8 +119,9 @@ def empty_reason(conn: psycopg.Connection, scope: Scope, language: str | None = 
             return {"code": "path_not_indexed",
                     "message": f"no indexed file matches path {path!r} (it may be ignored, "
                     "skipped or missing; `status` lists skipped files)"}
-    within = " and ".join(f"{name} {value!r}" for name, value in
-                          (("language", language), ("path", path)) if value)
+    within = " and ".join([f"{name} {value!r}" for name, value in
+                           (("language", language), ("path", path), ("kind", kind)) if value]
+                          + (["exported declarations only"] if exported else []))
     if within:
         return {"code": "no_match", "message": f"no indexed code matches within {within}; "
                 "try without the filter, other words, or an identifier"}

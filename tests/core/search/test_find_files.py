@@ -475,6 +475,21 @@ def test_a_filtered_search_looks_past_the_chunks_of_the_rarest_terms(
         assert set(_paths(answer)) == {"src/ui/button.py", "src/ui/panel.py"}, (filters, answer)
 
 
+def test_an_empty_answer_under_a_kind_filter_names_it(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """Every empty answer says why: with a kind or exported filter, the filter is named.
+    Before, the message read as if nothing matched at all."""
+    from codenav.search import chunks
+
+    r = _indexed(settings, conn, tmp_path / "widgets", WIDGETS)
+    answer = chunks.search(conn, Scope.system(r), "frobnicate widget", 5,
+                           chunks.Filters(kind="interface", exported=True), mode="lexical")
+    assert answer["results"] == [], answer
+    assert answer["empty"] == {"code": "no_match", "message": "no indexed code matches "
+                               "within kind 'interface' and exported declarations only; try "
+                               "without the filter, other words, or an identifier"}
+
+
 def test_a_long_query_with_a_kind_filter_is_topped_up_from_every_chunk(
         settings: Settings, conn: psycopg.Connection, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -168,8 +168,9 @@ def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters
         for r in rows:
             found.setdefault((r[0], r[1]), float(r[2] or 0.0))
 
+    statement = q.search_lexical(len(groups), scope.flat)
     for candidates in w.candidate_queries():
-        run(q.search_lexical(len(groups), scope.flat), q.LEXICAL_PLAN, candidates)
+        run(statement, q.LEXICAL_PLAN, candidates)
         if len(found) >= k // 2:
             break
     if filters.filtered and len(found) < (k // 2 if need is None else need):
@@ -418,7 +419,8 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
         distances.get(top_keys[0]) if top_keys else None)
     describe_semantic(answer, mode, semantic)
     if not results:
-        answer["empty"] = empty_reason(conn, scope, filters.language, filters.path)
+        answer["empty"] = empty_reason(conn, scope, filters.language, filters.path,
+                                       filters.kind, filters.exported)
     answer["_stats"] = stats(answer, sizes, started)
     return answer
 
