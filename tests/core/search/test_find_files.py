@@ -269,7 +269,10 @@ def test_search_ranks_a_build_scripts_blocks_first_when_the_query_is_about_the_b
     "release 7.0", "release: 4.4.1", "4.4.2", "start version 8.0.1.dev0",
     "Prepare version 2.0.0-alpha.1.", "Update version to v13.24.0",
     "Ready release gin 1.9.1 (by: thinkerou) (#3630)",
-    "docs: document and finalize Gin v1.12.0 release (#4551)"])
+    "docs: document and finalize Gin v1.12.0 release (#4551)",
+    # nothing but stop words and a version: the version is all it names (before, an empty
+    # answer: a version's digits are not a term find_files ranks by)
+    "This is 6.0", "This is 6.1-dev", "v2.0"])
 def test_a_release_or_version_bump_is_a_release_query(text: str) -> None:
     assert is_release(text)
 
@@ -279,7 +282,8 @@ def test_a_release_or_version_bump_is_a_release_query(text: str) -> None:
     "Update version references from 8.0 to 7.4 for upcoming release",
     "chore(security): upgrade quic-go version to 0.48.2",
     "Fix a crash in the release 2.3 upgrade path when the config file holds no section",
-    "release the lock before 2 retries", "This is 6.0"])
+    "release the lock before 2 retries", "Drop 3.7", "Python 3.12 support",
+    "this is 2 retries"])
 def test_other_queries_that_name_a_version_or_a_release_are_not(text: str) -> None:
     assert not is_release(text)
 
@@ -304,6 +308,9 @@ def test_a_release_query_puts_the_file_that_declares_the_version_first(
     assert answer["results"][0]["reason"].startswith("declares the version")
     # docs, hidden folders and names that only hold "version" (minVersion) are not it
     assert all("declares the version" not in r["reason"] for r in answer["results"][1:])
+    # nothing but a version: before, no answer at all
+    bare = find.find_files(conn, scope, "This is 1.3.0", 3, mode="lexical")
+    assert _paths(bare)[:1] == ["src/shop/__init__.py"], bare
     other = find.find_files(conn, scope, "release notes text", 3, mode="lexical")
     assert _paths(other)[0] == "src/shop/publish.py", other
     assert all("declares the version" not in r["reason"] for r in other["results"])

@@ -156,6 +156,8 @@ _RELEASE = re.compile(
       | (?:\S+\s+){0,2}(?:start|prepare|bump|update|set|new)\s+(?:the\s+)?version
         (?:\s+(?:to|for))?\s+v?\d+\.\d+                          # "start version 8.0"
     )""", re.IGNORECASE | re.VERBOSE)
+_VERSION_WORD = re.compile(r"v?\d+(?:\.\d+)+[\w.+-]*\W*", re.IGNORECASE)
+"""A version number as a word ("6.0", "v1.12.0", "6.1-dev", "8.0.1.dev0,")."""
 RELEASE_WORDS = 8
 """A release query is short: a longer text that names a release is about something else."""
 
@@ -172,7 +174,13 @@ name that is the version (``version``, ``__version__``, ``APP_VERSION``, not
 
 def is_release(text: str) -> bool:
     """Whether a short query asks for a release or a version bump ("release 7.0", "start
-    version 8.0.1.dev0", "4.4.2"): the files that declare the version are what it
+    version 8.0.1.dev0", "4.4.2", "This is 6.0"): the files that declare the version are what it
     changes, and its words name nothing else."""
     bare = _REFS.sub(" ", text).strip()
-    return len(bare.split()) <= RELEASE_WORDS and _RELEASE.match(bare) is not None
+    if len(bare.split()) > RELEASE_WORDS:
+        return False
+    # "This is 6.0": nothing but stop words and a version names nothing but the version
+    named = [w for w in bare.split() if w.lower().strip(".,:;!?") not in STOPWORDS]
+    if named and all(_VERSION_WORD.fullmatch(w) for w in named):
+        return True
+    return _RELEASE.match(bare) is not None
