@@ -139,7 +139,13 @@ def matrix(row: dict[str, Any]) -> np.ndarray:
     out[:, FEATURES.index("build_asked")] = [b[1] for b in build]
     out[:, FEATURES.index("other_role")] = [features.other_role(role, asked)
                                             for role in row["roles"]]
+    for name in WITHOUT:
+        out[:, FEATURES.index(name)] = 0.0
     return out
+
+
+WITHOUT: set[str] = set()
+"""Features read as 0 in training and scoring (``--without``: an ablation)."""
 
 
 TRAIN_DEPTH = 60
@@ -455,8 +461,12 @@ def main() -> int:
     parser.add_argument("--write-hybrid", action="store_true",
                         help="with --write-model, also ship a hybrid model (else hybrid "
                         "mode fuses the lexical model with k-NN)")
+    parser.add_argument("--without", nargs="*", default=[], choices=FEATURES,
+                        help="features read as 0 in training and scoring (an ablation: "
+                        "what the model gains from them, leave-one-repository-out)")
     parser.add_argument("--out", type=Path, default=OUT / "ranker_loro")
     args = parser.parse_args()
+    WITHOUT.update(args.without)
     records, metas = load_records(args.results, args.hybrid_results)
     if not records:
         raise SystemExit("no evaluation results: run eval_history.py / eval_swebench.py first")
@@ -482,6 +492,9 @@ def main() -> int:
              "; `find_files LORO`: each repository ranked by a model trained without it; "
              "`find_files`: the model shipped when the run was made (trained on every "
              "repository, so in-sample); `find_files fallback`: the hand-set weights."]
+    if WITHOUT:
+        notes.append("Read as 0 in training and scoring (`--without`): "
+                     + ", ".join(sorted(WITHOUT)) + ".")
     if partial:  # a run stopped inside these: no complete feature log to score
         notes.append("Left out (their run was stopped before their features were complete): "
                      + ", ".join(partial) + ".")
