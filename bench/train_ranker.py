@@ -448,10 +448,11 @@ def main() -> int:
     parser.add_argument("--baseline", type=Path, nargs="*", default=[],
                         help="results of a run before this ranker: its find_files, search "
                         "and bm25 appear as '<name> (before)' on the same queries")
-    parser.add_argument("--kind", choices=["tuned", "lambdarank"], default="tuned",
-                        help="the ranker trained, scored and shipped: tuned linear fusion "
-                        "(chosen: it scored best leave-one-repository-out, see SWEEP) or "
-                        "LightGBM LambdaRank")
+    parser.add_argument("--kind", choices=["tuned", "lambdarank"], default="lambdarank",
+                        help="the ranker trained, scored and shipped: LightGBM LambdaRank "
+                        "(chosen on 2026-12-06: best leave-one-repository-out on both the "
+                        "commit-history suite and SWE-bench Verified, see SWEEP) or tuned "
+                        "linear fusion")
     parser.add_argument("--families", nargs="*", default=["lexical", "hybrid"],
                         choices=["lexical", "hybrid"], help="which model families to score")
     parser.add_argument("--sweep", action="store_true",
@@ -470,6 +471,11 @@ def main() -> int:
     records, metas = load_records(args.results, args.hybrid_results)
     if not records:
         raise SystemExit("no evaluation results: run eval_history.py / eval_swebench.py first")
+    if args.write_model and args.kind == "lambdarank" and "swebench" not in metas:
+        # one set of trees scores short and long queries: without issue texts it would
+        # learn the long ones from a few long commit subjects
+        raise SystemExit("--write-model --kind lambdarank needs issue-text results too "
+                         "(eval_swebench.py's .json in --results)")
     for path in args.baseline:
         add_baseline(records, path, ["find_files", "find_files hybrid", "search", "bm25"])
     rankers = ["find_files (before)", "find_files hybrid (before)", "search (before)",

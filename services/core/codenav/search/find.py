@@ -3,7 +3,7 @@
 Candidates come from every signal the index has (``codenav.search.features``: whole-file BM25,
 fielded matches on path, declared names, docs and chunks, identifiers and paths the query
 spells out, graph neighbours, the nearest chunks in hybrid mode); a learned ranker
-(``codenav.search.learned``) scores them: a tuned linear fusion for lexical mode, the hand-set
+(``codenav.search.learned``) scores them: LambdaRank trees for lexical mode, the hand-set
 weights of ``codenav.search.weights`` for hybrid mode (each chosen leave-one-repository-out).
 Tests, fixtures, examples, docs and benchmarks (by the conventions of each ecosystem,
 ``codenav.lang.conventions``) stay out unless the query is about them; examples, docs and

@@ -2,11 +2,13 @@
 
 One model per mode family (``lexical``: no semantic features; ``hybrid``: with them), trained
 by ``bench/train_ranker.py`` on the development suite and chosen by leave-one-repository-out
-scores. Two kinds ship in ``codenav/search/models/``: a tuned linear fusion
-(``find_files_<family>.json``: a weight per feature, pure arithmetic, no dependency) and a
-LightGBM LambdaRank model (``find_files_<family>.txt``, used when the ``lightgbm`` package is
-installed and no JSON model is there). A model names the features it was trained on;
-scoring reads them by name, so a feature added later is simply ignored by an older model.
+scores. Two kinds can ship in ``codenav/search/models/``: a tuned linear fusion
+(``find_files_<family>.json``: a weight per feature, pure arithmetic) and a LightGBM
+LambdaRank model (``find_files_<family>.txt``, read when no JSON model is there). The
+lexical family ships LambdaRank (since 2026-12-06: ahead of the tuned fusion leave-one-
+repository-out on the commit-history suite and on SWE-bench Verified; bench/README.md).
+A model names the features it was trained on; scoring reads them by name, so a feature
+added later is simply ignored by an older model.
 Without a loadable model (and for ``hybrid``, which ships none), ``score`` uses the weights
 of ``codenav.search.weights.FALLBACK`` (and says so in the name it returns); in hybrid mode a
 short query adds ``HYBRID_SHORT`` (the build-script weights).

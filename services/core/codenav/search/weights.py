@@ -8,8 +8,9 @@ Long queries rank whole files by BM25 first (``bm25``). ``find_files``
 leave-one-repository-out evaluation only (``bench/train_ranker.py``); nothing here was set by
 looking at the repository a score is reported for. ``FALLBACK`` is the hand-set linear
 fusion: it scores hybrid mode (it did better there, leave-one-repository-out, than any tuned
-alternative with the default MiniLM embeddings), the starting point of the tuned lexical
-model, and lexical mode too when the shipped model cannot be loaded.
+alternative with the default MiniLM embeddings), the starting point of the tuned linear
+fusion ``bench/train_ranker.py`` compares, which pre-ranks the candidates it trains on, and
+lexical mode too when the shipped model cannot be loaded.
 
 The ranking golden tests (``tests/core/search/test_ranking_golden.py``) pin the result of
 these values; change one only with the evaluation to show it.
