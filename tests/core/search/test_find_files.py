@@ -142,6 +142,32 @@ def test_the_shipped_ranker_models_load_and_name_only_known_features() -> None:
         assert len(scores) == 2 and name.startswith(learned.MODEL_FILES[family])
 
 
+def test_a_tree_model_reads_its_features_by_name() -> None:
+    """A model trained on other columns (an older feature set, another order) scores each
+    row by the features it names; one this codenav no longer computes reads as 0."""
+    import lightgbm
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    x = rng.random((400, 3))
+    y = 3 * x[:, 1] + x[:, 2]  # the score follows "bm25" (column 1), then "lines"
+    booster = lightgbm.train({"objective": "regression", "verbose": -1, "num_threads": 1},
+                             lightgbm.Dataset(x, y, feature_name=["retired", "bm25", "lines"]),
+                             num_boost_round=30)
+    model = learned.load_text(booster.model_to_string(), "older.txt")
+    assert model.columns[0] == -1
+
+    def row(**values: float) -> list[float]:
+        return [values.get(f, 0.0) for f in features.FEATURES]
+
+    low, high, longer = model.predict([row(bm25=0.1), row(bm25=0.9), row(bm25=0.1, lines=0.9)])
+    assert high > longer > low
+    shipped = learned.model_for("lexical")
+    assert isinstance(shipped, learned.Model)  # LambdaRank ships (bench/README.md)
+    rows = [row(bm25=v, bm25_rank=v, cov_idf=v) for v in (0.1, 0.9)]
+    assert shipped.predict(rows)[1] > shipped.predict(rows)[0]
+
+
 def test_a_model_file_of_the_wrong_shape_is_refused_with_an_error() -> None:
     with pytest.raises(ValueError, match="not a linear model"):
         learned.load_linear('{"kind": "trees"}', "broken.json")

@@ -44,6 +44,7 @@ class Model:
         self.name = name
         self.columns = [FEATURES.index(f) if f in FEATURES else -1
                         for f in booster.feature_name()]
+        self._same_columns = self.columns == list(range(len(FEATURES)))
 
     def feature_name(self) -> list[str]:
         return list(self.booster.feature_name())
@@ -51,8 +52,14 @@ class Model:
     def predict(self, rows: list[list[float]]) -> list[float]:
         import numpy as np
 
-        matrix = np.array([[row[c] if c >= 0 else 0.0 for c in self.columns] for row in rows],
-                          dtype=np.float64)
+        x = np.asarray(rows, dtype=np.float64)
+        if self._same_columns:  # trained on today's features: the rows as they are
+            matrix = x
+        else:  # by name; a feature this codenav no longer computes reads as 0
+            matrix = np.zeros((len(rows), len(self.columns)))
+            for j, c in enumerate(self.columns):
+                if c >= 0:
+                    matrix[:, j] = x[:, c]
         return [float(x) for x in self.booster.predict(matrix, num_threads=1)]
 
 
