@@ -60,7 +60,7 @@ class Model:
             for j, c in enumerate(self.columns):
                 if c >= 0:
                     matrix[:, j] = x[:, c]
-        return [float(x) for x in self.booster.predict(matrix, num_threads=1)]
+        return [float(v) for v in self.booster.predict(matrix, num_threads=1)]
 
 
 LONG_QUERY = math.log1p(7)
