@@ -96,9 +96,11 @@ class LinearModel:
 
 
 def load_text(text: str, name: str) -> Model:
-    import lightgbm
+    """A LightGBM model from its text, scored by LightGBM's C library
+    (``codenav.search.trees``: the Python package would import SciPy and scikit-learn)."""
+    from codenav.search.trees import NativeBooster
 
-    return Model(lightgbm.Booster(model_str=text), name)
+    return Model(NativeBooster(text), name)
 
 
 def load_linear(text: str, name: str) -> LinearModel:
@@ -123,7 +125,7 @@ def model_for(family: str) -> Model | LinearModel | None:
         except (ImportError, OSError, ValueError, KeyError) as exc:
             log.warning("file ranker model %s not loaded (%s); using the fallback weights",
                         family, exc)
-        except Exception as exc:  # noqa: BLE001 - lightgbm's own LightGBMError, corrupt file
+        except Exception as exc:  # noqa: BLE001 - the library's own errors, a corrupt file
             log.warning("file ranker model %s not loaded (%s: %s); using the fallback "
                         "weights", family, type(exc).__name__, exc)
         _cache[family] = model

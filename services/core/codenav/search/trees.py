@@ -1,0 +1,105 @@
+"""A LightGBM model scored through LightGBM's own C library, without its Python package.
+
+``import lightgbm`` imports SciPy, and scikit-learn where it is installed (the embedder's
+``sentence-transformers`` installs it beside the local stack): 82 MB more in the API
+process for a ranker that scores 150 rows a query. The C library alone (``lib_lightgbm``,
+shipped inside the ``lightgbm`` wheel) loads the same model text and predicts the same
+scores, for about a tenth of the memory (bench/README.md, 2026-12-06). Only the calls the
+ranker needs are bound: load a model from its text, predict for a row-major matrix of
+float64, free.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_DTYPE_FLOAT64 = 1
+_PREDICT_NORMAL = 0
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+
+
+def library_path() -> Path:
+    """``lib_lightgbm.so`` of the installed ``lightgbm`` wheel, found without importing the
+    package (``find_spec`` of a top-level package does not run it)."""
+    spec = importlib.util.find_spec("lightgbm")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("lightgbm is not installed (codenav-core[server] installs it)")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "lib"
+    for name in ("lib_lightgbm.so", "lib_lightgbm.dylib", "lib_lightgbm.dll"):
+        if (folder / name).is_file():
+            return folder / name
+    raise ImportError(f"no LightGBM library in {folder}")
+
+
+def _library() -> ctypes.CDLL:
+    global _lib
+    with _lock:
+        if _lib is None:
+            lib = ctypes.CDLL(str(library_path()))
+            lib.LGBM_GetLastError.restype = ctypes.c_char_p
+            lib.LGBM_BoosterLoadModelFromString.argtypes = [
+                ctypes.c_char_p, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_void_p)]
+            lib.LGBM_BoosterPredictForMat.argtypes = [
+                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int32, ctypes.c_int32,
+                ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_char_p,
+                ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
+            lib.LGBM_BoosterFree.argtypes = [ctypes.c_void_p]
+            _lib = lib
+        return _lib
+
+
+def _check(lib: ctypes.CDLL, status: int) -> None:
+    if status != 0:
+        message = lib.LGBM_GetLastError()
+        raise ValueError(message.decode(errors="replace") if message else "LightGBM error")
+
+
+class NativeBooster:
+    """A LightGBM model from its text (``Booster.model_to_string()``): ``feature_name()``
+    and ``predict()`` as ``lightgbm.Booster`` has them, for dense float64 rows."""
+
+    def __init__(self, text: str) -> None:
+        self._names = _feature_names(text)
+        lib = _library()
+        handle = ctypes.c_void_p()
+        iterations = ctypes.c_int()
+        _check(lib, lib.LGBM_BoosterLoadModelFromString(
+            text.encode(), ctypes.byref(iterations), ctypes.byref(handle)))
+        self._lib, self._handle = lib, handle
+
+    def feature_name(self) -> list[str]:
+        return list(self._names)
+
+    def predict(self, data: Any, num_threads: int = 1) -> np.ndarray:
+        matrix = np.ascontiguousarray(data, dtype=np.float64)
+        if matrix.ndim != 2 or matrix.shape[1] != len(self._names):
+            raise ValueError(f"expected rows of {len(self._names)} features, got "
+                             f"{matrix.shape}")
+        out = np.zeros(matrix.shape[0], dtype=np.float64)
+        written = ctypes.c_int64()
+        _check(self._lib, self._lib.LGBM_BoosterPredictForMat(
+            self._handle, matrix.ctypes.data, _DTYPE_FLOAT64, matrix.shape[0], matrix.shape[1],
+            1, _PREDICT_NORMAL, 0, -1, f"num_threads={num_threads}".encode(),
+            ctypes.byref(written), out.ctypes.data))
+        return out[:written.value]
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_handle", None)
+        if handle is not None and handle.value:
+            self._lib.LGBM_BoosterFree(handle)
+
+
+def _feature_names(text: str) -> list[str]:
+    for line in text.splitlines():
+        if line.startswith("feature_names="):
+            return line.split("=", 1)[1].split()
+        if line.startswith("Tree="):
+            break
+    raise ValueError("not a LightGBM model: no feature_names line")

@@ -1,0 +1,54 @@
+"""The shipped LightGBM ranker scored through LightGBM's C library: the same scores as the
+``lightgbm`` package, without importing it (nor SciPy, nor scikit-learn)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib import resources
+
+import lightgbm
+import numpy as np
+import pytest
+
+from codenav.search import learned, trees
+from codenav.search.features import FEATURES
+
+
+def _shipped_text() -> str:
+    return resources.files("codenav.search.models").joinpath(
+        learned.MODEL_FILES["lexical"] + ".txt").read_text(encoding="utf-8")
+
+
+def test_the_native_booster_scores_as_the_lightgbm_package_does() -> None:
+    text = _shipped_text()
+    rows = np.random.default_rng(11).random((150, len(FEATURES)))
+    rows[:, FEATURES.index("q_groups")] = np.log1p(3)
+    native = trees.NativeBooster(text)
+    reference = lightgbm.Booster(model_str=text)
+    assert native.feature_name() == reference.feature_name() == list(FEATURES)
+    np.testing.assert_allclose(native.predict(rows), reference.predict(rows, num_threads=1),
+                               rtol=0, atol=1e-12)
+    assert native.predict(rows[:1]).shape == (1,)
+
+
+def test_a_broken_model_or_wrong_rows_are_refused_with_an_error() -> None:
+    with pytest.raises(ValueError, match="not a LightGBM model"):
+        trees.NativeBooster("not a model at all")
+    with pytest.raises(ValueError, match="features"):
+        trees.NativeBooster(_shipped_text()).predict(np.zeros((2, 3)))
+
+
+def test_scoring_with_the_shipped_model_imports_no_lightgbm_scipy_or_sklearn() -> None:
+    """The API process loads the model on its first find_files: the package's imports
+    would cost it 82 MB (bench/README.md)."""
+    code = ("import sys\n"
+            "from codenav.search import learned\n"
+            "model = learned.model_for('lexical')\n"
+            "assert isinstance(model, learned.Model), model\n"
+            "print(len(model.predict([[0.5] * len(learned.FEATURES)] * 3)))\n"
+            "print(sorted(m for m in ('lightgbm', 'scipy', 'sklearn') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd="/")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["3", "[]"], out.stdout
