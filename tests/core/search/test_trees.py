@@ -35,8 +35,14 @@ def test_the_native_booster_scores_as_the_lightgbm_package_does() -> None:
 def test_a_broken_model_or_wrong_rows_are_refused_with_an_error() -> None:
     with pytest.raises(ValueError, match="not a LightGBM model"):
         trees.NativeBooster("not a model at all")
+    text = _shipped_text()
     with pytest.raises(ValueError, match="features"):
-        trees.NativeBooster(_shipped_text()).predict(np.zeros((2, 3)))
+        trees.NativeBooster(text).predict(np.zeros((2, 3)))
+    # a file cut short, or a tree edited: LightGBM itself would crash the process on these
+    for damaged in (text[:len(text) // 2], text.replace("Tree=7\n", "Tree=7\nx=1\n", 1),
+                    text.replace("tree_sizes=", "tree_sizes=1 ", 1)):
+        with pytest.raises(ValueError, match="incomplete or damaged"):
+            trees.NativeBooster(damaged)
 
 
 def test_scoring_with_the_shipped_model_imports_no_lightgbm_scipy_or_sklearn() -> None:

@@ -67,6 +67,7 @@ class NativeBooster:
 
     def __init__(self, text: str) -> None:
         self._names = _feature_names(text)
+        _check_complete(text)
         lib = _library()
         handle = ctypes.c_void_p()
         iterations = ctypes.c_int()
@@ -94,6 +95,20 @@ class NativeBooster:
         handle = getattr(self, "_handle", None)
         if handle is not None and handle.value:
             self._lib.LGBM_BoosterFree(handle)
+
+
+def _check_complete(text: str) -> None:
+    """LightGBM reads each tree by the byte size its header lists (``tree_sizes``) and
+    crashes the process on a text cut short (a half-written file: a segmentation fault, not
+    an error). The trees must be there, whole, as the header says."""
+    data = text.encode()
+    sizes = next((line.split(b"=", 1)[1].split() for line in data.splitlines()
+                  if line.startswith(b"tree_sizes=")), None)
+    start, end = data.find(b"Tree=0\n"), data.find(b"end of trees")
+    if sizes is None or start < 0 or end < 0 or \
+            sum(int(n) for n in sizes if n.isdigit()) != end - start:
+        raise ValueError("LightGBM model incomplete or damaged: its trees do not add up to "
+                         "the sizes its header lists")
 
 
 def _feature_names(text: str) -> list[str]:
