@@ -146,6 +146,9 @@ def matrix(row: dict[str, Any]) -> np.ndarray:
 
 WITHOUT: set[str] = set()
 """Features read as 0 in training and scoring (``--without``: an ablation)."""
+HISTORY = ("churn", "churn_rel", "recent")
+"""The features of a repository's recent git history (``codenav.index.history``): read as
+0 unless ``--history``, since the lexical model also ranks repositories without it."""
 
 
 TRAIN_DEPTH = 60
@@ -465,9 +468,17 @@ def main() -> int:
     parser.add_argument("--without", nargs="*", default=[], choices=FEATURES,
                         help="features read as 0 in training and scoring (an ablation: "
                         "what the model gains from them, leave-one-repository-out)")
+    parser.add_argument("--history", action="store_true",
+                        help="train and score with the recent-history features (churn, churn_rel, "
+                        "recent): the "
+                        "model find_files uses where a repository's git history was read "
+                        "(--write-model writes find_files_lexical_history.txt); without "
+                        "it they are read as 0, as for the lexical model")
     parser.add_argument("--out", type=Path, default=OUT / "ranker_loro")
     args = parser.parse_args()
     WITHOUT.update(args.without)
+    if not args.history:
+        WITHOUT.update(HISTORY)
     records, metas = load_records(args.results, args.hybrid_results)
     if not records:
         raise SystemExit("no evaluation results: run eval_history.py / eval_swebench.py first")
@@ -499,8 +510,8 @@ def main() -> int:
              "`find_files`: the model shipped when the run was made (trained on every "
              "repository, so in-sample); `find_files fallback`: the hand-set weights."]
     if WITHOUT:
-        notes.append("Read as 0 in training and scoring (`--without`): "
-                     + ", ".join(sorted(WITHOUT)) + ".")
+        notes.append("Read as 0 in training and scoring (`--without`, and the history "
+                     "features unless `--history`): " + ", ".join(sorted(WITHOUT)) + ".")
     if partial:  # a run stopped inside these: no complete feature log to score
         notes.append("Left out (their run was stopped before their features were complete): "
                      + ", ".join(partial) + ".")
@@ -536,7 +547,8 @@ def main() -> int:
             gold = {(r["repo"], r["id"]): set(r["gold"]["files"]) for r in records}
             keys = [k for k in rows if k in gold]
             x, y, groups = dataset(keys, rows, gold)
-            stem = MODELS / learned.MODEL_FILES[family]
+            stem = MODELS / learned.MODEL_FILES[
+                "lexical_history" if args.history and family == "lexical" else family]
             shipped = stem.with_suffix(".json")
             previous = json.loads(shipped.read_text(encoding="utf-8")) \
                 if shipped.exists() else {}

@@ -120,6 +120,10 @@ def repo_status(conn: psycopg.Connection, scope: Scope) -> dict[str, Any]:
     pending = postings_pending(conn, scope)
     if pending:
         out["file_terms"] = pending
+    read = conn.execute(q.HISTORY_STATUS, scope.params()).fetchone()
+    if read:  # what find_files' history features were read from (codenav.index.history)
+        out["history"] = {"commit": read[0], "files_changed": int(read[1]),
+                          "read_at": _iso(read[2])}
     if latest:
         out["last_run"] = latest
     out["ref"] = scope.at.describe()

@@ -44,6 +44,8 @@ SCHEMA_VERSION (database layout, applied by ``codenav.db.migrations``)
      that its whole-file statistics are incomplete).
  20  chunks_kind_idx: a filtered search reads the chunks of a kind holding a query term
      through the kind's index and the tsvector index together (the rows are those of 19).
+ 21  file_history and history_heads: how often and how recently each file of a checkout
+     changed in its last commits (``codenav.index.history``), read by find_files' ranker.
 
 CHUNKER_VERSION (how a file is cut into chunks; stored per content row)
   1  AST chunks for 12 languages, markdown by heading, line windows for other text.
@@ -61,10 +63,11 @@ GRAPH_VERSION (how references are resolved into a repository's graph; stored per
      returns (declared return types).
 """
 
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 SCHEMA_ROWS_SINCE = 19
 """The oldest schema version whose rows are this one's: a snapshot exported there imports
 here, and a physical seed's store starts (it is migrated on start). 20 added an index, no
-row."""
+row; 21 added file_history, which snapshots do not carry (the next index reads it from
+git)."""
 CHUNKER_VERSION = 5
 GRAPH_VERSION = 2

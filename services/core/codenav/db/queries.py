@@ -156,6 +156,19 @@ LIMIT 1"""
 # The files of a tree (path, content, sha, language, size): a derived tree starts from them.
 TREE_FILES = "SELECT path, content_id, sha, language, size FROM tree_files(%s)"
 TREE_PATHS = "SELECT path FROM tree_files(%s)"
+# A checkout's file history (codenav.index.history): the commit it was read at, and its rows
+# replaced whole when HEAD moved.
+HISTORY_HEAD = "SELECT commit FROM history_heads WHERE repo_id = %s"
+HISTORY_STATUS = """
+SELECT h.commit, h.files, h.read_at FROM history_heads h JOIN trees t ON t.repo_id = h.repo_id
+WHERE t.id = %(tree)s AND h.repo_id = ANY(%(visible)s::int[])"""
+HISTORY_CLEAR = "DELETE FROM file_history WHERE repo_id = %s"
+HISTORY_HEAD_CLEAR = "DELETE FROM history_heads WHERE repo_id = %s"
+HISTORY_COPY = "COPY file_history (repo_id, path, commits, age) FROM STDIN"
+HISTORY_HEAD_PUT = """
+INSERT INTO history_heads (repo_id, commit, files) VALUES (%s, %s, %s)
+ON CONFLICT (repo_id) DO UPDATE SET commit = EXCLUDED.commit, files = EXCLUDED.files,
+  read_at = now()"""
 TREE_FILES_AT = """
 SELECT path, content_id, sha, language, size FROM tree_files(%s) WHERE path = ANY(%s)"""
 # A tree layered on the base of a layered tree starts with a copy of what that tree holds
@@ -1439,10 +1452,13 @@ LIMIT %(k)s"""
 # Line count, size, centrality and importer count of candidate files, in one statement
 # (prior and importers are NULL where the graph has not ranked the file).
 FILE_FACTS = """
-SELECT f.path, co.line_count, f.size, g.prior, g.imported_by
+SELECT f.path, co.line_count, f.size, g.prior, g.imported_by, h.commits, h.age,
+       hh.repo_id IS NOT NULL
 FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
 LEFT JOIN tree_ranks(%(tree)s) g ON g.path = f.path AND g.repo_id = ANY(%(visible)s::int[])
   AND g.path = ANY(%(paths)s)  -- lets the ranks be looked up by path, not scanned whole
+LEFT JOIN file_history h ON h.repo_id = f.repo_id AND h.path = f.path
+LEFT JOIN history_heads hh ON hh.repo_id = f.repo_id
 WHERE f.repo_id = ANY(%(visible)s::int[]) AND f.path = ANY(%(paths)s)"""
 # File-level links touching the strongest candidates (their graph neighbours).
 FILE_NEIGHBOURS = """

@@ -145,6 +145,18 @@ def changed_paths(gdir: Path, old: str, new: str) -> list[str]:
     return sorted({p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p})
 
 
+def recent_changes(gdir: Path, commit: str, limit: int) -> list[list[str]]:
+    """The files each of the last ``limit`` commits up to ``commit`` changed, newest first
+    (merges left out: their changes are their parents'; renames as a delete and an add)."""
+    out = _git(gdir, "log", "-z", "--no-merges", "--no-renames", "--name-only",
+               "--format=%x01", f"--max-count={limit}", commit, "--")
+    changes = []
+    for block in out.split(b"\x01")[1:]:
+        body = block.lstrip(b"\0").removeprefix(b"\n")
+        changes.append([p.decode("utf-8", "surrogateescape") for p in body.split(b"\0") if p])
+    return changes
+
+
 class BlobReader:
     """Blobs by id through one ``git cat-file --batch`` process (started on first use)."""
 

@@ -27,7 +27,7 @@ from codenav.db.connect import connect
 from codenav.errors import Interrupted, NotFound, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
-from codenav.index import terms
+from codenav.index import history, terms
 from codenav.index.defaults import name_problem, shown
 from codenav.index.gitinfo import head_commit, wait_for_checkout
 from codenav.index.gitread import is_bare
@@ -359,6 +359,8 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, target: tuple[int, 
     commit = head_commit(root)
     summary.commit = commit
     conn.execute(q.TREE_MARK_INDEXED, (commit, gitignored, tree_id))
+    if not summary.graph_deferred:  # else the graph job reads it, after the postings
+        history.refresh(conn, repo_id, tree_id, root)
 
 
 def _ingest(settings: Settings, root: Path, todo: list[FileEntry],

@@ -14,11 +14,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from codenav import refs, repos
+from codenav import refs, repos, roots
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.connect import connect
@@ -27,7 +28,8 @@ from codenav.embed.vectors import embed_backlog
 from codenav.errors import Interrupted, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
-from codenav.index import grams, terms
+from codenav.index import grams, history, terms
+from codenav.index.gitread import is_bare
 from codenav.index.reconcile import reconcile, worktree
 from codenav.jobs import enqueue
 
@@ -151,8 +153,10 @@ def build_graph(repo_id: int) -> dict[str, Any]:
             db.execute(q.REPO_LOCK, (repo_id,))
             try:
                 tree_id = worktree(db, repo_id)
-                # what the first index left for this job: find_files' postings first
+                # what the first index left for this job: find_files' postings first, and
+                # the checkout's recent history
                 terms.fill_pending(s, db, tree_id)
+                _read_history(db, repo_id, tree_id)
                 filled = facts.fill_pending(s, db, tree_id)
                 if filled >= facts.INLINE_LIMIT:
                     # This process parsed a share of them (``facts.fill_pending``); its heap
@@ -173,6 +177,17 @@ def build_graph(repo_id: int) -> dict[str, Any]:
         enqueue.mark_finished(rconn, "graph", repo_id, job_id)
     return {"files": done.files if done else 0,
             "seconds": round(done.seconds, 3) if done else 0.0}
+
+
+def _read_history(db: psycopg.Connection, repo_id: int, tree_id: int) -> None:
+    """The recent history of the repository's checkout (``codenav.index.history``), when it
+    has one on this machine."""
+    repo = repos.get(db, repo_id)
+    if repo is None or repo.source == "git":
+        return
+    root = Path(roots.resolve(repo.root))
+    if root.is_dir() and not is_bare(root):
+        history.refresh(db, repo_id, tree_id, root)
 
 
 @resumable("refs")

@@ -3,8 +3,10 @@
 Every signal the index holds, per file: whole-file BM25 over the code-aware terms; fielded
 matches (path, file name, declared names, doc comments, the best chunk); identifiers,
 paths and stack-trace frames the query spells out; the code graph (centrality, importers,
-neighbours of the strongest candidates); and, in hybrid mode, the similarity of the file's
-nearest chunks. ``codenav.search.learned`` turns a candidate's features into a score.
+neighbours of the strongest candidates); the checkout's recent git history (how often and
+how lately the file changed: ``codenav.index.history``); and, in hybrid mode, the similarity
+of the file's nearest chunks. ``codenav.search.learned`` turns a candidate's features into a
+score.
 
 Features are plain floats in ``FEATURES`` order, normalised per query where their scale
 depends on the query (BM25 over the best BM25), so one model serves short and long queries.
@@ -37,7 +39,7 @@ FEATURES = (
     "sym_top_idf", "doc_idf", "chunk", "chunk_cov", "idents_declared", "ident_frac",
     "path_mentioned", "prior", "importers", "nbr", "nbr_n", "sem", "sem_rank", "sem_n",
     "lines", "depth", "q_groups", "q_idents", "generated", "other_role", "test",
-    "build_file", "build_asked",
+    "build_file", "build_asked", "churn", "churn_rel", "recent",
 )
 """The model's input columns, in order."""
 
@@ -72,12 +74,27 @@ class Pool:
     long_query: bool
     pending_terms: bool = False
     """Some files were scored without whole-file postings (``chunks.Weighted``)."""
+    history: bool = False
+    """The candidates' repository has its recent history read (``codenav.index.history``):
+    ``churn``, ``churn_rel`` and ``recent`` mean something, and the model trained with them
+    scores the pool."""
 
 
 _OUTSIDE = "outside"
 """The role recorded for a file outside ``gather``'s ``within``: never a candidate."""
 _PATH_TOKEN = re.compile(r"[\w$@.\\/-]*\w\.(?:py|pyi|go|java|kt|kts|scala|swift|rs|c|h|cc|cpp|"
                          r"cxx|hpp|hh|cs|rb|php|js|jsx|mjs|cjs|ts|tsx|mts|cts)\b")
+
+
+def history_values(changed: tuple[int, int] | None, most: int) -> tuple[float, float, float]:
+    """A file's ``churn``, ``churn_rel`` and ``recent`` (``codenav.index.history``): the
+    commits that changed it (log), those over the most any candidate of the query has, and
+    1 / (1 + log(1 + age)). ``changed``: (commits, age), None when it did not change in the
+    commits read."""
+    if changed is None:
+        return 0.0, 0.0, 0.0
+    commits, age = changed
+    return math.log1p(commits), commits / max(most, 1), 1.0 / (1.0 + math.log1p(age))
 
 
 def path_patterns(query: ParsedQuery) -> list[str]:
@@ -424,13 +441,22 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
             v["test"] = 1.0 if cand.role in (conventions.TEST, conventions.FIXTURE) else 0.0
             v["build_file"], v["build_asked"] = build_features(path, asked)
         fact_rows = facts.rows()
-    for path, n_lines, size, prior, importers in fact_rows:
+    changed: dict[str, tuple[int, int]] = {}
+    has_history = False
+    for path, n_lines, size, prior, importers, commits, age, read in fact_rows:
         cand = pool[path]
         cand.size = int(size)
         cand.values["lines"] = math.log1p(int(n_lines))
         if prior is not None:
             cand.values["prior"] = float(prior)
             cand.values["importers"] = math.log1p(int(importers))
+        if commits is not None:
+            changed[path] = (int(commits), int(age))
+        has_history = has_history or bool(read)
+    most = max((c for c, _a in changed.values()), default=0)
+    for cand in pool.values():
+        v = cand.values
+        v["churn"], v["churn_rel"], v["recent"] = history_values(changed.get(cand.path), most)
 
     if declared:
         doc_terms = _DocTerms(term_group)
@@ -451,4 +477,5 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
         v["sym_top_idf"] = sum(groups[i].idf for i in sym_top.get(cand.path, ())) / total_idf
         v["doc_idf"] = sum(groups[i].idf for i in doc_hits.get(cand.path, ())) / total_idf
     return Pool(groups, list(pool.values()), lexical_order,
-                [p for p in semantic_order if p in pool], long_query, pending_terms)
+                [p for p in semantic_order if p in pool], long_query, pending_terms,
+                has_history)

@@ -110,7 +110,8 @@ def find_files(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 7
     if mode == "semantic" and pool.semantic_order:
         ranked = semantic_order(pool)
     else:
-        scores, _name = learned.score([c.vector() for c in pool.candidates], family)
+        scores, _name = learned.score([c.vector() for c in pool.candidates], family,
+                                     history=pool.history)
         ranked = order(pool.candidates, scores, asked)
     if is_release(text):
         ranked = versions_first(conn, scope, ranked, within)

@@ -8,7 +8,10 @@ LambdaRank model (``find_files_<family>.txt``, read when no JSON model is there)
 lexical family ships LambdaRank (since 2026-12-06: ahead of the tuned fusion leave-one-
 repository-out on the commit-history suite and on SWE-bench Verified; bench/README.md).
 A model names the features it was trained on; scoring reads them by name, so a feature
-added later is simply ignored by an older model.
+added later is simply ignored by an older model. A repository whose recent git history
+was read (``codenav.index.history``) is ranked in lexical mode by
+``find_files_lexical_history.txt``, trained with the history features; the lexical model
+is trained with them read as 0 (a checkout without git, refs indexed from a mirror).
 Without a loadable model (and for ``hybrid``, which ships none), ``score`` uses the weights
 of ``codenav.search.weights.FALLBACK`` (and says so in the name it returns); in hybrid mode a
 short query adds ``HYBRID_SHORT`` (the build-script weights).
@@ -28,7 +31,8 @@ from codenav.search.features import FEATURES
 
 log = logging.getLogger(__name__)
 
-MODEL_FILES = {"lexical": "find_files_lexical", "hybrid": "find_files_hybrid"}
+MODEL_FILES = {"lexical": "find_files_lexical", "hybrid": "find_files_hybrid",
+               "lexical_history": "find_files_lexical_history"}
 """Model file stems per family: ``.json`` (linear) is tried first, then ``.txt`` (LightGBM)."""
 SHIPS_NONE = {"hybrid"}
 """Families scored by the fallback weights by design: no model file is no warning."""
@@ -146,16 +150,22 @@ def fallback(rows: list[list[float]], family: str = "lexical") -> list[float]:
             for row in rows]
 
 
-def score(rows: list[list[float]], family: str,
-          model: Any = None) -> tuple[list[float], str]:
+def score(rows: list[list[float]], family: str, model: Any = None,
+          history: bool = False) -> tuple[list[float], str]:
     """A score per feature row (higher ranks first) and the name of what scored them.
     ``model`` overrides the shipped one (the evaluation scores held-out models this way).
-    A family without a shipped model is scored by the fallback weights: for ``hybrid``
-    they scored best leave-one-repository-out (better than the lexical model fused with
-    k-NN, and than a hybrid-tuned model; see bench/README.md)."""
+    ``history``: the rows' repository has its recent history read (``Pool.history``); a
+    lexical pool is then scored by the model trained with it (``lexical_history``), the
+    lexical model otherwise. A family without a shipped model is scored by the fallback
+    weights: for ``hybrid`` they scored best leave-one-repository-out (better than the
+    lexical model fused with k-NN, and than a hybrid-tuned model; see bench/README.md)."""
     if not rows:
         return [], "none"
-    chosen = model if model is not None else model_for(family)
+    chosen = model
+    if chosen is None and history and family == "lexical":
+        chosen = model_for("lexical_history")
+    if chosen is None:
+        chosen = model_for(family)
     if chosen is None:
         return fallback(rows, family), "fallback"
     return chosen.predict(rows), chosen.name
