@@ -139,7 +139,7 @@ def test_find_files_ranks_the_file_that_changes_often_first(
     assert answers["shop"] == ["app/zeta_orders.py", "app/alpha_orders.py"]
 
 
-def test_the_history_model_ships_and_scores_only_pools_with_history() -> None:
+def test_the_history_models_ship_and_score_only_pools_with_history() -> None:
     with_history = learned.model_for("lexical_history")
     assert isinstance(with_history, learned.Model)
     assert with_history.name == "find_files_lexical_history.txt"
@@ -148,5 +148,13 @@ def test_the_history_model_ships_and_scores_only_pools_with_history() -> None:
     assert name == "find_files_lexical_history.txt"
     _scores, name = learned.score([row], "lexical")
     assert name == "find_files_lexical.txt"
+    # hybrid: the history model for a short query; an issue text, or no history: the
+    # hand-set weights (the hybrid model saw commit subjects only)
     _scores, name = learned.score([row], "hybrid", history=True)
+    assert name == "find_files_hybrid_history.txt"
+    long_row = list(row)
+    long_row[learned.FEATURES.index("q_groups")] = learned.LONG_QUERY
+    _scores, name = learned.score([long_row], "hybrid", history=True)
+    assert name == "fallback"
+    _scores, name = learned.score([row], "hybrid")
     assert name == "fallback"
