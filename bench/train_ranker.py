@@ -471,11 +471,11 @@ def main() -> int:
                         help="features read as 0 in training and scoring (an ablation: "
                         "what the model gains from them, leave-one-repository-out)")
     parser.add_argument("--history", action="store_true",
-                        help="train and score with the recent-history features (churn, churn_rel, "
-                        "recent): the "
-                        "model find_files uses where a repository's git history was read "
-                        "(--write-model writes find_files_lexical_history.txt); without "
-                        "it they are read as 0, as for the lexical model")
+                        help="train and score with the recent-history features (churn, "
+                        "churn_rel, recent): the models find_files uses where a "
+                        "repository's git history was read (--write-model writes "
+                        "find_files_lexical_history.txt); without it they are read as 0, "
+                        "as for the lexical model")
     parser.add_argument("--out", type=Path, default=OUT / "ranker_loro")
     args = parser.parse_args()
     WITHOUT.update(args.without)

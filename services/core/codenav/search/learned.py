@@ -13,7 +13,8 @@ was read (``codenav.index.history``) is ranked in lexical mode by
 ``find_files_lexical_history.txt``, and for a short query in hybrid mode by
 ``find_files_hybrid_history.txt``, both trained with the history features; the lexical
 model is trained with them read as 0 (a checkout without git, refs indexed from a mirror).
-Without a loadable model (and for ``hybrid``, which ships none), ``score`` uses the weights
+Without a loadable model (and for ``hybrid`` without history, which ships none), ``score``
+uses the weights
 of ``codenav.search.weights.FALLBACK`` (and says so in the name it returns); in hybrid mode a
 short query adds ``HYBRID_SHORT`` (the build-script weights).
 """
