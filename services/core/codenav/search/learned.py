@@ -14,9 +14,8 @@ was read (``codenav.index.history``) is ranked in lexical mode by
 ``find_files_hybrid_history.txt``, both trained with the history features; the lexical
 model is trained with them read as 0 (a checkout without git, refs indexed from a mirror).
 Without a loadable model (and for ``hybrid`` without history, which ships none), ``score``
-uses the weights
-of ``codenav.search.weights.FALLBACK`` (and says so in the name it returns); in hybrid mode a
-short query adds ``HYBRID_SHORT`` (the build-script weights).
+uses the weights of ``codenav.search.weights.FALLBACK`` (and says so in the name it
+returns); in hybrid mode a short query adds ``HYBRID_SHORT`` (the build-script weights).
 """
 
 from __future__ import annotations
