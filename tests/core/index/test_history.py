@@ -134,6 +134,11 @@ def test_find_files_ranks_the_file_that_changes_often_first(
             assert set(values.values()) == {(0.0, 0.0, 0.0)}
         answer = find.find_files(conn, scope, "order request handling", 2, mode="lexical")
         answers[name] = [r["path"] for r in answer["results"]]
+        reasons = {r["path"]: r["reason"] for r in answer["results"]}
+        if name == "shop":  # why a file ranks: its history too
+            assert "recently changed (5 commits, last 1 ago)" in reasons["app/zeta_orders.py"]
+        else:
+            assert not any("recently changed" in r for r in reasons.values())
     # the same text at HEAD: without history the tie goes by path, with it to the churn
     assert answers["plain"] == ["app/alpha_orders.py", "app/zeta_orders.py"]
     assert answers["shop"] == ["app/zeta_orders.py", "app/alpha_orders.py"]

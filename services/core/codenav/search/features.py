@@ -56,6 +56,8 @@ class Candidate:
     semantic: tuple[float, str | None] | None = None
     neighbour_of: str | None = None
     mentioned: bool = False
+    changed: tuple[int, int] | None = None
+    """(commits, age) from the checkout's recent history (``codenav.index.history``)."""
     size: int = 0
     """Bytes (what reading the file whole would cost)."""
 
@@ -451,7 +453,7 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
             cand.values["prior"] = float(prior)
             cand.values["importers"] = math.log1p(int(importers))
         if commits is not None:
-            changed[path] = (int(commits), int(age))
+            changed[path] = cand.changed = (int(commits), int(age))
         has_history = has_history or bool(read)
     most = max((c for c, _a in changed.values()), default=0)
     for cand in pool.values():

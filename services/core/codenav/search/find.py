@@ -181,6 +181,10 @@ def versions_first(conn: psycopg.Connection, scope: Scope,
     return first + [(s, c) for s, c in ranked if c.path not in paths]
 
 
+RECENT_REASON = 100
+"""A file that changed within this many commits says so in its ``reason``."""
+
+
 def _reason(cand: Candidate, groups: list[Group]) -> str:
     parts = []
     if cand.values.get("declares_version"):
@@ -206,6 +210,8 @@ def _reason(cand: Candidate, groups: list[Group]) -> str:
         parts.append(f"linked to {cand.neighbour_of}")
     if cand.values.get("build_asked"):
         parts.append("build script")
+    if cand.changed is not None and cand.changed[1] < RECENT_REASON:
+        parts.append(f"recently changed ({cand.changed[0]} commits, last {cand.changed[1]} ago)")
     if len(groups) > 1:
         matched = len(set(cand.mentions) | cand.path_groups | cand.symbol_groups)
         parts.append(f"{matched}/{len(groups)} terms")
