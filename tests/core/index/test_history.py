@@ -163,3 +163,21 @@ def test_the_history_models_ship_and_score_only_pools_with_history() -> None:
     assert name == "fallback"
     _scores, name = learned.score([row], "hybrid")
     assert name == "fallback"
+
+
+def test_a_history_that_says_nothing_is_none(settings: Settings, conn: psycopg.Connection,
+                                            tmp_path: Path) -> None:
+    """A shallow clone's single commit adds every file: a sweep, so no file has a history,
+    and find_files ranks as without git."""
+    root = tmp_path / "shallow"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    files = {f"app/mod_{i}.py": f"def order_job_{i}():\n    return {i}\n"
+             for i in range(history.SWEEP + 1)}
+    head = commit(root, files, "import")
+    repo = repos.register(conn, str(root), "shallow")
+    reconcile.reconcile(settings, repo.id)
+    assert conn.execute(HEAD, (repo.id,)).fetchone() == (head, 0)
+    _q, pool, _asked, _family = find.collect(conn, Scope.system(repo), "order job",
+                                             mode="lexical")
+    assert pool.candidates and not pool.history

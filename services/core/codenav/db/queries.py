@@ -1453,7 +1453,7 @@ LIMIT %(k)s"""
 # (prior and importers are NULL where the graph has not ranked the file).
 FILE_FACTS = """
 SELECT f.path, co.line_count, f.size, g.prior, g.imported_by, h.commits, h.age,
-       hh.repo_id IS NOT NULL
+       hh.files > 0  -- a history that says nothing (a shallow clone's one commit) is none
 FROM tree_files(%(tree)s) f JOIN contents co ON co.id = f.content_id
 LEFT JOIN tree_ranks(%(tree)s) g ON g.path = f.path AND g.repo_id = ANY(%(visible)s::int[])
   AND g.path = ANY(%(paths)s)  -- lets the ranks be looked up by path, not scanned whole
