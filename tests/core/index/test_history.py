@@ -165,19 +165,22 @@ def test_the_history_models_ship_and_score_only_pools_with_history() -> None:
     assert name == "fallback"
 
 
+@pytest.mark.parametrize("n_files", [3, history.SWEEP + 1])
 def test_a_history_that_says_nothing_is_none(settings: Settings, conn: psycopg.Connection,
-                                            tmp_path: Path) -> None:
-    """A shallow clone's single commit adds every file: a sweep, so no file has a history,
-    and find_files ranks as without git."""
+                                            tmp_path: Path, n_files: int) -> None:
+    """A shallow clone's single commit adds every file: one commit (or a sweep) says
+    nothing about which files change, so no file has a history, and find_files ranks as
+    without git."""
     root = tmp_path / "shallow"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     files = {f"app/mod_{i}.py": f"def order_job_{i}():\n    return {i}\n"
-             for i in range(history.SWEEP + 1)}
+             for i in range(n_files)}
     head = commit(root, files, "import")
     repo = repos.register(conn, str(root), "shallow")
     reconcile.reconcile(settings, repo.id)
     assert conn.execute(HEAD, (repo.id,)).fetchone() == (head, 0)
+    assert conn.execute(ROWS, (repo.id,)).fetchall() == []
     _q, pool, _asked, _family = find.collect(conn, Scope.system(repo), "order job",
                                              mode="lexical")
     assert pool.candidates and not pool.history

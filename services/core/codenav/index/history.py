@@ -37,6 +37,10 @@ SWEEP = 40
 rename of a package): it says nothing about any one of them, and counts for none (it still
 counts in the age of the files that changed before it)."""
 
+MIN_COMMITS = 2
+"""A history of one commit (a shallow clone, a first commit) says nothing about which files
+change: it is kept as none, and find_files ranks as without git."""
+
 
 @dataclass(frozen=True)
 class FileHistory:
@@ -83,7 +87,8 @@ def refresh(conn: psycopg.Connection, repo_id: int, tree_id: int, root: Path) ->
                     repo_id, exc)
         return None
     indexed = {path for (path,) in conn.execute(q.TREE_PATHS, (tree_id,))}
-    files = {p: h for p, h in summarise(changes).items() if p in indexed}
+    files = {p: h for p, h in summarise(changes).items() if p in indexed} \
+        if len(changes) >= MIN_COMMITS else {}
     with conn.transaction():
         conn.execute(q.HISTORY_CLEAR, (repo_id,))
         with conn.cursor().copy(q.HISTORY_COPY) as copy:
