@@ -443,7 +443,6 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
             v["test"] = 1.0 if cand.role in (conventions.TEST, conventions.FIXTURE) else 0.0
             v["build_file"], v["build_asked"] = build_features(path, asked)
         fact_rows = facts.rows()
-    changed: dict[str, tuple[int, int]] = {}
     has_history = False
     for path, n_lines, size, prior, importers, commits, age, read in fact_rows:
         cand = pool[path]
@@ -453,12 +452,12 @@ def gather(conn: psycopg.Connection, scope: Scope, query: ParsedQuery, groups: l
             cand.values["prior"] = float(prior)
             cand.values["importers"] = math.log1p(int(importers))
         if commits is not None:
-            changed[path] = cand.changed = (int(commits), int(age))
+            cand.changed = (int(commits), int(age))
         has_history = has_history or bool(read)
-    most = max((c for c, _a in changed.values()), default=0)
+    most = max((c.changed[0] for c in pool.values() if c.changed), default=0)
     for cand in pool.values():
         v = cand.values
-        v["churn"], v["churn_rel"], v["recent"] = history_values(changed.get(cand.path), most)
+        v["churn"], v["churn_rel"], v["recent"] = history_values(cand.changed, most)
 
     if declared:
         doc_terms = _DocTerms(term_group)
