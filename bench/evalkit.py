@@ -221,8 +221,9 @@ class Ranker:
     (else no argument); ``semantic``/``hybrid`` need that mode and a configured embedder."""
     entry: Callable[..., Any] | None = None
     """The codenav function called."""
-    view: bool = False
-    """Derived from an earlier ranker's output (no latency of its own)."""
+    view: str | None = None
+    """The earlier ranker whose output this one is derived from (no latency of its own);
+    choosing the view runs that ranker too."""
 
 
 def _takes_mode(entry: Callable[..., Any], mode: str) -> bool:
@@ -299,9 +300,9 @@ RANKERS: list[Ranker] = [
     Ranker("search hybrid", _search("hybrid"), "hybrid", chunks.search),
     Ranker("bm25", _bm25("split")),
     Ranker("bm25 unsplit", _bm25("unsplit")),
-    Ranker("search -tests", _without_tests("search"), view=True),
-    Ranker("bm25 -tests", _without_tests("bm25"), view=True),
-    Ranker("bm25 source", _source_only("bm25"), view=True),
+    Ranker("search -tests", _without_tests("search"), view="search"),
+    Ranker("bm25 -tests", _without_tests("bm25"), view="bm25"),
+    Ranker("bm25 source", _source_only("bm25"), view="bm25"),
 ]
 """Every ranker, in the order they run and are reported. Views (``-tests``: the same
 ranking with test files removed; ``source``: only files of the source role, by
@@ -310,10 +311,12 @@ source."""
 
 
 def select_rankers(names: list[str] | None) -> tuple[list[Ranker], dict[str, str]]:
-    """The rankers to run, and the reason each left-out one is left out."""
+    """The rankers to run, and the reason each left-out one is left out. A view brings its
+    source along (``bm25 source`` alone runs ``bm25`` too: its answers were read from it)."""
     chosen, skipped = [], {}
+    wanted = set(names or ()) | {r.view for r in RANKERS if r.view and r.name in (names or ())}
     for ranker in RANKERS:
-        if names and ranker.name not in names:
+        if names and ranker.name not in wanted:
             continue
         if ranker.mode in SEMANTIC_MODES and ranker.entry is not None:
             if not _takes_mode(ranker.entry, ranker.mode):
