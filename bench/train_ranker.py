@@ -464,9 +464,8 @@ def main() -> int:
                         help="train on every repository and write the shipped lexical model")
     parser.add_argument("--write-hybrid", action="store_true",
                         help="with --write-model, also ship a hybrid model (with "
-                        "--history: find_files_hybrid_history.txt, for the short queries of "
-                        "repositories with history; else hybrid mode scores with the "
-                        "fallback weights)")
+                        "--history: find_files_hybrid_history.txt, for repositories with "
+                        "history; else hybrid mode scores with the fallback weights)")
     parser.add_argument("--without", nargs="*", default=[], choices=FEATURES,
                         help="features read as 0 in training and scoring (an ablation: "
                         "what the model gains from them, leave-one-repository-out)")
@@ -484,12 +483,9 @@ def main() -> int:
     records, metas = load_records(args.results, args.hybrid_results)
     if not records:
         raise SystemExit("no evaluation results: run eval_history.py / eval_swebench.py first")
-    all_lengths = "lexical" in args.families or (args.write_hybrid and not args.history)
-    if args.write_model and args.kind == "lambdarank" and "swebench" not in metas and \
-            all_lengths:
+    if args.write_model and args.kind == "lambdarank" and "swebench" not in metas:
         # one set of trees scores short and long queries: without issue texts it would
-        # learn the long ones from a few long commit subjects (the hybrid model with
-        # history scores short queries only)
+        # learn the long ones from a few long commit subjects
         raise SystemExit("--write-model --kind lambdarank needs issue-text results too "
                          "(eval_swebench.py's .json in --results)")
     for path in args.baseline:
@@ -552,8 +548,7 @@ def main() -> int:
             gold = {(r["repo"], r["id"]): set(r["gold"]["files"]) for r in records}
             keys = [k for k in rows if k in gold]
             x, y, groups = dataset(keys, rows, gold)
-            # with --history: the models of pools with history (a hybrid one scores short
-            # queries only, so commit subjects alone may train it)
+            # with --history: the models of pools with history
             stem = MODELS / learned.MODEL_FILES[f"{family}_history" if args.history
                                                 else family]
             shipped = stem.with_suffix(".json")

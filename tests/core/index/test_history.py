@@ -153,15 +153,17 @@ def test_the_history_models_ship_and_score_only_pools_with_history() -> None:
     assert name == "find_files_lexical_history.txt"
     _scores, name = learned.score([row], "lexical")
     assert name == "find_files_lexical.txt"
-    # hybrid: the history model for a short query; an issue text, or no history: the
-    # hand-set weights (the hybrid model saw commit subjects only)
+    # hybrid: the history model for a short query and for an issue text (it was trained
+    # on both); without history, the hand-set weights
     _scores, name = learned.score([row], "hybrid", history=True)
     assert name == "find_files_hybrid_history.txt"
     long_row = list(row)
     long_row[learned.FEATURES.index("q_groups")] = learned.LONG_QUERY
     _scores, name = learned.score([long_row], "hybrid", history=True)
-    assert name == "fallback"
+    assert name == "find_files_hybrid_history.txt"
     _scores, name = learned.score([row], "hybrid")
+    assert name == "fallback"
+    _scores, name = learned.score([long_row], "hybrid")
     assert name == "fallback"
 
 

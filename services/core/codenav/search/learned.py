@@ -10,8 +10,8 @@ repository-out on the commit-history suite and on SWE-bench Verified; bench/READ
 A model names the features it was trained on; scoring reads them by name, so a feature
 added later is simply ignored by an older model. A repository whose recent git history
 was read (``codenav.index.history``) is ranked in lexical mode by
-``find_files_lexical_history.txt``, and for a short query in hybrid mode by
-``find_files_hybrid_history.txt``, both trained with the history features; the lexical
+``find_files_lexical_history.txt`` and in hybrid mode by ``find_files_hybrid_history.txt``,
+both trained with the history features on commit subjects and issue texts; the lexical
 model is trained with them read as 0 (a checkout without git, refs indexed from a mirror).
 Without a loadable model (and for ``hybrid`` without history, which ships none), ``score``
 uses the weights of ``codenav.search.weights.FALLBACK`` (and says so in the name it
@@ -69,7 +69,6 @@ class Model:
         return [float(v) for v in self.booster.predict(matrix, num_threads=1)]
 
 
-_Q_GROUPS = FEATURES.index("q_groups")
 LONG_QUERY = math.log1p(7)
 """``q_groups`` from which a query is long (an issue text, ``filerank.LONG_QUERY_GROUPS``)."""
 
@@ -158,20 +157,16 @@ def score(rows: list[list[float]], family: str, model: Any = None,
     """A score per feature row (higher ranks first) and the name of what scored them.
     ``model`` overrides the shipped one (the evaluation scores held-out models this way).
     ``history``: the rows' repository has its recent history read (``Pool.history``); a
-    lexical pool is then scored by the model trained with it (``lexical_history``), and so
-    is a hybrid pool of a short query (``hybrid_history``: trained on commit subjects
-    only, so an issue text keeps the fallback weights). A family without a shipped model is
-    scored by the fallback weights: for ``hybrid`` without history they scored as well as
-    any model leave-one-repository-out (better than the lexical model fused with k-NN; see
+    pool is then scored by the model of its family trained with it (``lexical_history``,
+    ``hybrid_history``: the hybrid one on commit subjects and issue texts). A family
+    without a shipped model is scored by the fallback weights: for ``hybrid`` without
+    history they scored as well as any model leave-one-repository-out (see
     bench/README.md)."""
     if not rows:
         return [], "none"
     chosen = model
     if chosen is None and history:
-        if family == "lexical":
-            chosen = model_for("lexical_history")
-        elif family == "hybrid" and rows[0][_Q_GROUPS] < LONG_QUERY:  # one query: one value
-            chosen = model_for("hybrid_history")
+        chosen = model_for(f"{family}_history")
     if chosen is None:
         chosen = model_for(family)
     if chosen is None:
