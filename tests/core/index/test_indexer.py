@@ -113,6 +113,45 @@ def test_bad_inputs_are_skipped_with_a_reason_and_do_not_block_the_rest(
     assert secrets_seen.fetchone() == (0,)
 
 
+def test_a_file_skipped_for_its_bytes_is_not_read_again_until_it_changes(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A binary without a binary extension (Apache Kafka's serialized test data) or a
+    minified file was read, and counted changed, by every run; now only when it changes,
+    or when the rule that judged it does."""
+    root = tmp_path / "settled"
+    _write(root, {"a.py": "A = 1\n", "data/serialized": b"\xac\xed\x00\x05sr\x00",
+                  "app.js": "var a=1;" * 2000})
+    repo = repos.register(conn, str(root), "settled")
+    reconcile.reconcile(settings, repo.id)
+
+    def skipped() -> dict[str, str]:
+        return dict(conn.execute("SELECT path, reason FROM skipped WHERE repo_id = %s",
+                                 (repo.id,)).fetchall())
+
+    expected = {"data/serialized": "binary", "app.js": "minified"}
+    assert skipped() == expected
+    again = reconcile.reconcile(settings, repo.id)
+    assert (again.files_changed, again.files_parsed) == (0, 0)
+    assert skipped() == expected  # still listed, though not read
+    # a path job over the directory keeps it listed too
+    assert reconcile.reconcile(settings, repo.id, ["data"]).files_changed == 0
+    assert skipped() == expected
+
+    (root / "data/serialized").write_bytes(b"\xac\xed\x00\x05sr\x00 more")
+    changed = reconcile.reconcile(settings, repo.id)
+    assert changed.files_changed == 1 and skipped() == expected
+    # a verdict the current rule no longer words the same way is judged again
+    conn.execute("UPDATE skipped SET detail = 'an older rule' WHERE path = 'app.js'")
+    assert reconcile.reconcile(settings, repo.id).files_changed == 1
+    assert skipped() == expected
+    # text again: indexed, and no longer listed
+    (root / "data/serialized").write_text("now = 'text'\n")
+    reconcile.reconcile(settings, repo.id)
+    assert skipped() == {"app.js": "minified"}
+    assert {p for (p,) in conn.execute("SELECT path FROM files WHERE repo_id = %s",
+                                       (repo.id,))} == {"a.py", "data/serialized"}
+
+
 def test_a_large_first_index_keeps_the_skips_of_every_batch(settings: Settings,
                                                            conn: psycopg.Connection,
                                                            tmp_path: Path) -> None:

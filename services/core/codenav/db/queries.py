@@ -481,6 +481,11 @@ FILES_DELETE = "DELETE FROM files WHERE tree_id = %s AND path = ANY(%s)"
 FILES_TOUCH = "UPDATE files SET mtime_ns = %s WHERE tree_id = %s AND path = %s"
 SKIPPED_CLEAR = "DELETE FROM skipped WHERE tree_id = %s"
 SKIPPED_DELETE = "DELETE FROM skipped WHERE tree_id = %s AND path = ANY(%s)"
+# The tree's files skipped for a verdict on their bytes (``codenav.index.blob.SETTLED_SKIPS``),
+# with the size and mtime they had then: unchanged since, they are not read again.
+SKIPPED_SETTLED = """
+SELECT path, reason, detail, size, mtime_ns FROM skipped
+WHERE tree_id = %s AND reason = ANY(%s) AND mtime_ns <> 0"""
 SKIPPED_UPSERT = """
 INSERT INTO skipped (repo_id, tree_id, path, reason, detail, size, mtime_ns)
 VALUES (%s, %s, %s, %s, %s, %s, %s)

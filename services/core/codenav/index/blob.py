@@ -13,6 +13,13 @@ from dataclasses import dataclass
 BINARY_SNIFF_BYTES = 8192
 MINIFIED_MIN_BYTES = 4096
 MINIFIED_MEAN_LINE = 300
+BINARY_DETAIL = f"NUL byte in first {BINARY_SNIFF_BYTES // 1024} KiB"
+MINIFIED_DETAIL = f"average line longer than {MINIFIED_MEAN_LINE} characters"
+SETTLED_SKIPS = {"binary": BINARY_DETAIL, "minified": MINIFIED_DETAIL}
+"""Skip reasons that are verdicts on a file's path and bytes alone, with the detail each is
+recorded with: a file skipped for one of them, and of the same size and mtime since, is not
+read again (``codenav.index.reconcile``). A rule that changes must change its detail, so
+the files it judged are read again."""
 
 
 def git_blob_sha(data: bytes) -> str:

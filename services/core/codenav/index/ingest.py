@@ -28,7 +28,14 @@ from codenav.db.connect import connect
 from codenav.errors import ProcessLost
 from codenav.graph.extract import extract as graph_facts
 from codenav.index import redact as redaction
-from codenav.index.blob import decode, git_blob_sha, looks_binary, looks_minified
+from codenav.index.blob import (
+    BINARY_DETAIL,
+    MINIFIED_DETAIL,
+    decode,
+    git_blob_sha,
+    looks_binary,
+    looks_minified,
+)
 from codenav.index.defaults import shown
 from codenav.index.gitread import BlobReader
 from codenav.index.redact import describe, redact
@@ -119,10 +126,10 @@ def checked(entry: FileEntry, data: bytes, max_bytes: int) -> _Read | FileResult
         return FileResult(entry.path, size, mtime, skip="too_large",
                           detail=f"{size} bytes > {max_bytes}")
     if looks_binary(data):
-        return FileResult(entry.path, size, mtime, skip="binary", detail="NUL byte in first 8 KiB")
+        return FileResult(entry.path, size, mtime, skip="binary", detail=BINARY_DETAIL)
     if looks_minified(entry.path, data):
         return FileResult(entry.path, size, mtime, skip="minified",
-                          detail="average line longer than 300 characters")
+                          detail=MINIFIED_DETAIL)
     return _Read(FileEntry(entry.path, size, mtime), data, entry.sha or git_blob_sha(data),
                  language_for(entry.path, data[:128]))
 

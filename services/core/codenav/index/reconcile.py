@@ -28,6 +28,7 @@ from codenav.errors import Interrupted, NotFound, Unavailable
 from codenav.graph import build as graph
 from codenav.graph import facts
 from codenav.index import history, terms
+from codenav.index.blob import SETTLED_SKIPS
 from codenav.index.defaults import name_problem, shown
 from codenav.index.gitinfo import head_commit, wait_for_checkout
 from codenav.index.gitread import is_bare
@@ -276,6 +277,16 @@ def _load_known(conn: psycopg.Connection, tree_id: int,
     return {r[0]: _Known(r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
 
+def _settled_skips(conn: psycopg.Connection, tree_id: int
+                   ) -> dict[tuple[str, int, int], tuple[str, str]]:
+    """(path, size, mtime) -> (reason, detail) of the tree's files skipped for a verdict on
+    their bytes that the current rules would give again (``blob.SETTLED_SKIPS``): a binary
+    file without a binary extension was read, and reported changed, on every run."""
+    rows = conn.execute(q.SKIPPED_SETTLED, (tree_id, list(SETTLED_SKIPS))).fetchall()
+    return {(path, int(size), int(mtime)): (reason, detail)
+            for path, reason, detail, size, mtime in rows if SETTLED_SKIPS[reason] == detail}
+
+
 def _like_prefix(path: str) -> str:
     escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return escaped + "/%"
@@ -308,10 +319,15 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, target: tuple[int, 
         entries = list({e.path: e for e in entries}.values())
         skips = list({s.path: s for s in skips}.values())
         gone -= {e.path for e in entries}
+    settled = _settled_skips(conn, tree_id)
     todo = []
+    kept_skips: list[FileResult] = []  # skipped before for their bytes, unchanged since
     for entry in entries:
         k = known.get(entry.path)
-        if k is None or k.size != entry.size or k.mtime_ns != entry.mtime_ns or \
+        if k is None and (skip := settled.get((entry.path, entry.size, entry.mtime_ns))):
+            kept_skips.append(FileResult(entry.path, entry.size, entry.mtime_ns,
+                                         skip=skip[0], detail=skip[1]))
+        elif k is None or k.size != entry.size or k.mtime_ns != entry.mtime_ns or \
                 k.chunker != CHUNKER_VERSION:
             todo.append(entry)
     summary.files_total = len(entries)
@@ -341,8 +357,8 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, target: tuple[int, 
         if stopping:
             raise Interrupted(f"stopped after {done} of {len(entries)} files")
     progress("commit", len(entries), done, summary.files_parsed, len(gone), force=True)
-    _apply(conn, (repo_id, tree_id), skipped_early + pending, sorted(gone), skips, paths,
-           summary, known)
+    _apply(conn, (repo_id, tree_id), kept_skips + skipped_early + pending, sorted(gone), skips,
+           paths, summary, known)
     if defer_graph and (initial or graph.awaits_build(conn, tree_id)):
         # A run while the first index's graph job waits (the watcher's catch-up reconcile,
         # say) leaves the build, and the facts it needs, to that job as well: the graph is
