@@ -486,6 +486,7 @@ SKIPPED_DELETE = "DELETE FROM skipped WHERE tree_id = %s AND path = ANY(%s)"
 SKIPPED_SETTLED = """
 SELECT path, reason, detail, size, mtime_ns FROM skipped
 WHERE tree_id = %s AND reason = ANY(%s) AND mtime_ns <> 0"""
+SKIPPED_SETTLED_PATHS = SKIPPED_SETTLED + " AND path = ANY(%s)"
 SKIPPED_UPSERT = """
 INSERT INTO skipped (repo_id, tree_id, path, reason, detail, size, mtime_ns)
 VALUES (%s, %s, %s, %s, %s, %s, %s)

@@ -277,12 +277,15 @@ def _load_known(conn: psycopg.Connection, tree_id: int,
     return {r[0]: _Known(r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
 
-def _settled_skips(conn: psycopg.Connection, tree_id: int
+def _settled_skips(conn: psycopg.Connection, tree_id: int, paths: list[str] | None
                    ) -> dict[tuple[str, int, int], tuple[str, str]]:
-    """(path, size, mtime) -> (reason, detail) of the tree's files skipped for a verdict on
-    their bytes that the current rules would give again (``blob.SETTLED_SKIPS``): a binary
-    file without a binary extension was read, and reported changed, on every run."""
-    rows = conn.execute(q.SKIPPED_SETTLED, (tree_id, list(SETTLED_SKIPS))).fetchall()
+    """(path, size, mtime) -> (reason, detail) of the tree's files (of ``paths``, for a
+    path job) skipped for a verdict on their bytes that the current rules would give again
+    (``blob.SETTLED_SKIPS``): a binary file without a binary extension was read, and
+    reported changed, on every run."""
+    reasons = list(SETTLED_SKIPS)
+    rows = conn.execute(q.SKIPPED_SETTLED, (tree_id, reasons)).fetchall() if paths is None \
+        else conn.execute(q.SKIPPED_SETTLED_PATHS, (tree_id, reasons, paths)).fetchall()
     return {(path, int(size), int(mtime)): (reason, detail)
             for path, reason, detail, size, mtime in rows if SETTLED_SKIPS[reason] == detail}
 
@@ -319,7 +322,8 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, target: tuple[int, 
         entries = list({e.path: e for e in entries}.values())
         skips = list({s.path: s for s in skips}.values())
         gone -= {e.path for e in entries}
-    settled = _settled_skips(conn, tree_id)
+    settled = _settled_skips(conn, tree_id,
+                             None if paths is None else [e.path for e in entries])
     todo = []
     kept_skips: list[FileResult] = []  # skipped before for their bytes, unchanged since
     for entry in entries:
