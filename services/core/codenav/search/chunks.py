@@ -38,7 +38,13 @@ CANDIDATE_BUDGET = 3000
 """Sum of document frequencies the fallback (OR) candidate query may cover; rare terms go
 first. Scoring costs a few microseconds per candidate, so this bounds latency."""
 CANDIDATE_CAP = 6000
-"""Hard cap on scored candidates, for queries made only of very common words."""
+"""Hard cap on scored candidates. A query whose rarest group is estimated over it is ranked
+inside BM25's best files instead (``Weighted.over_cap``), except with a kind or exported
+filter."""
+OVER_CAP_FILES = 100
+"""A query over the cap (``Weighted.over_cap``) ranks the chunks of this many of BM25's best
+files, each by its own score (on Apache Kafka, 790 queries drawn from its declarations:
+as many found the declaration they were drawn from as with the cap, bench/README.md)."""
 PAIR_GROUPS = 6
 """The rarest groups combined pairwise for the first candidate query (two groups or more)."""
 
@@ -83,6 +89,14 @@ class Weighted:
     pending_terms: bool = False
     """Some contents have no whole-file postings yet (a first index's, for seconds): their
     document frequencies, and their postings in ``bm25.score_files``, come from chunks."""
+
+    @property
+    def over_cap(self) -> bool:
+        """Whether even the rarest group is in more chunks than ``CANDIDATE_CAP`` (by the
+        estimate in ``Group.df``): the lexical ranker would score only the first of them in
+        the table's physical order, so its answer would change when rows move on disk (an
+        edit elsewhere, a VACUUM FULL, a store restored from a seed)."""
+        return bool(self.groups) and min(g.df for g in self.groups) > CANDIDATE_CAP
 
     def candidate_queries(self) -> list[str]:
         """Candidate tsqueries, most selective first: chunks matching at least two of the
@@ -183,14 +197,16 @@ def lexical_ranking(conn: psycopg.Connection, scope: Scope, w: Weighted, filters
 
 
 def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filters: Filters,
-                     k: int, asked: bm25.Asked | None = None) -> list[tuple[int, str, float]]:
-    """Chunks for a long query or a task description (``_files_first``): the best files by
-    BM25 among those the filters let through, then the best chunks in them, each chunk's
-    score scaled by its file's. ``asked``: BM25's statements sent ahead (``bm25.ask``) for
-    ``bm25.usable_groups(w.groups)`` and ``filters.files``."""
+                     k: int, asked: bm25.Asked | None = None, top_files: int = W.TOP_FILES,
+                     by_file: bool = True) -> list[tuple[int, str, float]]:
+    """Chunks for a long query or a task description (``_files_first``): the ``top_files``
+    best files by BM25 among those the filters let through, then the best chunks in them,
+    each chunk's score scaled by its file's (``by_file``), or by its own score alone (a
+    query over the cap: ``Weighted.over_cap``). ``asked``: BM25's statements sent ahead
+    (``bm25.ask``) for ``bm25.usable_groups(w.groups)`` and ``filters.files``."""
     boosts = bm25.mention_boosts(conn, scope, w.query.identifiers)
     files = bm25.rank_files(conn, scope, bm25.usable_groups(w.groups, w.n_chunks),
-                            W.TOP_FILES, boosts, w.pending_terms, asked, filters.files)
+                            top_files, boosts, w.pending_terms, asked, filters.files)
     if not files:
         return []
     best = files[0].score or 1.0
@@ -201,6 +217,8 @@ def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filter
         "avg_terms": w.avg_terms, **scope.params(), "k": k, "paths": list(file_weight),
         "any": tsquery_for([t for g in groups for t in g.terms]), **filters.params(),
     }).fetchall()
+    if not by_file:
+        return [(r[0], r[1], float(r[2] or 0.0)) for r in rows]
     top_chunk = max((float(r[2] or 0.0) for r in rows), default=0.0) or 1.0
     # The file's rank leads; a strong chunk can still lift its file a little.
     scored = [(r[0], r[1], file_weight[r[1]] + W.CHUNK_LIFT * float(r[2] or 0.0) / top_chunk)
@@ -339,12 +357,21 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
                 if not long_query and (unknown or not found) else []
             return found, exact, near
 
-        files_first = _files_first(query, long_query, filters) and bool(weighted.groups)
+        task = _files_first(query, long_query, filters)
+        # a query of common words only: the chunks holding them are too many to score, and
+        # which of them a cap kept would depend on where rows lie on disk; its chunks are
+        # ranked inside BM25's best files instead (a kind or exported filter, which BM25
+        # cannot see, still ranks every chunk it lets through, up to the cap)
+        over_cap = not task and weighted.over_cap and not filters.narrows_chunks
+        files_first = bool(weighted.groups) and (task or over_cap)
         # BM25's statistics and path matches go ahead of the declarations on ``side``
         asked = bm25.ask(scope, bm25.usable_groups(weighted.groups), side, filters.files) \
             if files_first else None
         declared = side.call(names_and_fuzzy)
-        if files_first:
+        if over_cap:
+            lexical = lexical_in_files(conn, scope, weighted, filters, depth, asked,
+                                       OVER_CAP_FILES, by_file=False)
+        elif files_first:
             lexical = lexical_in_files(conn, scope, weighted, filters, depth, asked)
         if not files_first or len(lexical) < limit:
             # a kind or exported filter may leave fewer than ``limit`` chunks in BM25's best
