@@ -86,3 +86,23 @@ def test_a_query_under_the_cap_is_ranked_over_every_chunk_holding_it(
     assert not weighted.over_cap
     found = _answer(conn, scope, "widget")
     assert found[0][0] == "app/widgets/core.py"
+
+
+def test_with_a_kind_filter_too(conn: psycopg.Connection, scope: Scope,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    filters = chunks.Filters(kind="function")
+
+    def answer() -> list[tuple[str, int, str]]:
+        found = chunks.search(conn, scope, "widget", 10, filters, mode="lexical")["results"]
+        return [(r["path"], r["start_line"], r["kind"]) for r in found]
+
+    # under the cap, every function holding the word is ranked
+    whole = answer()
+    assert not chunks.capped(conn, chunks.weigh(conn, chunks.parse_query("widget")))
+    monkeypatch.setattr(chunks, "CANDIDATE_CAP", 8)
+    assert chunks.capped(conn, chunks.weigh(conn, chunks.parse_query("widget")))
+    first = answer()
+    _reorder(conn, "content_id DESC, id DESC")
+    assert answer() == first
+    assert len(first) == 10 and {kind for _p, _l, kind in first} == {"function"}
+    assert first[0][0] == whole[0][0] == "app/widgets/core.py"

@@ -625,6 +625,12 @@ LEXICAL_PLAN = "SELECT set_config('enable_seqscan', 'off', true)"
 LEXICAL_PLAN_FILTERED = """
 SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
        set_config('plan_cache_mode', 'force_custom_plan', true)"""
+# Whether more chunks than the cap hold a query term (counted up to one past it), for a query
+# with a kind or exported filter whose estimate is over the cap
+# (``codenav.search.chunks.capped``): the lexical ranker would keep only the first of them.
+CANDIDATES_OVER_CAP = """
+SELECT count(*) > %(cap)s FROM (
+    SELECT 1 FROM chunks c WHERE c.tsv @@ %(any)s::tsquery LIMIT %(cap)s + 1) x"""
 # Lexical ranker: candidates from the GIN index, scored by IDF-weighted per-group ts_rank
 # with a length normalisation (BM25-like). Filters are optional (NULL means "any").
 def search_lexical(n_groups: int, flat: bool = False, filtered: bool = False) -> sql.Composed:

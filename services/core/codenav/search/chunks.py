@@ -39,8 +39,8 @@ CANDIDATE_BUDGET = 3000
 first. Scoring costs a few microseconds per candidate, so this bounds latency."""
 CANDIDATE_CAP = 6000
 """Hard cap on scored candidates. A query whose rarest group is estimated over it is ranked
-inside BM25's best files instead (``Weighted.over_cap``), except with a kind or exported
-filter."""
+inside BM25's best files instead (``Weighted.over_cap``; with a kind or exported filter,
+when a count confirms it: ``capped``)."""
 OVER_CAP_FILES = 100
 """A query over the cap (``Weighted.over_cap``) ranks the chunks of this many of BM25's best
 files, each by its own score (on Apache Kafka, 790 queries drawn from its declarations:
@@ -226,6 +226,20 @@ def lexical_in_files(conn: psycopg.Connection, scope: Scope, w: Weighted, filter
     return sorted(scored, key=lambda r: -r[2])
 
 
+def capped(conn: psycopg.Connection, w: Weighted) -> bool:
+    """Whether more chunks than ``CANDIDATE_CAP`` hold a query term (counted up to one past
+    it, not estimated): then the lexical ranker's candidates, the rarest terms' chunks or
+    those a filter lets through, may be cut by the cap. A query with a kind or exported
+    filter asks before it leaves the lexical ranker for BM25's best files, which may hold
+    few chunks of a kind."""
+    with conn.transaction():
+        conn.execute(q.LEXICAL_PLAN)
+        row = conn.execute(q.CANDIDATES_OVER_CAP, {
+            "any": tsquery_for([t for g in w.groups for t in g.terms]),
+            "cap": CANDIDATE_CAP}).fetchone()
+    return bool(row and row[0])
+
+
 def _files_first(query: ParsedQuery, long_query: bool, filters: Filters) -> bool:
     """Whether ``search`` ranks a query's chunks inside BM25's best files: a long query, or
     one of ``SEARCH_FILES_FIRST_WORDS`` words, which describes a task. BM25 ranks the files
@@ -360,9 +374,9 @@ def search(conn: psycopg.Connection, scope: Scope, text: str, limit: int = 10,
         task = _files_first(query, long_query, filters)
         # a query of common words only: the chunks holding them are too many to score, and
         # which of them a cap kept would depend on where rows lie on disk; its chunks are
-        # ranked inside BM25's best files instead (a kind or exported filter, which BM25
-        # cannot see, still ranks every chunk it lets through, up to the cap)
-        over_cap = not task and weighted.over_cap and not filters.narrows_chunks
+        # ranked inside BM25's best files instead
+        over_cap = not task and weighted.over_cap and (
+            not filters.narrows_chunks or capped(conn, weighted))
         files_first = bool(weighted.groups) and (task or over_cap)
         # BM25's statistics and path matches go ahead of the declarations on ``side``
         asked = bm25.ask(scope, bm25.usable_groups(weighted.groups), side, filters.files) \
