@@ -55,10 +55,14 @@ def _answer(conn: psycopg.Connection, scope: Scope, text: str) -> list[tuple[str
     return [(r["path"], r["start_line"]) for r in found]
 
 
-def _reorder(conn: psycopg.Connection, key: str) -> None:
+REVERSED = "CREATE INDEX chunks_order_tmp ON chunks (content_id DESC, id DESC)"
+BY_ID = "CREATE INDEX chunks_order_tmp ON chunks (id)"
+
+
+def _reorder(conn: psycopg.Connection, order: str) -> None:
     """Rewrite the chunks table in another physical order (as VACUUM FULL, a restored seed
-    or a reindex of other files may leave it)."""
-    conn.execute(f"CREATE INDEX chunks_order_tmp ON chunks ({key})")
+    or a reindex of other files may leave it): ``order`` creates the index it follows."""
+    conn.execute(order)
     conn.execute("CLUSTER chunks USING chunks_order_tmp")
     conn.execute("DROP INDEX chunks_order_tmp")
     conn.execute("ANALYZE chunks")
@@ -71,9 +75,9 @@ def test_a_query_of_common_words_answers_the_same_whatever_the_physical_order(
     monkeypatch.setattr(chunks, "CANDIDATE_CAP", 8)
     assert chunks.weigh(conn, chunks.parse_query("widget")).over_cap
     first = _answer(conn, scope, "widget")
-    _reorder(conn, "content_id DESC, id DESC")
+    _reorder(conn, REVERSED)
     second = _answer(conn, scope, "widget")
-    _reorder(conn, "id")
+    _reorder(conn, BY_ID)
     assert first == second == _answer(conn, scope, "widget")
     # ranked inside the files BM25 ranks best: the module about widgets leads
     assert first[0][0] == "app/widgets/core.py"
@@ -102,7 +106,7 @@ def test_with_a_kind_filter_too(conn: psycopg.Connection, scope: Scope,
     monkeypatch.setattr(chunks, "CANDIDATE_CAP", 8)
     assert chunks.capped(conn, chunks.weigh(conn, chunks.parse_query("widget")))
     first = answer()
-    _reorder(conn, "content_id DESC, id DESC")
+    _reorder(conn, REVERSED)
     assert answer() == first
     assert len(first) == 10 and {kind for _p, _l, kind in first} == {"function"}
     assert first[0][0] == whole[0][0] == "app/widgets/core.py"
