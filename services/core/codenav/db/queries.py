@@ -2104,8 +2104,11 @@ GLOBAL = frozenset({
     # session settings
     "SESSION_SETUP", "SESSION_VECTOR_SETUP", "GREP_TIMEOUT", "LEXICAL_PLAN",
     "LEXICAL_PLAN_FILTERED",
-    # corpus-wide ranking statistics (numbers that weigh terms; no row reaches an answer)
+    # corpus-wide ranking statistics (numbers that weigh terms; no row reaches an answer),
+    # and whether the lexical ranker's corpus-wide candidates would pass its cap (a yes or
+    # no that picks the ranking path)
     "STATS_CORPUS", "STATS_QUERY", "STATS_PENDING_DF", "STATS_CONTENTS", "STATS_CHUNK_COUNT",
+    "CANDIDATES_OVER_CAP",
     # embedding models (names and dimensions)
     "EMBED_MODEL_GET", "EMBED_MODEL_NAMES", "EMBED_MODEL_INSERT",
     # tokens, teams and the audit trail: filtered by the caller's team (%(team)s) or by
