@@ -90,6 +90,9 @@ def test_a_query_under_the_cap_is_ranked_over_every_chunk_holding_it(
     assert not weighted.over_cap
     found = _answer(conn, scope, "widget")
     assert found[0][0] == "app/widgets/core.py"
+    # every chunk holding the word was scored, so no order of the rows can change it
+    _reorder(conn, REVERSED)
+    assert _answer(conn, scope, "widget") == found
 
 
 def test_with_a_kind_filter_too(conn: psycopg.Connection, scope: Scope,

@@ -43,8 +43,9 @@ inside BM25's best files instead (``Weighted.over_cap``; with a kind or exported
 when a count confirms it: ``capped``)."""
 OVER_CAP_FILES = 100
 """A query over the cap (``Weighted.over_cap``) ranks the chunks of this many of BM25's best
-files, each by its own score (on Apache Kafka, 790 queries drawn from its declarations:
-as many found the declaration they were drawn from as with the cap, bench/README.md)."""
+files, each by its own score. On Apache Kafka, of 790 queries drawn from its declarations,
+682 found the declaration they were drawn from in the top 10 and 496 first, against 681
+and 501 with the cap (bench/README.md)."""
 PAIR_GROUPS = 6
 """The rarest groups combined pairwise for the first candidate query (two groups or more)."""
 
