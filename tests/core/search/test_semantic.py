@@ -339,6 +339,25 @@ def test_a_query_prefix_goes_before_queries_only(semantic_settings: Settings,
     client.close()
 
 
+def test_an_issue_templates_comment_and_version_report_are_not_embedded(
+        semantic_settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    client = EmbedClient.from_settings(semantic_settings)
+    assert client is not None
+    repo, _ = _index_and_embed(semantic_settings, conn, make_polyglot(tmp_path), "poly")
+    template = ("<!-- This comment is hidden when you submit the issue, so you do not need "
+                "to remove it! Please check that the development version still has the "
+                "bug. -->\n")
+    issue = "The upload is not retried after a timeout."
+    report = "\n\n### Versions\n\npython: 3.11.4\nnumpy: 1.26.0\nrequests: 2.31.0\n"
+    ctx = QueryEmbedder(client).context(conn, Scope.system(repo), template + issue + report,
+                                        "hybrid")
+    assert ctx is not None and ctx.vector is not None
+    [own], [whole] = client.embed([issue]), client.embed([template + issue + report])
+    assert max(abs(a - b) for a, b in zip(ctx.vector, own, strict=True)) < 1e-4
+    assert max(abs(a - b) for a, b in zip(ctx.vector, whole, strict=True)) > 0.02
+    client.close()
+
+
 def test_search_degrades_to_lexical_when_the_embedder_is_down(
         settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
     proc, url = start_embedder()

@@ -24,6 +24,111 @@ from codenav.tokens import (
 MAX_QUERY_CHARS = 8000
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+
+# --- an issue text's environment report ----------------------------------------------------
+# Bug templates ask for the versions of everything installed (``xr.show_versions()``,
+# ``sklearn.show_versions()``, ``pip list``, "- OS: Linux / - Python version: 3.8"). Those
+# lines name packages and platforms, not the code at fault: on SWE-bench Verified the module
+# that prints xarray's report was in the top two for three issues whose fix was elsewhere.
+_VERSION_VALUE = re.compile(
+    r"(?:v?\d+(?:\.\d+)+[\w.+\-]*|\d+\s*(?:\(|$)|none|null|true|false|yes|no|n/?a|unknown|"
+    r"any|master|main|dev|latest|not\s+installed|linux|darwin|windows|win32|win64|macos|"
+    r"mac\s*os|osx|ubuntu|debian|fedora|centos|arch|x86_64|amd64|arm64|aarch64|i386|little|"
+    r"big|utf-?8|en_\w+|c\.utf-?8)\b", re.IGNORECASE)
+"""What a report line's value looks like: a version, a platform, None or a yes/no."""
+_REPORT_LINE = re.compile(
+    r"\s*(?:[-*+]\s+)?(?:\*\*|__)?(?P<key>[A-Za-z][\w .\-/`']{0,40}?)(?:\*\*|__)?\s*"
+    r"(?:\([^)\n]*\))?\s*(?:\*\*)?(?::|==|>=)\s*(?:\*\*)?[`'\"]?(?P<value>\S.{0,100})")
+"""``numpy: 1.19.1``, ``- **Python version**: 3.8``, ``numpy==1.19.1``."""
+_LISTED_PACKAGE = re.compile(
+    r"\s*[A-Za-z][\w\-.]{0,40}\s+v?\d+(?:\.\d+)+\S*(?:\s+[A-Za-z_]\S*){0,2}\s*")
+"""A ``pip list`` / ``conda list`` row: a name, a dotted version, perhaps a build and channel."""
+_REPORT_KEY = re.compile(
+    r"python|\bos\b|os-release|platform|system|machine|processor|executable|byteorder|"
+    r"lc_all|\blang\b|locale|kernel|compiler|version|\bnode\b|\bnpm\b|browser", re.IGNORECASE)
+"""Keys only an environment report has; a config block (``timeout: 30``) has none."""
+_REPORT_HEADING = re.compile(
+    r"\s*#{1,6}\s*(?:\*\*)?[\w .\-]{0,30}(?:version|versions|operating system|\bos|platform|"
+    r"environment|python|installation|system)\s*(?:\*\*)?\s*:?\s*", re.IGNORECASE)
+"""An issue form's heading whose answer is one line (``### Python version`` / ``3.9``)."""
+_ANY_HEADING = re.compile(r"\s*#{1,6}\s")
+_REPORT_TITLE = re.compile(
+    r"\s*(?:#{1,6}\s.*|\*\*.*\*\*:?|<(?:details|summary)\b.*|.{0,60}:|[A-Z][A-Z ]{3,40}|"
+    r".{0,60}(?:version|environment|system|platform).{0,20})\s*", re.IGNORECASE)
+"""A line that introduces a report (``#### Output of xr.show_versions()``, ``INSTALLED
+VERSIONS``, ``**Environment info**``, ``System:``): it goes with the report."""
+_REPORT_FRAME = re.compile(r"\s*(?:```\w*|~~~\w*|[-=]{3,}[-= ]*|</?details>|)\s*")
+"""Blank lines, fences, rules and ``<details>`` between a report and its title."""
+REPORT_TITLE_LINES = 2
+REPORT_MIN_LINES = 3
+"""A run of report lines this long or longer is a report; a lone ``key: 3`` is prose."""
+
+
+def _report_line(line: str) -> tuple[bool, bool]:
+    """Whether ``line`` reads like a line of an environment report, and whether it alone
+    says so (a dotted version, or a key only such reports have)."""
+    m = _REPORT_LINE.fullmatch(line)
+    if m is not None:
+        value = m.group("value").strip("`'\" ")
+        if not _VERSION_VALUE.match(value):
+            return False, False
+        return True, bool(re.match(r"v?\d+\.\d", value) or _REPORT_KEY.search(m.group("key")))
+    listed = bool(_LISTED_PACKAGE.fullmatch(line))
+    return listed, listed
+
+
+def strip_environment(text: str) -> str:
+    """``text`` without its environment report: runs of ``REPORT_MIN_LINES`` or more report
+    lines (blank lines between them allowed) of which two or more say so alone, with up to
+    ``REPORT_TITLE_LINES`` title lines just above them, and issue-form headings about
+    versions or the platform whose whole answer is one such value. Every other line is kept
+    as it was (a config block of ``timeout: 30`` lines, a table of numbers)."""
+    if ":" not in text and "#" not in text and "\n" not in text:
+        return text
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    marks = [_report_line(line) for line in lines]
+    drop = [False] * len(lines)
+    i = 0
+    while i < len(lines):
+        if _REPORT_HEADING.fullmatch(lines[i]):
+            body: list[int] = []
+            j = i + 1
+            while j < len(lines) and not _ANY_HEADING.match(lines[j]) and len(body) < 2:
+                if lines[j].strip():
+                    body.append(j)
+                j += 1
+            if len(body) == 1 and (j == len(lines) or _ANY_HEADING.match(lines[j])) and \
+                    _VERSION_VALUE.match(lines[body[0]].strip("`'\" *-")):
+                drop[i] = drop[body[0]] = True
+            i += 1
+            continue
+        if not marks[i][0]:
+            i += 1
+            continue
+        run: list[int] = []
+        j = i
+        while j < len(lines) and (marks[j][0] or not lines[j].strip()):
+            if marks[j][0]:
+                run.append(j)
+            j += 1
+        if len(run) >= REPORT_MIN_LINES and sum(marks[k][1] for k in run) >= 2:
+            for k in run:
+                drop[k] = True
+            titles, k = 0, i - 1
+            while k >= 0 and titles < REPORT_TITLE_LINES and not drop[k]:
+                if _REPORT_FRAME.fullmatch(lines[k]):
+                    k -= 1
+                    continue
+                if not _REPORT_TITLE.fullmatch(lines[k]):
+                    break
+                drop[k] = True
+                titles += 1
+                k -= 1
+        i = j
+    if not any(drop):
+        return text
+    return "\n".join(line for line, gone in zip(lines, drop, strict=True) if not gone)
+
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
                          "mock", "mocks", "pytest", "junit", "unittest"})
 _DEF_INTENT = re.compile(r"\b(where|which)\b.*\b(defined|declared|implemented|definition)\b|"
@@ -72,12 +177,30 @@ def _group_for(word_terms: list[str], label: str) -> Group | None:
     return Group(terms=tuple(alts), label=label) if alts else None
 
 
+def semantic_text(text: str) -> str:
+    """What of a query is embedded: without an issue template's comments and environment
+    report. A template's comment often opens the text (``<!-- Please check that the
+    development version still produces the same bug -->``), and an embedding reads only the
+    first tokens (64 for the default model): the vector was the template's."""
+    cleaned = strip_environment(_HTML_COMMENT.sub(" ", text[:4 * MAX_QUERY_CHARS]))
+    return cleaned.strip()[:MAX_QUERY_CHARS] or text[:MAX_QUERY_CHARS]
+
+
 def parse_query(text: str) -> ParsedQuery:
     if not isinstance(text, str) or not text.strip():
         raise InvalidRequest("query is empty", hint="describe what you are looking for")
-    if len(text) > MAX_QUERY_CHARS:
-        text = text[:MAX_QUERY_CHARS]
-    text = _HTML_COMMENT.sub(" ", text.replace("\0", " "))  # issue-template boilerplate
+    # issue-template boilerplate out first, so that it does not spend the length kept
+    text = _HTML_COMMENT.sub(" ", text[:4 * MAX_QUERY_CHARS].replace("\0", " "))
+    parsed = _parse(strip_environment(text)[:MAX_QUERY_CHARS])
+    if parsed is None:  # nothing but a report: then the report is what was asked about
+        parsed = _parse(text[:MAX_QUERY_CHARS])
+    if parsed is None:
+        raise InvalidRequest("query has no searchable words",
+                             hint="use identifiers or words that appear in the code")
+    return parsed
+
+
+def _parse(text: str) -> ParsedQuery | None:
     parsed = ParsedQuery(raw=text)
     seen: dict[str, Group] = {}
 
@@ -123,10 +246,7 @@ def parse_query(text: str) -> ParsedQuery:
         if ("." in raw_word or "::" in raw_word) and raw_word.strip(".:") not in \
                 parsed.identifiers and len(raw_word) > 3:
             parsed.identifiers.append(raw_word.strip(".:"))
-    if not parsed.groups:
-        raise InvalidRequest("query has no searchable words",
-                             hint="use identifiers or words that appear in the code")
-    return parsed
+    return parsed if parsed.groups else None
 
 
 def tsquery_for(terms: tuple[str, ...] | list[str]) -> str:

@@ -20,6 +20,7 @@ from codenav.db import queries as q
 from codenav.embed import vectors
 from codenav.embed.client import EmbedClient
 from codenav.errors import Busy, CodenavError
+from codenav.search.query import semantic_text
 
 MODES = ("hybrid", "lexical", "semantic")
 RETRY_FIRST_S, RETRY_AFTER_S = 0.5, 10.0
@@ -102,7 +103,7 @@ class QueryEmbedder:
             return self._down(conn, scope)
         try:
             info = self.client.info()
-            vector = self._vector(text)
+            vector = self._vector(semantic_text(text))
         except Busy as exc:  # over the time budget: this answer is lexical, the next tries
             self._busy += 1
             if self._busy >= BUSY_IN_A_ROW:
