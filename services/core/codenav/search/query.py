@@ -37,24 +37,25 @@ _VERSION_VALUE = re.compile(
     r"big|utf-?8|en_\w+|c\.utf-?8)\b", re.IGNORECASE)
 """What a report line's value looks like: a version, a platform, None or a yes/no."""
 _REPORT_LINE = re.compile(
-    r"\s*(?:[-*+]\s+)?(?:\*\*|__)?(?P<key>[A-Za-z][\w .\-/`']{0,40}?)(?:\*\*|__)?\s*"
-    r"(?:\([^)\n]*\))?\s*(?:\*\*)?(?::|==|>=)\s*(?:\*\*)?[`'\"]?(?P<value>\S.{0,100})")
+    r"\s*+(?:[-*+]\s++)?(?:\*\*|__)?(?P<key>[A-Za-z][\w.\-/`']{0,30}(?: [\w.\-/`']{1,30}){0,4})"
+    r"(?:\*\*|__)?\s*+(?:\([^)\n]*+\))?\s*+(?:\*\*)?(?::|==|>=)\s*+(?:\*\*)?[`'\"]?"
+    r"(?P<value>\S.{0,100})")
 """``numpy: 1.19.1``, ``- **Python version**: 3.8``, ``numpy==1.19.1``."""
 _LISTED_PACKAGE = re.compile(
-    r"\s*[A-Za-z][\w\-.]{0,40}\s+v?\d+(?:\.\d+)+\S*(?:\s+[A-Za-z_]\S*){0,2}\s*")
+    r"\s*+[A-Za-z][\w\-.]{0,40}\s++v?\d++(?:\.\d++)++\S*+(?:\s++[A-Za-z_]\S*+){0,2}\s*+")
 """A ``pip list`` / ``conda list`` row: a name, a dotted version, perhaps a build and channel."""
 _REPORT_KEY = re.compile(
     r"python|\bos\b|os-release|platform|system|machine|processor|executable|byteorder|"
     r"lc_all|\blang\b|locale|kernel|compiler|version|\bnode\b|\bnpm\b|browser", re.IGNORECASE)
 """Keys only an environment report has; a config block (``timeout: 30``) has none."""
 _REPORT_HEADING = re.compile(
-    r"\s*#{1,6}\s*(?:\*\*)?[\w .\-]{0,30}(?:version|versions|operating system|\bos|platform|"
-    r"environment|python|installation|system)\s*(?:\*\*)?\s*:?\s*", re.IGNORECASE)
+    r"\s*+#{1,6}\s*+(?:\*\*)?[\w .\-]{0,30}(?:version|versions|operating system|\bos|platform|"
+    r"environment|python|installation|system)\s*+(?:\*\*)?\s*+:?\s*+", re.IGNORECASE)
 """An issue form's heading whose answer is one line (``### Python version`` / ``3.9``)."""
 _ANY_HEADING = re.compile(r"\s*#{1,6}\s")
 _REPORT_TITLE = re.compile(
-    r"\s*(?:#{1,6}\s.*|\*\*.*\*\*:?|<(?:details|summary)\b.*|.{0,60}:|[A-Z][A-Z ]{3,40}|"
-    r".{0,60}(?:version|environment|system|platform).{0,20})\s*", re.IGNORECASE)
+    r"\s*+(?:#{1,6}\s.*|\*\*.*\*\*:?|<(?:details|summary)\b.*|\S.{0,60}:|[A-Z][A-Z ]{3,40}|"
+    r"\S.{0,60}(?:version|environment|system|platform).{0,20})\s*", re.IGNORECASE)
 """A line that introduces a report (``#### Output of xr.show_versions()``, ``INSTALLED
 VERSIONS``, ``**Environment info**``, ``System:``): it goes with the report."""
 _REPORT_FRAME = re.compile(r"\s*(?:```\w*|~~~\w*|[-=]{3,}[-= ]*|</?details>|)\s*")
