@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from codenav.errors import InvalidRequest
 from codenav.lang import conventions
@@ -178,23 +179,30 @@ def _group_for(word_terms: list[str], label: str) -> Group | None:
     return Group(terms=tuple(alts), label=label) if alts else None
 
 
+@lru_cache(maxsize=64)
+def _cleaned(text: str) -> tuple[str, str]:
+    """``text`` without an issue template's comments, and without its environment report
+    as well; before the text is cut to ``MAX_QUERY_CHARS``, so that they do not spend the
+    length kept. Cached: a hybrid query's terms and its vector both start here."""
+    uncommented = _HTML_COMMENT.sub(" ", text[:4 * MAX_QUERY_CHARS].replace("\0", " "))
+    return uncommented, strip_environment(uncommented)
+
+
 def semantic_text(text: str) -> str:
-    """What of a query is embedded: without an issue template's comments and environment
-    report. A template's comment often opens the text (``<!-- Please check that the
-    development version still produces the same bug -->``), and an embedding reads only the
-    first tokens (64 for the default model): the vector was the template's."""
-    cleaned = strip_environment(_HTML_COMMENT.sub(" ", text[:4 * MAX_QUERY_CHARS]))
-    return cleaned.strip()[:MAX_QUERY_CHARS] or text[:MAX_QUERY_CHARS]
+    """What of a query is embedded: the text its terms come from. A template's comment
+    often opens an issue text (``<!-- Please check that the development version still
+    produces the same bug -->``), and an embedding reads only the first tokens (64 for the
+    default model): the vector was the template's."""
+    return _cleaned(text)[1].strip()[:MAX_QUERY_CHARS] or text[:MAX_QUERY_CHARS]
 
 
 def parse_query(text: str) -> ParsedQuery:
     if not isinstance(text, str) or not text.strip():
         raise InvalidRequest("query is empty", hint="describe what you are looking for")
-    # issue-template boilerplate out first, so that it does not spend the length kept
-    text = _HTML_COMMENT.sub(" ", text[:4 * MAX_QUERY_CHARS].replace("\0", " "))
-    parsed = _parse(strip_environment(text)[:MAX_QUERY_CHARS])
+    uncommented, cleaned = _cleaned(text)
+    parsed = _parse(cleaned[:MAX_QUERY_CHARS])
     if parsed is None:  # nothing but a report: then the report is what was asked about
-        parsed = _parse(text[:MAX_QUERY_CHARS])
+        parsed = _parse(uncommented[:MAX_QUERY_CHARS])
     if parsed is None:
         raise InvalidRequest("query has no searchable words",
                              hint="use identifiers or words that appear in the code")
