@@ -37,6 +37,7 @@ _VERSION_VALUE = re.compile(
     r"mac\s*os|osx|ubuntu|debian|fedora|centos|arch|x86_64|amd64|arm64|aarch64|i386|little|"
     r"big|utf-?8|en_\w+|c\.utf-?8)\b", re.IGNORECASE)
 """What a report line's value looks like: a version, a platform, None or a yes/no."""
+_DOTTED = re.compile(r"v?\d+\.\d")
 _REPORT_LINE = re.compile(
     r"\s*+(?:[-*+]\s++)?(?:\*\*|__)?(?P<key>[A-Za-z][\w.\-/`']{0,30}(?: [\w.\-/`']{1,30}){0,4})"
     r"(?:\*\*|__)?\s*+(?:\([^)\n]*+\))?\s*+(?:\*\*)?(?::|==|>=)\s*+(?:\*\*)?[`'\"]?"
@@ -74,7 +75,7 @@ def _report_line(line: str) -> tuple[bool, bool]:
         value = m.group("value").strip("`'\" ")
         if not _VERSION_VALUE.match(value):
             return False, False
-        return True, bool(re.match(r"v?\d+\.\d", value) or _REPORT_KEY.search(m.group("key")))
+        return True, bool(_DOTTED.match(value) or _REPORT_KEY.search(m.group("key")))
     listed = bool(_LISTED_PACKAGE.fullmatch(line))
     return listed, listed
 
@@ -85,7 +86,7 @@ def strip_environment(text: str) -> str:
     ``REPORT_TITLE_LINES`` title lines just above them, and issue-form headings about
     versions or the platform whose whole answer is one such value. Every other line is kept
     as it was (a config block of ``timeout: 30`` lines, a table of numbers)."""
-    if ":" not in text and "#" not in text and "\n" not in text:
+    if "\n" not in text and "\r" not in text:  # one line is never a report
         return text
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     marks = [_report_line(line) for line in lines]
