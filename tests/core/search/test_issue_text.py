@@ -68,9 +68,72 @@ def test_bullets_pip_lists_and_issue_form_answers_are_reports_too() -> None:
     assert strip_environment(crlf).strip() == "Bug."
 
 
+SKLEARN_VERSIONS = """\
+IsolationForest warns about feature names when contamination is set.
+
+### Versions
+
+```shell
+System:
+    python: 3.10.6 (main, Nov 14 2022, 16:10:14) [GCC 11.3.0]
+executable: /home/dev/project/.venv/bin/python
+   machine: Linux-5.15.0-67-generic-x86_64-with-glibc2.35
+BLAS:
+  lib_dirs:
+cblas_libs: cblas
+
+Python dependencies:
+      sklearn: 1.2.1
+        numpy: 1.23.5
+
+Built with OpenMP: True
+
+threadpoolctl info:
+       user_api: blas
+   internal_api: openblas
+         prefix: libopenblas
+       filepath: /home/dev/project/.venv/lib/python3.10/site-packages/numpy.libs/\
+libopenblas64_p-r0-742d56dc.3.20.so
+        version: 0.3.20
+threading_layer: pthreads
+   architecture: Haswell
+    num_threads: 12
+```
+"""
+
+
+def test_a_reports_sections_paths_and_blas_libraries_go_with_it() -> None:
+    # as pasted: the long path on one line, the empty key with its trailing space
+    kept = strip_environment(SKLEARN_VERSIONS.replace("\\\n", "").replace("dirs:", "dirs: "))
+    assert kept.startswith("IsolationForest warns about feature names")
+    for gone in ("System:", "executable", "lib_dirs", "BLAS:", "Python dependencies:",
+                 "OpenMP", "threadpoolctl", "openblas", "Haswell", "num_threads",
+                 "### Versions"):
+        assert gone not in kept
+    assert [line for line in kept.split("\n") if line.strip()] == [
+        "IsolationForest warns about feature names when contamination is set.", "```shell",
+        "```"]
+
+
+def test_an_interactive_sessions_banner_leaves_and_its_code_stays() -> None:
+    session = ("Units are lost in the sum.\n\n```\nPython 3.9.12 (main, Jun  1 2022, 11:38:51) \n"
+               "[GCC 7.5.0] :: Anaconda, Inc. on linux\n"
+               'Type "help", "copyright", "credits" or "license" for more information.\n'
+               ">>> from astropy import units as u\n>>> (1 * u.m).sum()\n```\n")
+    assert strip_environment(session) == ("Units are lost in the sum.\n\n```\n"
+                                          ">>> from astropy import units as u\n"
+                                          ">>> (1 * u.m).sum()\n```\n")
+    ipython = ("Python 3.10.2 (main, Jan 21 2022, 19:45:54) [Clang 13.0.0 (clang-1300.0.29.30)]"
+               "\nIPython 7.30.1 -- An enhanced Interactive Python. Type '?' for help.\n"
+               "In [1]: Q(x__in=[])\n")
+    assert strip_environment(ipython) == "In [1]: Q(x__in=[])\n"
+
+
 def test_config_blocks_tables_of_numbers_and_lone_versions_are_kept() -> None:
     for text in (
         "retries are ignored with this config:\ntimeout: 30\nretries: 3\nenabled: true\n",
+        "the paths are not read:\ncache_dir: /tmp/cache\nlog_file: /var/log/app.log\n"
+        "Steps:\nretries: 3\n",
         "the fit drifts:\nID0001     70.99200   38.51040\nID0001     13.05120   28.19240\n"
         "ID0001     3.83610    10.98370\n",
         "Since version: 2.1 the parser rejects it.\nfoo: 1.0\n",

@@ -35,13 +35,16 @@ _VERSION_VALUE = re.compile(
     r"(?:v?\d+(?:\.\d+)+[\w.+\-]*|\d+\s*(?:\(|$)|none|null|true|false|yes|no|n/?a|unknown|"
     r"any|master|main|dev|latest|not\s+installed|linux|darwin|windows|win32|win64|macos|"
     r"mac\s*os|osx|ubuntu|debian|fedora|centos|arch|x86_64|amd64|arm64|aarch64|i386|little|"
-    r"big|utf-?8|en_\w+|c\.utf-?8)\b", re.IGNORECASE)
-"""What a report line's value looks like: a version, a platform, None or a yes/no."""
+    r"big|utf-?8|en_\w+|c\.utf-?8|blas|cblas|openblas|libopenblas\w*|mkl|openmp|libgomp|"
+    r"libiomp\w*|vcomp|pthreads?|haswell|skylake\w*|sandybridge|zen\d?|prescott|nehalem)\b|"
+    r"(?:/|~/|[A-Za-z]:\\)\S", re.IGNORECASE)
+"""What a report line's value looks like: a version, a platform, None or a yes/no, a BLAS
+or threading library and its CPU target, an installation's path."""
 _DOTTED = re.compile(r"v?\d+\.\d")
 _REPORT_LINE = re.compile(
     r"\s*+(?:[-*+]\s++)?(?:\*\*|__)?(?P<key>[A-Za-z][\w.\-/`']{0,30}(?: [\w.\-/`']{1,30}){0,4})"
     r"(?:\*\*|__)?\s*+(?:\([^)\n]*+\))?\s*+(?:\*\*)?(?::|==|>=)\s*+(?:\*\*)?[`'\"]?"
-    r"(?P<value>\S.{0,100})")
+    r"(?P<value>(?:/|~/|[A-Za-z]:\\)\S{0,300}|\S.{0,100})")
 """``numpy: 1.19.1``, ``- **Python version**: 3.8``, ``numpy==1.19.1``."""
 _LISTED_PACKAGE = re.compile(
     r"\s*+[A-Za-z][\w\-.]{0,40}\s++v?\d++(?:\.\d++)++\S*+(?:\s++[A-Za-z_]\S*+){0,2}\s*+")
@@ -60,6 +63,17 @@ _REPORT_TITLE = re.compile(
     r"\S.{0,60}(?:version|environment|system|platform).{0,20})\s*", re.IGNORECASE)
 """A line that introduces a report (``#### Output of xr.show_versions()``, ``INSTALLED
 VERSIONS``, ``**Environment info**``, ``System:``): it goes with the report."""
+_REPORT_SECTION = re.compile(r"\s*+[A-Za-z][\w .\-]{0,40}:\s*+")
+"""A section of a report (``System:``, ``Python dependencies:``, ``threadpoolctl info:``) or
+a key left empty (``lib_dirs:``): kept inside a run of report lines, not started by one."""
+_INTERPRETER_BANNER = re.compile(
+    r"\s*+(?:>>>\s*+)?(?:Python \d+\.\d+\S*+ \([^)\n]{0,120}\)(?: ?\[[^\]\n]{0,120}\])?"
+    r"(?: on \w+)?|Type \"help\", \"copyright\", \"credits\" or \"license(?:\(\))?\" for more "
+    r"information\.|IPython \d\S* -- An enhanced Interactive Python\..{0,60})\s*")
+"""The lines an interactive session opens with (``Python 3.10.4 (main, Apr 2 2022) [GCC
+11.2.0] on linux``): which build ran it, never what the issue is about."""
+_BANNER_BUILD = re.compile(r"\s*+\[[^\]\n]{0,120}\][^\n]{0,60}")
+"""A banner's compiler on the line after it (``[Clang 12.0.0 ] :: Anaconda, Inc. on darwin``)."""
 _REPORT_FRAME = re.compile(r"\s*(?:```\w*|~~~\w*|[-=]{3,}[-= ]*|</?details>|)\s*")
 """Blank lines, fences, rules and ``<details>`` between a report and its title."""
 REPORT_TITLE_LINES = 2
@@ -82,9 +96,10 @@ def _report_line(line: str) -> tuple[bool, bool]:
 
 def strip_environment(text: str) -> str:
     """``text`` without its environment report: runs of ``REPORT_MIN_LINES`` or more report
-    lines (blank lines between them allowed) of which two or more say so alone, with up to
-    ``REPORT_TITLE_LINES`` title lines just above them, and issue-form headings about
-    versions or the platform whose whole answer is one such value. Every other line is kept
+    lines (blank lines and section lines between them allowed) of which two or more say so
+    alone, with up to ``REPORT_TITLE_LINES`` title lines just above them; issue-form
+    headings about versions or the platform whose whole answer is one such value; and an
+    interactive interpreter's banner. Every other line is kept
     as it was (a config block of ``timeout: 30`` lines, a table of numbers)."""
     if "\n" not in text and "\r" not in text:  # one line is never a report
         return text
@@ -105,17 +120,27 @@ def strip_environment(text: str) -> str:
                 drop[i] = drop[body[0]] = True
             i += 1
             continue
+        if _INTERPRETER_BANNER.fullmatch(lines[i]):
+            drop[i] = True
+            if i + 1 < len(lines) and _BANNER_BUILD.fullmatch(lines[i + 1]):
+                drop[i + 1] = True  # the compiler, on a line of its own
+            i += 1
+            continue
         if not marks[i][0]:
             i += 1
             continue
         run: list[int] = []
+        sections: list[int] = []
         j = i
-        while j < len(lines) and (marks[j][0] or not lines[j].strip()):
+        while j < len(lines) and (marks[j][0] or not lines[j].strip() or
+                                  _REPORT_SECTION.fullmatch(lines[j])):
             if marks[j][0]:
                 run.append(j)
+            elif lines[j].strip():
+                sections.append(j)
             j += 1
         if len(run) >= REPORT_MIN_LINES and sum(marks[k][1] for k in run) >= 2:
-            for k in run:
+            for k in run + [k for k in sections if k < run[-1]]:
                 drop[k] = True
             titles, k = 0, i - 1
             while k >= 0 and titles < REPORT_TITLE_LINES and not drop[k]:
