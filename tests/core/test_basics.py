@@ -87,7 +87,10 @@ def test_words_are_runs_of_word_characters_but_a_lone_underscore() -> None:
     library."""
     definition = re.compile(r"[^\W_]\w*|_\w+")
     tricky = ["_ = f(_)", "a_ _b __ ___x _1 1_ _", "naïve_Über ñ _é", "x\n_\n_y", "",
-              "__init__(self, _, *_args)", "ß_ 変数_名 _٣"]
+              "__init__(self, _, *_args)", "ß_ 変数_名 _٣",
+              # ASCII text is split another way (``find_words``): every ASCII character,
+              # the separators ``str.split`` cuts at among them
+              "".join(map(chr, range(128))) + " a_b", "a\x1cb\x1d_c\x1e\x1fd\x0be\x0cf\x7fg\x00h"]
     for text in tricky:
         assert words(text) == definition.findall(text), text
     for path in sorted(Path(sysconfig.get_paths()["stdlib"]).rglob("*.py"))[:400]:

@@ -16,6 +16,9 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 """A word: a maximal run of word characters, except a lone ``_`` (``words`` drops it). The
 same words as ``[^\\W_]\\w*|_\\w+``, which spells the exception out, in 70% of its time:
 tokenising Apache Kafka's chunks took 1.9 s against 2.7 s."""
+_NOT_WORD = str.maketrans({c: " " for c in map(chr, range(128))
+                           if not (c.isalnum() or c == "_")})
+"""ASCII characters outside ``\\w``, each to a space (``find_words``)."""
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+", re.UNICODE)
 MAX_TERM_LEN = 60
 
@@ -60,14 +63,25 @@ def query_word_terms(word: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for p in parts if len(p) <= MAX_TERM_LEN))
 
 
+def find_words(text: str) -> list[str]:
+    """Every maximal run of word characters in ``text``, as ``_WORD.findall`` finds them.
+    ASCII text (nearly all code) is split by ``str.translate`` and ``str.split`` instead,
+    with the same result in 43% of the time: on Apache Kafka's 83,751 chunks, 0.43 s
+    against 1.0 s. Among ASCII characters ``\\w`` is letters, digits and ``_``, and every
+    character ``str.split`` splits on is outside it, so both find the same runs."""
+    if text.isascii():
+        return text.translate(_NOT_WORD).split()
+    return _WORD.findall(text)
+
+
 def words(text: str) -> list[str]:
-    found = _WORD.findall(text)
+    found = find_words(text)
     return [w for w in found if w != "_"] if "_" in found else found
 
 
 def _word_counts(text: str) -> tuple[Counter[str], int]:
     """How often each word of ``text`` occurs, and how many words it has."""
-    found = _WORD.findall(text)
+    found = find_words(text)
     counts = Counter(found)
     return counts, len(found) - counts.pop("_", 0)
 
