@@ -96,6 +96,14 @@ def _tree(conn: psycopg.Connection, tree_id: int) -> _Tree:
 
 
 
+def _fetched(cur: psycopg.Cursor[Any], size: int = 2000) -> Iterator[Any]:
+    """A statement's rows, taken from its result ``size`` at a time. Iterating the cursor
+    itself costs a Python call and a result check per row: reading all 1.27 million refs of
+    Apache Kafka took 1.0 s that way, 0.77 s like this."""
+    while rows := cur.fetchmany(size):
+        yield from rows
+
+
 class _DbLoader:
     """Reads per-content rows by content id and hands them out per path (identical files
     share one content).
@@ -124,7 +132,7 @@ class _DbLoader:
         ids, owners = self._by_content(paths)
         one = self._strings.setdefault
         for cid, name, qual, kind, depth, exported, line in \
-                self.conn.execute(q.GRAPH_SYMBOLS, (ids,)):
+                _fetched(self.conn.execute(q.GRAPH_SYMBOLS, (ids,))):
             row = (one(name, name), one(qual, qual), one(kind, kind), depth, exported, line)
             for path in owners[cid]:
                 yield (path, *row)
@@ -133,7 +141,7 @@ class _DbLoader:
         ids, owners = self._by_content(paths)
         one = self._strings.setdefault
         for cid, ord_, kind, name, qualifier, alias, line, scope in \
-                self.conn.execute(q.GRAPH_FACTS, (ids, list(kinds))):
+                _fetched(self.conn.execute(q.GRAPH_FACTS, (ids, list(kinds)))):
             row = (ord_, one(kind, kind), one(name, name), one(qualifier, qualifier),
                    one(alias, alias), line, one(scope, scope))
             for path in owners[cid]:
@@ -148,7 +156,7 @@ class _DbLoader:
         found: dict[str, list[Fact]] = {p: [] for p in paths}
         one = self._strings.setdefault
         for cid, ord_, kind, name, qualifier, alias, line, scope in \
-                self.conn.execute(q.GRAPH_FACTS, (ids, list(kinds))):
+                _fetched(self.conn.execute(q.GRAPH_FACTS, (ids, list(kinds)))):
             fact = Fact(ord_, one(kind, kind), one(name, name), one(qualifier, qualifier),
                         one(alias, alias), line, one(scope, scope))
             for path in owners[cid]:
