@@ -191,7 +191,7 @@ def main() -> int:
         done = set(previous["timing"])
         records += [r for r in previous["instances"] if r["repo"] in done]
         for r in records:
-            r.setdefault("language", LANGUAGE.get(r["repo"], "?"))
+            r["language"] = LANGUAGE.get(r["repo"], r.get("language", "?"))
         timing.update({repo: RepoTiming(**t) for repo, t in previous["timing"].items()})
         selection.update(previous["meta"].get("selection", {}))
         meta["merged"] = {"from": str(args.merge), "repos": sorted(done),
