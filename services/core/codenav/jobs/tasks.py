@@ -169,7 +169,8 @@ def build_graph(repo_id: int) -> dict[str, Any]:
                 # the grep index the first index left, filled by a backend of its own
                 # while this process resolves the graph
                 with grams.alongside(s):
-                    done = graph.update(db, tree_id, [], [])  # builds in full when stale
+                    # builds in full when stale
+                    done = graph.update(db, tree_id, [], [], settings=s)
             finally:  # an interrupted query can leave the session unusable: closing unlocks
                 with contextlib.suppress(psycopg.Error):
                     db.execute(q.REPO_UNLOCK, (repo_id,))
