@@ -5,11 +5,8 @@ hand-written ``expected.json`` describes: definitions, resolved imports, verifie
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import os
 import shutil
-import signal
 from pathlib import Path
 
 import psycopg
@@ -17,7 +14,6 @@ import pytest
 
 from codenav import repos
 from codenav.config import Settings
-from codenav.graph import build
 from codenav.index import reconcile
 from tests.core.graph.expected import differences, load, precision_recall, snapshot
 
@@ -126,6 +122,8 @@ def test_deferred_facts_filled_by_the_pool_leave_refs_with_current_statistics(
     """The graph build reads refs right after the deferred facts are filled: the fill
     analyzes refs, so its plans see the rows just written (without it, on Apache Kafka, every
     batch of the build scanned all of refs in parallel: 11 s of the build's 22)."""
+    import dataclasses
+
     from codenav.graph import facts
 
     root = tmp_path / "many"
@@ -142,50 +140,3 @@ def test_deferred_facts_filled_by_the_pool_leave_refs_with_current_statistics(
     estimated = conn.execute("SELECT reltuples FROM pg_class WHERE relname = 'refs'").fetchone()
     assert counted is not None and estimated is not None
     assert estimated[0] == counted[0] > 0
-
-
-def _shared_build(settings: Settings, conn: psycopg.Connection, repo: repos.Repo,
-                  monkeypatch: pytest.MonkeyPatch) -> build.GraphSummary | None:
-    """A full build of the fixture in batches of two files, shared by two processes (a
-    fixture is far below the size from which a build is shared)."""
-    monkeypatch.setattr(build, "BATCH", 2)
-    monkeypatch.setattr(build, "SHARED_MIN_FILES", 2)
-    return build.update(conn, repo.default_tree, [], [], full=True,
-                        settings=dataclasses.replace(settings, parse_processes=2))
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_a_build_shared_by_two_processes_has_the_graph_one_process_builds(
-        family: str, settings: Settings, conn: psycopg.Connection, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A large full build resolves its batches in two processes: a forked one reads its
-    batches' references on a connection of its own and sends back their rows, which the
-    build writes in its transaction with its own."""
-    repo = index_fixture(settings, conn, family, tmp_path)
-    alone = snapshot(conn, repo.id)
-    summary = _shared_build(settings, conn, repo, monkeypatch)
-    assert summary is not None and summary.processes == 2 and summary.full
-    assert snapshot(conn, repo.id) == alone
-
-
-def test_a_shared_build_whose_second_process_dies_still_builds_the_whole_graph(
-        settings: Settings, conn: psycopg.Connection, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The forked process is killed in the middle of its first batch: a new one takes the
-    batch again, and the graph is complete, each edge once."""
-    repo = index_fixture(settings, conn, "java", tmp_path)
-    alone = snapshot(conn, repo.id)
-    died = tmp_path / "died"
-    resolve = build._shared_resolve
-
-    def dying(batch: list[str]) -> object:
-        if not died.exists():  # in the forked process: the test's own never resolves there
-            died.write_text(str(os.getpid()))
-            os.kill(os.getpid(), signal.SIGKILL)
-        return resolve(batch)
-
-    monkeypatch.setattr(build, "_shared_resolve", dying)
-    summary = _shared_build(settings, conn, repo, monkeypatch)
-    assert died.exists() and int(died.read_text()) != os.getpid()
-    assert summary is not None and summary.processes == 2
-    assert snapshot(conn, repo.id) == alone

@@ -18,23 +18,18 @@ is flattened (it copies the rest and stops depending on its base); a full build 
 
 from __future__ import annotations
 
-import io
 import logging
 import posixpath
 import threading
 import time
-from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
-from psycopg.copy import Copy, FileWriter
 
-from codenav.config import Settings
 from codenav.db import queries as q
-from codenav.db.connect import connect
 from codenav.errors import Interrupted
 from codenav.graph import centrality
 from codenav.graph.context import CLASS_LIKE, FACT_KINDS, BaseRow, Context, Fact, FactRow, SymRow
@@ -42,23 +37,12 @@ from codenav.graph.modules import CONFIG_RE, ModuleIndex, is_config
 from codenav.graph.patterns import PATTERNS
 from codenav.graph.resolve import Resolver
 from codenav.graph.scope import EdgeRow, ImportRow, ScopeBuilder
-from codenav.proc import map_shared
 from codenav.versions import GRAPH_VERSION
 
 log = logging.getLogger("codenav.graph")
 
 BATCH = 400
 """Files resolved per batch (their references are read together)."""
-SHARED_MIN_FILES = 2 * BATCH
-"""A full build of at least this many files resolves its batches in two processes
-(``_resolve_shared``), given the settings to connect the second one with."""
-SHARED_WRITES = 3
-"""Resolved batches that may wait for the writer in a shared build (their rows, formatted
-for COPY, are held meanwhile)."""
-SHARED_PROCESSES = 2
-"""Processes that resolve a large full build, this one among them. Each holds the whole
-tree's declarations and facts (Apache Kafka: about 250 MB), so more would multiply the
-memory; one forked beside the build's own keeps a 2-core stack under its 1 GB."""
 PRELOAD_STEP = 64
 """Files whose symbols and facts a build loads at once (a stoppable one looks for a stop
 between steps). Not all at once: the client holds a whole result until it is read, and
@@ -88,8 +72,6 @@ class GraphSummary:
     """Seconds per phase: load, resolve, write, rank."""
     kept: int = 0
     """Files a layered build resolved exactly as its base had them (no row of its own)."""
-    processes: int = 1
-    """Processes that resolved it (``_resolve_shared``)."""
 
     def lap(self, phase: str, started: float) -> float:
         now = time.monotonic()
@@ -204,8 +186,7 @@ def load_index(conn: psycopg.Connection, tree_id: int) -> tuple[ModuleIndex, dic
 def update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted: list[str],
            full: bool = False, current: bool = False,
            previous: dict[str, int] | None = None,
-           stop: threading.Event | None = None,
-           settings: Settings | None = None) -> GraphSummary | None:
+           stop: threading.Event | None = None) -> GraphSummary | None:
     """Bring the tree's graph in line with its files; None when nothing to do. ``current``:
     the graph it reads (its base's, for a tree just layered on it) is known to be up to
     date except for ``changed`` and ``deleted``, though the tree has no state of its own.
@@ -213,14 +194,11 @@ def update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted: 
     change (its declarations and what others follow into it) is re-resolved alone, not with
     every file that depends on it. ``stop``, once set, ends the build at the next file with
     ``Interrupted``, nothing written (an overlay's graph, made obsolete by a newer state).
-    ``settings``: a large full build may resolve in a second process, which connects with
-    them (``SHARED_MIN_FILES``); without them it resolves in this one.
 
     A failure is logged and leaves the graph marked stale (the next run rebuilds it): the
     graph is derived data, and search must not stop because one repository trips it."""
     try:
-        return _update(conn, tree_id, changed, deleted, full, current, previous, stop,
-                       settings)
+        return _update(conn, tree_id, changed, deleted, full, current, previous, stop)
     except Interrupted:  # a stop, not a failure: the job runs again
         raise
     except Exception:  # derived data: recorded, and rebuilt by the next run
@@ -249,8 +227,7 @@ def is_current(conn: psycopg.Connection, tree_id: int) -> bool:
 def _update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted: list[str],
             full: bool, current: bool = False,
             previous: dict[str, int] | None = None,
-            stop: threading.Event | None = None,
-            settings: Settings | None = None) -> GraphSummary | None:
+            stop: threading.Event | None = None) -> GraphSummary | None:
     started = time.monotonic()
     stale = not current and not is_current(conn, tree_id)
     if not (full or stale or changed or deleted):
@@ -279,14 +256,13 @@ def _update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted:
     new_files = bool(set(changed) - _paths(conn, q.GRAPH_KNOWN, tree_id, sorted(changed)))
     _checkpoint(stop)
     _build(conn, tree, index, _DbLoader(conn, tree_id, content_ids), build_set,
-           set(deleted), full, summary, new_files, stop, settings)
+           set(deleted), full, summary, new_files, stop)
     summary.seconds = time.monotonic() - started
     conn.execute(q.GRAPH_STATE_PUT, (GRAPH_VERSION, full, len(build_set), summary.seconds,
                                      tree_id))
-    log.info("tree %s graph: %s build of %d files (%d kept), %d imports, %d edges in %.2fs "
-             "(%d processes) %s", tree_id, "full" if full else "incremental", len(build_set),
-             summary.kept, summary.imports, summary.edges, summary.seconds, summary.processes,
-             summary.phases)
+    log.info("tree %s graph: %s build of %d files (%d kept), %d imports, %d edges in %.2fs %s",
+             tree_id, "full" if full else "incremental", len(build_set), summary.kept,
+             summary.imports, summary.edges, summary.seconds, summary.phases)
     return summary
 
 
@@ -360,8 +336,7 @@ def _checkpoint(stop: threading.Event | None) -> None:
 
 def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _DbLoader,
            build_set: set[str], deleted: set[str], full: bool, summary: GraphSummary,
-           new_files: bool, stop: threading.Event | None = None,
-           settings: Settings | None = None) -> None:
+           new_files: bool, stop: threading.Event | None = None) -> None:
     lap = time.monotonic()
     ctx = Context(index, loader, build_set)
     scopes = ScopeBuilder(ctx)
@@ -393,20 +368,19 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
             _drop(conn, tree.id, gone)
             conn.execute(q.GRAPH_LAYER_ADD, (tree.id, gone))
         batches = list(_batches(ordered, BATCH))
-        shared = full and settings is not None and len(ordered) >= SHARED_MIN_FILES and \
-            min(settings.workers(), SHARED_PROCESSES) > 1
-        encoder = conn.cursor()  # formats rows only, in this thread: never executes
-        with _Writer(conn, SHARED_WRITES if shared else 1) as writer:
-            if shared:
-                assert settings is not None
-                _resolve_shared(settings, (tree.repo_id, tree.id), encoder, loader, ctx,
-                                scopes, resolver, batches, writer, summary, stop)
-                batches = []
-                lap = summary.lap("resolve", lap)
+        with _Writer(conn, tree) as writer:
             refs = _references(ctx, batches[0]) if batches else {}
             for at, batch in enumerate(batches):
                 lap = summary.lap("load", lap)
-                imports, edges = _resolve(ctx, scopes, resolver, batch, refs, stop)
+                imports: list[ImportRow] = []
+                edges: list[EdgeRow] = []
+                for path in batch:
+                    _checkpoint(stop)
+                    scope = scopes.scope(path)
+                    imports += scope.imports
+                    edges += resolver.edges(path, refs[path])
+                    scope.release_rows()  # other files still read the scope's names
+                ctx.drop_locals(batch)
                 lap = summary.lap("resolve", lap)
                 if layered:
                     writer.settle()
@@ -415,14 +389,12 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
                     rewritten.update(differ)
                 links = file_links(imports, edges)
                 lap = summary.lap("resolve", lap)
-                rows = _encode(encoder, (tree.repo_id, tree.id), imports, edges, links)
-                lap = summary.lap("write", lap)
                 writer.settle()  # the previous batch is in: the connection is free again
                 lap = summary.lap("write", lap)
                 if at + 1 < len(batches):
                     refs = _references(ctx, batches[at + 1])
                     lap = summary.lap("load", lap)
-                writer.write(rows)  # while the next batch is resolved
+                writer.write(imports, edges, links)  # while the next batch is resolved
                 summary.imports += len(imports)
                 summary.edges += len(edges)
                 if not full:
@@ -441,78 +413,6 @@ def _build(conn: psycopg.Connection, tree: _Tree, index: ModuleIndex, loader: _D
     summary.lap("rank", lap)
 
 
-def _resolve(ctx: Context, scopes: ScopeBuilder, resolver: Resolver, batch: list[str],
-             refs: dict[str, list[Fact]], stop: threading.Event | None,
-             ) -> tuple[list[ImportRow], list[EdgeRow]]:
-    """The import and edge rows of a batch's files."""
-    imports: list[ImportRow] = []
-    edges: list[EdgeRow] = []
-    for path in batch:
-        _checkpoint(stop)
-        scope = scopes.scope(path)
-        imports += scope.imports
-        edges += resolver.edges(path, refs[path])
-        scope.release_rows()  # other files still read the scope's names
-    ctx.drop_locals(batch)
-    return imports, edges
-
-
-def _resolve_shared(settings: Settings, key: tuple[int, int], encoder: psycopg.Cursor[Any],
-                    loader: _DbLoader, ctx: Context, scopes: ScopeBuilder, resolver: Resolver,
-                    batches: list[list[str]], writer: _Writer, summary: GraphSummary,
-                    stop: threading.Event | None) -> None:
-    """A full build's batches resolved in two processes: this one, and one forked once
-    everything the build preloaded is in memory, so it starts with the same declarations
-    and facts and reads only its batches' references, on a connection of its own. The
-    forked process sends its rows back, formatted for COPY, and this one writes every
-    batch, in the build's transaction, while it resolves its own share
-    (``codenav.proc.map_shared``: a process that dies is replaced and its batch handed out
-    again).
-
-    Resolving is Python on one core: on Apache Kafka the build's other core was idle for a
-    third of the resolve phase, the writer's backend using the rest."""
-    def local(batch: list[str]) -> _Rows:
-        imports, edges = _resolve(ctx, scopes, resolver, batch, _references(ctx, batch), stop)
-        return _encode(encoder, key, imports, edges, file_links(imports, edges))
-
-    processes = summary.processes = min(settings.workers(), SHARED_PROCESSES)
-    build_conn = loader.conn
-    # this process reads its batches' references on a connection of its own too, so it
-    # never waits for the writer to free the build's
-    with connect(settings, application_name="codenav-graph") as reader:
-        loader.conn = reader
-        try:
-            for rows in map_shared(processes, _shared_init, (settings, key, loader, ctx, scopes,
-                                                             resolver),
-                                   _shared_resolve, batches, local):
-                _checkpoint(stop)
-                writer.write(rows)
-                summary.imports += rows.imports
-                summary.edges += rows.edges
-        finally:
-            loader.conn = build_conn
-
-
-# --- in the forked process -----------------------------------------------------------------
-_SHARED: tuple[tuple[int, int], psycopg.Cursor[Any], Context, ScopeBuilder, Resolver] | None = \
-    None
-
-
-def _shared_init(settings: Settings, key: tuple[int, int], loader: _DbLoader, ctx: Context,
-                 scopes: ScopeBuilder, resolver: Resolver) -> None:
-    global _SHARED
-    # the build's connection is the parent's, mid-transaction: never used here
-    loader.conn = connect(settings, application_name="codenav-graph")
-    _SHARED = (key, loader.conn.cursor(), ctx, scopes, resolver)
-
-
-def _shared_resolve(batch: list[str]) -> _Rows:
-    assert _SHARED is not None, "_shared_init did not run"
-    key, encoder, ctx, scopes, resolver = _SHARED
-    imports, edges = _resolve(ctx, scopes, resolver, batch, _references(ctx, batch), None)
-    return _encode(encoder, key, imports, edges, file_links(imports, edges))
-
-
 def _references(ctx: Context, batch: list[str]) -> dict[str, list[Fact]]:
     """The call and type references of ``batch``'s files (each file's list, perhaps empty),
     and their locals read into ``ctx``: before the batch is resolved, as the connection is
@@ -522,68 +422,38 @@ def _references(ctx: Context, batch: list[str]) -> dict[str, list[Fact]]:
     return refs
 
 
-@dataclass(frozen=True)
-class _Rows:
-    """A batch's rows in COPY's binary format (imports, edges, links; empty: no rows),
-    formatted by the thread or process that resolved them (``_encode``)."""
-
-    imports: int
-    edges: int
-    data: tuple[bytes, bytes, bytes]
-
-
-def _encode(cur: psycopg.Cursor[Any], key: tuple[int, int], imports: list[ImportRow],
-            edges: list[EdgeRow], links: list[tuple[str, str, int, int]]) -> _Rows:
-    """The rows of a batch formatted for ``_write``; ``cur`` only lends its adapters (no
-    statement runs). The writer's thread then needs Python only to hand over bytes: when it
-    formatted each row itself, it waited for the interpreter lock held by the resolving
-    thread, and a full build of Apache Kafka waited seconds on its writes."""
-    def payload(types: list[str], rows: Iterable[tuple[Any, ...]]) -> bytes:
-        out = io.BytesIO()
-        with Copy(cur, binary=True, writer=FileWriter(out)) as copy:
-            copy.set_types(types)
-            for row in rows:
-                copy.write_row(row)
-        return out.getvalue()
-
-    return _Rows(len(imports), len(edges), (
-        payload(q.GRAPH_IMPORTS_TYPES, ((*key, *row) for row in imports)) if imports else b"",
-        payload(q.GRAPH_EDGES_TYPES, ((*key, *row) for row in edges)) if edges else b"",
-        payload(q.GRAPH_LINKS_TYPES, ((*key, *row) for row in links)) if links else b""))
-
-
 class _Writer:
-    """Writes batches' rows (``_write``) in a thread of its own on the build's connection
-    and transaction, in order, while the caller resolves the next batch: the server stores
-    one batch (COPY and index upkeep, as long as resolving it on Apache Kafka) on one core
-    while Python resolves on the other. Up to ``depth`` batches wait or are in flight
-    (``write`` waits for the oldest beyond that). ``settle`` waits for them all and raises
-    what one raised; the caller settles before it uses the connection itself (psycopg would
-    make it wait anyway), and leaving the block settles, so nothing is written after the
+    """Writes a batch's rows (``_write``) in a thread of its own on the build's connection
+    and transaction, while the caller resolves the next batch: the server stores one batch
+    (COPY and index upkeep, as long as resolving it on Apache Kafka) on one core while
+    Python resolves on the other. ``settle`` waits for the batch in flight and raises what
+    it raised; the caller settles before it uses the connection itself (psycopg would make
+    it wait anyway), and leaving the block settles, so nothing is written after the
     transaction ends."""
 
-    def __init__(self, conn: psycopg.Connection, depth: int = 1) -> None:
+    def __init__(self, conn: psycopg.Connection, tree: _Tree) -> None:
         self.conn = conn
-        self.depth = depth
+        self.tree = tree
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="graph-write")
-        self._pending: deque[Future[None]] = deque()
+        self._pending: Future[None] | None = None
 
-    def write(self, rows: _Rows) -> None:
-        while len(self._pending) >= self.depth:
-            self._pending.popleft().result()
-        self._pending.append(self._pool.submit(_write, self.conn, rows))
+    def write(self, imports: list[ImportRow], edges: list[EdgeRow],
+              links: list[tuple[str, str, int, int]]) -> None:
+        self.settle()
+        self._pending = self._pool.submit(_write, self.conn, self.tree, imports, edges, links)
 
     def settle(self) -> None:
-        while self._pending:
-            self._pending.popleft().result()
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
 
     def __enter__(self) -> _Writer:
         return self
 
     def __exit__(self, *exc: object) -> None:
         try:
-            if self._pending:
-                wait(self._pending)  # batches in flight end before the transaction does
+            if self._pending is not None:
+                wait([self._pending])  # a batch in flight ends before the transaction does
             if exc[0] is None:
                 self.settle()
         finally:
@@ -663,13 +533,25 @@ def file_links(imports: list[ImportRow],
                    references.get((src, dst), 0)) for src, dst in pairs)
 
 
-def _write(conn: psycopg.Connection, rows: _Rows) -> None:
+def _write(conn: psycopg.Connection, tree: _Tree, imports: list[ImportRow],
+           edges: list[EdgeRow], links: list[tuple[str, str, int, int]]) -> None:
+    key = (tree.repo_id, tree.id)
     with conn.cursor() as cur:
-        for statement, data in zip((q.GRAPH_IMPORTS_COPY, q.GRAPH_EDGES_COPY, q.GRAPH_LINKS_COPY),
-                                   rows.data, strict=True):
-            if data:
-                with cur.copy(statement) as copy:
-                    copy.write(data)
+        if imports:
+            with cur.copy(q.GRAPH_IMPORTS_COPY) as copy:
+                copy.set_types(q.GRAPH_IMPORTS_TYPES)
+                for src, ord_, spec, line, dst in imports:
+                    copy.write_row((*key, src, ord_, spec, line, dst))
+        if edges:
+            with cur.copy(q.GRAPH_EDGES_COPY) as copy:
+                copy.set_types(q.GRAPH_EDGES_TYPES)
+                for edge in edges:
+                    copy.write_row((*key, *edge))
+        if links:
+            with cur.copy(q.GRAPH_LINKS_COPY) as copy:
+                copy.set_types(q.GRAPH_LINKS_TYPES)
+                for link in links:
+                    copy.write_row((*key, *link))
 
 
 def update_ranks(conn: psycopg.Connection, tree_id: int) -> None:

@@ -350,7 +350,7 @@ def build_tree(settings: Settings, conn: psycopg.Connection, repo_id: int, commi
         graph.update(conn, tree_id, changed, deleted, current=True,
                      previous={p: known[p].content_id for p in changed if p in known})
     else:
-        graph.update(conn, tree_id, [], [], full=True, settings=settings)
+        graph.update(conn, tree_id, [], [], full=True)
     lap = summary.lap("graph", lap)
     conn.execute(q.TREE_READY, (gitignored, tree_id))
 

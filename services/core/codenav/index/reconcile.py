@@ -375,7 +375,7 @@ def _reconcile(settings: Settings, conn: psycopg.Connection, target: tuple[int, 
         facts.fill_pending(settings, conn, tree_id)
         graph.update(conn, tree_id, summary.changed_paths, summary.deleted_paths,
                      previous={p: known[p].content_id for p in summary.changed_paths
-                               if p in known}, settings=settings)
+                               if p in known})
     commit = head_commit(root)
     summary.commit = commit
     conn.execute(q.TREE_MARK_INDEXED, (commit, gitignored, tree_id))

@@ -169,8 +169,7 @@ def build_graph(repo_id: int) -> dict[str, Any]:
                 # the grep index the first index left, filled by a backend of its own
                 # while this process resolves the graph
                 with grams.alongside(s):
-                    # builds in full when stale
-                    done = graph.update(db, tree_id, [], [], settings=s)
+                    done = graph.update(db, tree_id, [], [])  # builds in full when stale
             finally:  # an interrupted query can leave the session unusable: closing unlocks
                 with contextlib.suppress(psycopg.Error):
                     db.execute(q.REPO_UNLOCK, (repo_id,))
