@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
@@ -12,7 +13,7 @@ import psutil
 import pytest
 
 from codenav.errors import ProcessLost
-from codenav.proc import Stall, map_shared, mark, supervised
+from codenav.proc import Stall, collector_paused, map_shared, mark, supervised
 
 _BASE = 0
 
@@ -181,3 +182,24 @@ def test_a_process_that_cannot_start_reports_why() -> None:
     with pytest.raises(ConnectionError, match="store refused"):
         list(supervised(2, _refuse, (7,), _square, range(6)))
     assert not _children() - before
+
+
+def test_the_collector_is_paused_in_the_block_and_left_as_it_was_found() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():  # nested: the outer block still holds it
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("a failed build")
+    assert gc.isenabled()
+    gc.disable()  # a caller that had it off keeps it off
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+

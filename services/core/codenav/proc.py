@@ -44,6 +44,23 @@ def settle_heap() -> None:
     gc.set_threshold(*GC_THRESHOLD)
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No automatic collection of reference cycles while the block runs; reference counting
+    still frees everything else. For work that builds millions of long-lived objects and
+    few cycles: each of the collector's full passes walks them all, and they grow the heap by
+    the quarter that triggers the next. A full graph build of Apache Kafka spent 3.4 s of its
+    13 s of CPU in 6,780 collections, and peaked no higher without them. Process-wide:
+    other threads' cycles wait for the end of the block too."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def python_argv(module: str, *args: str) -> list[str]:
     """``python -P -m module args``: with ``-P`` the current directory is not put first on
     ``sys.path``, so a folder named like a package (``codenav/`` in the parent of a clone)

@@ -4,6 +4,8 @@ at a vanished declaration, and always equals what a full rebuild would give."""
 
 from __future__ import annotations
 
+import gc
+import sys
 from pathlib import Path
 
 import psycopg
@@ -306,3 +308,31 @@ def test_facts_a_first_index_leaves_for_later_equal_those_of_one_parse(
         if expected:
             languages.add(language)
     assert len(languages) >= 7, languages
+
+
+def test_a_build_runs_no_cycle_collection_and_leaves_the_collector_on(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """A build holds millions of long-lived objects on a large repository: a collection
+    of cycles would walk them all, again and again as they grow (``proc.collector_paused``)."""
+    repo = index_fixture(settings, conn, "java", tmp_path)
+    collections: list[str] = []
+    building = build._update.__code__
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        frame = sys._getframe(1)
+        while frame is not None:  # a collection started inside the build
+            if frame.f_code is building:
+                collections.append(phase)
+            frame = frame.f_back
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)  # a collection at every new container object, were it on
+    gc.callbacks.append(seen)
+    try:
+        summary = build.update(conn, repo.default_tree, [], [], full=True)
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(*threshold)
+    assert summary is not None and summary.edges > 0
+    assert collections == [] and gc.isenabled()
+

@@ -37,6 +37,7 @@ from codenav.graph.modules import CONFIG_RE, ModuleIndex, is_config
 from codenav.graph.patterns import PATTERNS
 from codenav.graph.resolve import Resolver
 from codenav.graph.scope import EdgeRow, ImportRow, ScopeBuilder
+from codenav.proc import collector_paused
 from codenav.versions import GRAPH_VERSION
 
 log = logging.getLogger("codenav.graph")
@@ -198,7 +199,8 @@ def update(conn: psycopg.Connection, tree_id: int, changed: list[str], deleted: 
     A failure is logged and leaves the graph marked stale (the next run rebuilds it): the
     graph is derived data, and search must not stop because one repository trips it."""
     try:
-        return _update(conn, tree_id, changed, deleted, full, current, previous, stop)
+        with collector_paused():
+            return _update(conn, tree_id, changed, deleted, full, current, previous, stop)
     except Interrupted:  # a stop, not a failure: the job runs again
         raise
     except Exception:  # derived data: recorded, and rebuilt by the next run
