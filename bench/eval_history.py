@@ -130,6 +130,12 @@ def select(mirror: Path, ref: str, wanted: int, max_files: int,
     return chosen[::-1], dropped
 
 
+def language_of(record: dict[str, Any]) -> str:
+    """A history record's language: the one ``LANGUAGE`` gives its repository, over a label
+    a run stored before the list named it (gabime/spdlog's early runs said C)."""
+    return LANGUAGE.get(record["repo"], record.get("language", "?"))
+
+
 def main_language(extensions: dict[str, int]) -> str:
     """The language most of the parsed files are in (ties: by name)."""
     files: dict[str, int] = {}
@@ -191,7 +197,7 @@ def main() -> int:
         done = set(previous["timing"])
         records += [r for r in previous["instances"] if r["repo"] in done]
         for r in records:
-            r["language"] = LANGUAGE.get(r["repo"], r.get("language", "?"))
+            r["language"] = language_of(r)
         timing.update({repo: RepoTiming(**t) for repo, t in previous["timing"].items()})
         selection.update(previous["meta"].get("selection", {}))
         meta["merged"] = {"from": str(args.merge), "repos": sorted(done),

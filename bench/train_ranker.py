@@ -76,10 +76,7 @@ def load_records(paths: list[Path], extra: list[Path] | None = None,
         kind = "swebench" if "data" in body["meta"] else "history"
         for r in body["instances"]:
             r["suite"] = kind
-            # the suite's own list names a repository's language, over a label a run
-            # stored before the list had it (gabime/spdlog's early runs said C)
-            r["language"] = ("python" if kind == "swebench" else
-                             eval_history.LANGUAGE.get(r["repo"], r.get("language", "?")))
+            r["language"] = "python" if kind == "swebench" else eval_history.language_of(r)
             key = (r["repo"], r["id"])
             if key in records:
                 for name, ranks in r["ranks"].items():

@@ -202,4 +202,3 @@ def test_the_collector_is_paused_in_the_block_and_left_as_it_was_found() -> None
         assert not gc.isenabled()
     finally:
         gc.enable()
-

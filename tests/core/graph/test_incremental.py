@@ -335,4 +335,3 @@ def test_a_build_runs_no_cycle_collection_and_leaves_the_collector_on(
         gc.set_threshold(*threshold)
     assert summary is not None and summary.edges > 0
     assert collections == [] and gc.isenabled()
-
