@@ -58,3 +58,34 @@ def test_scoring_with_the_shipped_model_imports_no_lightgbm_scipy_or_sklearn() -
                          timeout=120, cwd="/")
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["3", "[]"], out.stdout
+
+
+def test_a_bag_of_models_averaged_into_one_scores_their_mean() -> None:
+    """The hybrid model ships as the mean of five (``train_ranker.BAGGED``): one model
+    text whose trees are all of theirs, each leaf divided by their number."""
+    rng = np.random.default_rng(5)
+    x = rng.random((600, 4))
+    y = (x[:, 0] + 0.5 * x[:, 1] * rng.random(600) > 0.9).astype(int)
+    params = {"objective": "lambdarank", "num_leaves": 7, "bagging_fraction": 0.8,
+              "bagging_freq": 1, "feature_fraction": 0.8, "verbose": -1, "num_threads": 1}
+    boosters = [lightgbm.train({**params, "seed": seed},
+                               lightgbm.Dataset(x, y, group=[20] * 30), num_boost_round=12)
+                for seed in (7, 11, 23)]
+    texts = [b.model_to_string() for b in boosters]
+    assert len(set(texts)) == 3  # the seeds made three different models
+    bag = trees.averaged(texts)
+    rows = rng.random((40, 4))
+    mean = np.mean([b.predict(rows, num_threads=1) for b in boosters], axis=0)
+    np.testing.assert_allclose(trees.NativeBooster(bag).predict(rows), mean, rtol=0,
+                               atol=1e-12)
+    np.testing.assert_allclose(lightgbm.Booster(model_str=bag).predict(rows), mean, rtol=0,
+                               atol=1e-12)
+    assert bag.count("\nTree=") == sum(b.num_trees() for b in boosters)
+    with pytest.raises(ValueError, match="no models"):
+        trees.averaged([])
+    other = lightgbm.train({**params, "seed": 7}, lightgbm.Dataset(
+        x[:, :3], y, group=[20] * 30), num_boost_round=2).model_to_string()
+    with pytest.raises(ValueError, match="different features"):
+        trees.averaged([texts[0], other])
+    with pytest.raises(ValueError, match="incomplete or damaged"):
+        trees.averaged([texts[0], texts[1][:len(texts[1]) // 2]])

@@ -13,6 +13,8 @@ was read (``codenav.index.history``) is ranked in lexical mode by
 ``find_files_lexical_history.txt`` and in hybrid mode by ``find_files_hybrid_history.txt``,
 both trained with the history features on commit subjects and issue texts; the lexical
 model is trained with them read as 0 (a checkout without git, refs indexed from a mirror).
+The hybrid history model is the mean of five trained with different seeds, shipped as one
+(``codenav.search.trees.averaged``; ``train_ranker.BAGGED`` says why).
 Without a loadable model (and for ``hybrid`` without history, which ships none), ``score``
 uses the weights of ``codenav.search.weights.FALLBACK`` (and says so in the name it
 returns); in hybrid mode a short query adds ``HYBRID_SHORT`` (the build-script weights).

@@ -119,3 +119,53 @@ def _feature_names(text: str) -> list[str]:
         if line.startswith("Tree="):
             break
     raise ValueError("not a LightGBM model: no feature_names line")
+
+
+def averaged(texts: list[str]) -> str:
+    """One model text that scores the mean of the models in ``texts`` (a bag: the same
+    data, different seeds): every model's trees in turn, each leaf's value divided by their
+    number. LightGBM sums its trees, so the sum is the mean of the models' scores. The
+    header and what follows the trees are the first model's, with a ``tree_sizes`` for the
+    new trees; all must have the same features."""
+    if not texts:
+        raise ValueError("no models to average")
+    names = [_feature_names(text) for text in texts]
+    if any(n != names[0] for n in names):
+        raise ValueError("the models to average have different features")
+    scale = 1.0 / len(texts)
+    trees: list[str] = []
+    for text in texts:
+        data = text.encode()
+        _check_complete(data)
+        start, end = data.find(b"Tree=0\n"), data.find(b"end of trees")
+        sizes = [int(n) for n in _header_value(text, "tree_sizes").split()]
+        at = start
+        for size in sizes:  # each tree is the bytes its size says (as LightGBM reads it)
+            trees.append(data[at:at + size].decode())
+            at += size
+        if at != end:
+            raise ValueError("LightGBM model damaged: its trees do not end where listed")
+    out = []
+    for i, tree in enumerate(trees):
+        lines = tree.split("\n")
+        lines[0] = f"Tree={i}"
+        for j, line in enumerate(lines):
+            key, _, values = line.partition("=")
+            if key in ("leaf_value", "internal_value"):
+                lines[j] = key + "=" + " ".join(repr(float(v) * scale) for v in values.split())
+        out.append("\n".join(lines))
+    first = texts[0]
+    start, end = first.index("Tree=0\n"), first.index("end of trees")
+    header = "\n".join(
+        "tree_sizes=" + " ".join(str(len(t.encode())) for t in out)
+        if line.startswith("tree_sizes=") else line for line in first[:start].split("\n"))
+    return header + "".join(out) + first[end:]
+
+
+def _header_value(text: str, key: str) -> str:
+    for line in text.splitlines():
+        if line.startswith(key + "="):
+            return line.split("=", 1)[1]
+        if line.startswith("Tree="):
+            break
+    raise ValueError(f"not a LightGBM model: no {key} line")
