@@ -113,12 +113,7 @@ def _check_complete(data: bytes) -> None:
 
 
 def _feature_names(text: str) -> list[str]:
-    for line in text.splitlines():
-        if line.startswith("feature_names="):
-            return line.split("=", 1)[1].split()
-        if line.startswith("Tree="):
-            break
-    raise ValueError("not a LightGBM model: no feature_names line")
+    return _header_value(text, "feature_names").split()
 
 
 def averaged(texts: list[str]) -> str:
