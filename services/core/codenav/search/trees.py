@@ -120,28 +120,24 @@ def averaged(texts: list[str]) -> str:
     """One model text that scores the mean of the models in ``texts`` (a bag: the same
     data, different seeds): every model's trees in turn, each leaf's value divided by their
     number. LightGBM sums its trees, so the sum is the mean of the models' scores. The
-    header and what follows the trees are the first model's, with a ``tree_sizes`` for the
-    new trees; all must have the same features."""
+    header and what follows the trees (importances, parameters: seed included) are the first
+    model's, with a ``tree_sizes`` for the new trees; all must have the same features."""
     if not texts:
         raise ValueError("no models to average")
     names = [_feature_names(text) for text in texts]
     if any(n != names[0] for n in names):
         raise ValueError("the models to average have different features")
     scale = 1.0 / len(texts)
-    trees: list[str] = []
+    blocks: list[str] = []
     for text in texts:
         data = text.encode()
-        _check_complete(data)
-        start, end = data.find(b"Tree=0\n"), data.find(b"end of trees")
-        sizes = [int(n) for n in _header_value(text, "tree_sizes").split()]
-        at = start
-        for size in sizes:  # each tree is the bytes its size says (as LightGBM reads it)
-            trees.append(data[at:at + size].decode())
+        _check_complete(data)  # the sizes below add up to the trees, exactly
+        at = data.find(b"Tree=0\n")
+        for size in (int(n) for n in _header_value(text, "tree_sizes").split()):
+            blocks.append(data[at:at + size].decode())  # one tree, as LightGBM reads it
             at += size
-        if at != end:
-            raise ValueError("LightGBM model damaged: its trees do not end where listed")
     out = []
-    for i, tree in enumerate(trees):
+    for i, tree in enumerate(blocks):
         lines = tree.split("\n")
         lines[0] = f"Tree={i}"
         for j, line in enumerate(lines):
