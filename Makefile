@@ -21,7 +21,8 @@ PROJECTS := services/core/pyproject.toml services/cli/pyproject.toml services/ap
             services/watcher/pyproject.toml services/adapter/pyproject.toml \
             services/embedder/pyproject.toml pyproject.toml
 
-$(STAMP): $(PROJECTS)
+# codenav/_native.c is built into the editable install: a change to it needs a reinstall.
+$(STAMP): $(PROJECTS) services/core/setup.py services/core/codenav/_native.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
 	# torch is pinned (torch==2.13.0 in services/embedder): a CPU wheel, never a CUDA build.

@@ -12,6 +12,16 @@ import re
 from collections import Counter
 from functools import lru_cache
 
+try:
+    from codenav import _native
+except ImportError:  # built without a C compiler (setup.py): the same results, in Python
+    _native = None  # type: ignore[assignment]
+
+NATIVE = _native is not None
+"""Whether ASCII text goes through the word loop in C (``codenav/_native.c``): a chunk's
+tsvector about six times faster, a file's term counts about four times (bench/README.md,
+"The word loop in C"). The Python functions below stay the reference for its results."""
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 """A word: a maximal run of word characters, except a lone ``_`` (``words`` drops it). The
 same words as ``[^\\W_]\\w*|_\\w+``, which spells the exception out, in 70% of its time:
@@ -112,6 +122,16 @@ def _render(key: tuple[str, int]) -> str:
     return text
 
 
+def python_body_items(body: str) -> tuple[str, int, int]:
+    """A chunk body's tsvector items, space-separated, its length in words and how many
+    words were rendered (a word with no term renders empty). In Python; ``chunk_tsvector``
+    has ASCII bodies done by ``_native.body_tsvector``, which gives the same."""
+    found, n_words = _word_counts(body)
+    get = _RENDERED.get
+    items = [get(key) or _render(key) for key in found.items()]
+    return " ".join(items), n_words, len(items)
+
+
 def chunk_tsvector(body: str, symbol: str | None, parent: str | None) -> tuple[str, int]:
     """A chunk's tsvector in Postgres input syntax, and its length in words.
 
@@ -119,9 +139,9 @@ def chunk_tsvector(body: str, symbol: str | None, parent: str | None) -> tuple[s
     terms get weight A and its parent's weight B, so declarations outrank mentions.
     Terms are ``\\w`` runs, so they never need escaping inside the quotes.
     """
-    found, n_words = _word_counts(body)
-    get = _RENDERED.get
-    items = [get(key) or _render(key) for key in found.items()]
+    done = _native.body_tsvector(body) if _native is not None else None
+    text, n_words, n_items = done if done is not None else python_body_items(body)
+    items = [text] if n_items else []
     if symbol:
         items += [f"'{t}':9A" for t in identifier_terms(symbol)]
     if parent:
@@ -132,7 +152,14 @@ def chunk_tsvector(body: str, symbol: str | None, parent: str | None) -> tuple[s
 def file_term_counts(text: str) -> dict[str, int]:
     """Term frequencies of a whole file (identifiers and their parts), for file-level BM25.
     Single characters and one- or two-digit numbers are left out: they rank nothing and
-    were a fifth of all postings."""
+    were a fifth of all postings. ASCII text is counted by ``_native.file_term_counts``,
+    which gives what ``python_file_term_counts`` gives."""
+    done = _native.file_term_counts(text) if _native is not None else None
+    return done if done is not None else python_file_term_counts(text)
+
+
+def python_file_term_counts(text: str) -> dict[str, int]:
+    """``file_term_counts`` in Python: the reference, and the way for text not ASCII."""
     counts: dict[str, int] = {}
     for word, n in _word_counts(text)[0].items():
         for term in identifier_terms(word):

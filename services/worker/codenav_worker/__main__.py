@@ -100,9 +100,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.lane in ("index", "overlay"):
             import codenav.jobs.tasks
             import codenav.overlays  # noqa: F401 (imported once here, not in every horse)
+            from codenav import tokens
             from codenav.index import redact
 
             redact.preload()
+            if not tokens.NATIVE:
+                log.warning("codenav._native is not built (no C compiler when the core was "
+                            "installed): indexing counts words in Python, several times "
+                            "slower; reinstall the core with gcc present")
         wait_for_schema(settings)
         conn = enqueue.connect_redis(settings)
         _wait_for("the queue", lambda: bool(conn.ping()), 300.0)

@@ -1,0 +1,407 @@
+/* codenav._native: the indexer's word loop in C, for ASCII text.
+ *
+ * The same results as the pure-Python functions of codenav/tokens.py, which stay the
+ * reference (tests/core/test_native.py compares the two on real and generated text):
+ *
+ *   body_tsvector(text) -> (items, n_words, n_items) | None
+ *       chunk_tsvector's body part: every word with its identifier terms and its frequency
+ *       (up to 8 positions), in first-occurrence order, joined by spaces, as
+ *       `" ".join(rendered)` makes it; `n_words` as `_word_counts` counts them; `n_items`
+ *       how many words were rendered (an identifier too long to be a term renders empty).
+ *   file_term_counts(text) -> dict | None
+ *       `tokens.file_term_counts`.
+ *
+ * Both return None for text that is not ASCII: `\w` is then Unicode's, which the Python
+ * side handles.
+ *
+ * A word is a maximal run of [A-Za-z0-9_]; a lone "_" is not a word. Its terms: the word
+ * lower-cased with leading and trailing "_" stripped (none when that is empty or longer than
+ * MAX_TERM_LEN), then, when the word has more than one part, each new part. The parts are
+ * what `tokens._PART` finds: an upper-case run before a capitalised word ("HTTP" in
+ * "HTTPHeader"), an optionally capitalised lower-case run, an upper-case run, a digit run.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_TERM_LEN 60
+#define MAX_PARTS (MAX_TERM_LEN + 1)
+
+static const char *const POSITIONS[9] = {
+    "", "1", "1,2", "1,2,3", "1,2,3,4", "1,2,3,4,5", "1,2,3,4,5,6", "1,2,3,4,5,6,7",
+    "1,2,3,4,5,6,7,8"};
+static size_t POSITIONS_LEN[9];
+
+static inline int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
+static inline int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
+static inline int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+static inline int is_word(unsigned char c) {
+    return is_lower(c) || is_upper(c) || is_digit(c) || c == '_';
+}
+
+/* ---- a growable byte buffer ---- */
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra)
+        cap *= 2;
+    char *data = PyMem_Realloc(b->data, cap);
+    if (!data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+static inline void buf_put(Buf *b, const char *s, size_t n) {  /* after buf_reserve */
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+}
+
+/* ---- the distinct words of a text, counted, in first-occurrence order ---- */
+
+typedef struct {
+    const unsigned char *start;
+    Py_ssize_t len;
+    uint64_t hash;
+    Py_ssize_t count;
+} Word;
+
+typedef struct {
+    Word *words;
+    Py_ssize_t n, cap;
+    Py_ssize_t *slots; /* index + 1 into words; 0 is empty */
+    size_t mask;
+    Py_ssize_t n_found;      /* every run, "_" included */
+    Py_ssize_t n_underscore; /* the runs that are a lone "_" */
+} Counts;
+
+static uint64_t hash_bytes(const unsigned char *s, Py_ssize_t n) {
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static void counts_free(Counts *c) {
+    PyMem_Free(c->words);
+    PyMem_Free(c->slots);
+}
+
+static int counts_grow_slots(Counts *c, size_t size) {
+    Py_ssize_t *slots = PyMem_Calloc(size, sizeof(Py_ssize_t));
+    if (!slots) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    size_t mask = size - 1;
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        size_t at = (size_t)c->words[i].hash & mask;
+        while (slots[at])
+            at = (at + 1) & mask;
+        slots[at] = i + 1;
+    }
+    PyMem_Free(c->slots);
+    c->slots = slots;
+    c->mask = mask;
+    return 0;
+}
+
+static int counts_add(Counts *c, const unsigned char *s, Py_ssize_t n) {
+    uint64_t h = hash_bytes(s, n);
+    size_t at = (size_t)h & c->mask;
+    for (Py_ssize_t k; (k = c->slots[at]); at = (at + 1) & c->mask) {
+        Word *w = &c->words[k - 1];
+        if (w->hash == h && w->len == n && memcmp(w->start, s, (size_t)n) == 0) {
+            w->count++;
+            return 0;
+        }
+    }
+    if (c->n == c->cap) {
+        Py_ssize_t cap = c->cap * 2;
+        Word *words = PyMem_Realloc(c->words, (size_t)cap * sizeof(Word));
+        if (!words) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        c->words = words;
+        c->cap = cap;
+    }
+    c->words[c->n] = (Word){s, n, h, 1};
+    c->n++;
+    c->slots[at] = c->n;
+    if ((size_t)c->n * 2 > c->mask + 1)
+        return counts_grow_slots(c, (c->mask + 1) * 2);
+    return 0;
+}
+
+static int count_words(const unsigned char *s, Py_ssize_t n, Counts *c) {
+    memset(c, 0, sizeof(*c));
+    c->cap = 64;
+    c->words = PyMem_Malloc((size_t)c->cap * sizeof(Word));
+    if (!c->words) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (counts_grow_slots(c, 128) < 0)
+        return -1;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (!is_word(s[i])) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i + 1;
+        while (j < n && is_word(s[j]))
+            j++;
+        c->n_found++;
+        if (j - i == 1 && s[i] == '_')
+            c->n_underscore++;
+        else if (counts_add(c, s + i, j - i) < 0)
+            return -1;
+        i = j;
+    }
+    return 0;
+}
+
+/* ---- one word's terms ---- */
+
+/* The terms of word `w` (length `n`), as offsets into `low` (the word lower-cased, which
+ * the caller provides, `n` bytes): `starts[i]`, `lens[i]`. Returns how many. */
+static int word_terms(const unsigned char *w, Py_ssize_t n, const char *low,
+                      Py_ssize_t *starts, Py_ssize_t *lens) {
+    Py_ssize_t a = 0, b = n;
+    while (a < b && w[a] == '_')
+        a++;
+    while (b > a && w[b - 1] == '_')
+        b--;
+    if (b == a || b - a > MAX_TERM_LEN)
+        return 0;
+    Py_ssize_t pstart[MAX_PARTS], plen[MAX_PARTS];
+    int parts = 0;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char ch = w[i];
+        Py_ssize_t end;
+        if (is_upper(ch)) {
+            Py_ssize_t j = i + 1;
+            while (j < n && is_upper(w[j]))
+                j++;
+            if (j - i >= 2 && j < n && is_lower(w[j]))
+                end = j - 1; /* "HTTP" of "HTTPHeader" */
+            else if (i + 1 < n && is_lower(w[i + 1])) {
+                end = i + 1;
+                while (end < n && is_lower(w[end]))
+                    end++;
+            } else
+                end = j;
+        } else if (is_lower(ch)) {
+            end = i + 1;
+            while (end < n && is_lower(w[end]))
+                end++;
+        } else if (is_digit(ch)) {
+            end = i + 1;
+            while (end < n && is_digit(w[end]))
+                end++;
+        } else {
+            i++; /* "_" */
+            continue;
+        }
+        if (parts < MAX_PARTS) {
+            pstart[parts] = i;
+            plen[parts] = end - i;
+        }
+        parts++;
+        i = end;
+    }
+    starts[0] = a;
+    lens[0] = b - a;
+    if (parts <= 1)
+        return 1;
+    int out = 1;
+    for (int p = 0; p < parts && p < MAX_PARTS; p++) {
+        int seen = 0;
+        for (int q = 0; q < out && !seen; q++)
+            seen = lens[q] == plen[p] && memcmp(low + starts[q], low + pstart[p],
+                                                (size_t)plen[p]) == 0;
+        if (!seen) {
+            starts[out] = pstart[p];
+            lens[out] = plen[p];
+            out++;
+        }
+    }
+    return out;
+}
+
+static void lower_into(char *dst, const unsigned char *src, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        dst[i] = (char)(is_upper(src[i]) ? src[i] + 32 : src[i]);
+}
+
+static const unsigned char *ascii_of(PyObject *text, Py_ssize_t *n) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "expected str");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(text))
+        return NULL;
+    *n = PyUnicode_GET_LENGTH(text);
+    return (const unsigned char *)PyUnicode_DATA(text);
+}
+
+/* ---- body_tsvector ---- */
+
+static PyObject *body_tsvector(PyObject *Py_UNUSED(module), PyObject *text) {
+    Py_ssize_t n;
+    const unsigned char *s = ascii_of(text, &n);
+    if (!s) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    Counts c;
+    Buf out = {0};
+    PyObject *result = NULL;
+    char *low = NULL;
+    Py_ssize_t low_cap = 0;
+    if (count_words(s, n, &c) < 0)
+        goto done;
+    Py_ssize_t starts[MAX_PARTS + 1], lens[MAX_PARTS + 1];
+    for (Py_ssize_t k = 0; k < c.n; k++) {
+        Word *w = &c.words[k];
+        if (k) {
+            if (buf_reserve(&out, 1) < 0)
+                goto done;
+            buf_put(&out, " ", 1);
+        }
+        if (w->len > low_cap) {
+            low_cap = w->len * 2;
+            char *grown = PyMem_Realloc(low, (size_t)low_cap);
+            if (!grown) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            low = grown;
+        }
+        lower_into(low, w->start, w->len);
+        int terms = word_terms(w->start, w->len, low, starts, lens);
+        int freq = w->count < 8 ? (int)w->count : 8;
+        for (int t = 0; t < terms; t++) {
+            if (buf_reserve(&out, (size_t)lens[t] + POSITIONS_LEN[freq] + 5) < 0)
+                goto done;
+            if (t)
+                buf_put(&out, " ", 1);
+            buf_put(&out, "'", 1);
+            buf_put(&out, low + starts[t], (size_t)lens[t]);
+            buf_put(&out, "':", 2);
+            buf_put(&out, POSITIONS[freq], POSITIONS_LEN[freq]);
+        }
+    }
+    {
+        PyObject *items = PyUnicode_DecodeASCII(out.data ? out.data : "", (Py_ssize_t)out.len,
+                                                NULL);
+        if (items)
+            result = Py_BuildValue("(Nnn)", items, c.n_found - c.n_underscore, c.n);
+    }
+done:
+    PyMem_Free(low);
+    counts_free(&c);
+    PyMem_Free(out.data);
+    return result;
+}
+
+/* ---- file_term_counts ---- */
+
+static PyObject *file_term_counts(PyObject *Py_UNUSED(module), PyObject *text) {
+    Py_ssize_t n;
+    const unsigned char *s = ascii_of(text, &n);
+    if (!s) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    Counts c;
+    PyObject *result = NULL, *counts = NULL;
+    char *low = NULL;
+    Py_ssize_t low_cap = 0;
+    if (count_words(s, n, &c) < 0)
+        goto done;
+    counts = PyDict_New();
+    if (!counts)
+        goto done;
+    Py_ssize_t starts[MAX_PARTS + 1], lens[MAX_PARTS + 1];
+    for (Py_ssize_t k = 0; k < c.n; k++) {
+        Word *w = &c.words[k];
+        if (w->len > low_cap) {
+            low_cap = w->len * 2;
+            char *grown = PyMem_Realloc(low, (size_t)low_cap);
+            if (!grown) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            low = grown;
+        }
+        lower_into(low, w->start, w->len);
+        int terms = word_terms(w->start, w->len, low, starts, lens);
+        for (int t = 0; t < terms; t++) {
+            const char *term = low + starts[t];
+            Py_ssize_t len = lens[t];
+            if (len < 2 || (len < 3 && is_digit((unsigned char)term[0]) &&
+                            is_digit((unsigned char)term[len - 1])))
+                continue;
+            PyObject *key = PyUnicode_DecodeASCII(term, len, NULL);
+            if (!key)
+                goto done;
+            PyObject *had = PyDict_GetItemWithError(counts, key);
+            Py_ssize_t total = w->count;
+            if (had)
+                total += PyLong_AsSsize_t(had);
+            else if (PyErr_Occurred()) {
+                Py_DECREF(key);
+                goto done;
+            }
+            PyObject *value = PyLong_FromSsize_t(total);
+            int failed = !value || PyDict_SetItem(counts, key, value) < 0;
+            Py_DECREF(key);
+            Py_XDECREF(value);
+            if (failed)
+                goto done;
+        }
+    }
+    result = counts;
+    counts = NULL;
+done:
+    Py_XDECREF(counts);
+    PyMem_Free(low);
+    counts_free(&c);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"body_tsvector", body_tsvector, METH_O,
+     "A chunk body's tsvector items, its word count and item count; None if not ASCII."},
+    {"file_term_counts", file_term_counts, METH_O,
+     "A file's term frequencies for whole-file BM25; None if not ASCII."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "codenav._native",
+                                    "The indexer's word loop in C (see codenav.tokens).", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    for (int i = 0; i < 9; i++)
+        POSITIONS_LEN[i] = strlen(POSITIONS[i]);
+    return PyModule_Create(&module);
+}
