@@ -10,6 +10,8 @@
  *       how many words were rendered (an identifier too long to be a term renders empty).
  *   file_term_counts(text) -> dict | None
  *       `tokens.file_term_counts`.
+ *   file_term_rows(text, content_id) -> str | None
+ *       the same counts as COPY text rows `term, content_id, tf` (`q.FILE_TERMS_COPY`).
  *
  * Both return None for text that is not ASCII: `\w` is then Unicode's, which the Python
  * side handles.
@@ -119,14 +121,17 @@ static int counts_grow_slots(Counts *c, size_t size) {
     return 0;
 }
 
-static int counts_add(Counts *c, const unsigned char *s, Py_ssize_t n) {
+/* Counts `inc` more of the `n` bytes at `s`, which must outlive `c`. Returns the word's
+ * index, or -1 on error. */
+static Py_ssize_t counts_add(Counts *c, const unsigned char *s, Py_ssize_t n,
+                             Py_ssize_t inc) {
     uint64_t h = hash_bytes(s, n);
     size_t at = (size_t)h & c->mask;
     for (Py_ssize_t k; (k = c->slots[at]); at = (at + 1) & c->mask) {
         Word *w = &c->words[k - 1];
         if (w->hash == h && w->len == n && memcmp(w->start, s, (size_t)n) == 0) {
-            w->count++;
-            return 0;
+            w->count += inc;
+            return k - 1;
         }
     }
     if (c->n == c->cap) {
@@ -139,15 +144,15 @@ static int counts_add(Counts *c, const unsigned char *s, Py_ssize_t n) {
         c->words = words;
         c->cap = cap;
     }
-    c->words[c->n] = (Word){s, n, h, 1};
+    c->words[c->n] = (Word){s, n, h, inc};
     c->n++;
     c->slots[at] = c->n;
-    if ((size_t)c->n * 2 > c->mask + 1)
-        return counts_grow_slots(c, (c->mask + 1) * 2);
-    return 0;
+    if ((size_t)c->n * 2 > c->mask + 1 && counts_grow_slots(c, (c->mask + 1) * 2) < 0)
+        return -1;
+    return c->n - 1;
 }
 
-static int count_words(const unsigned char *s, Py_ssize_t n, Counts *c) {
+static int counts_init(Counts *c) {
     memset(c, 0, sizeof(*c));
     c->cap = 64;
     c->words = PyMem_Malloc((size_t)c->cap * sizeof(Word));
@@ -155,7 +160,11 @@ static int count_words(const unsigned char *s, Py_ssize_t n, Counts *c) {
         PyErr_NoMemory();
         return -1;
     }
-    if (counts_grow_slots(c, 128) < 0)
+    return counts_grow_slots(c, 128);
+}
+
+static int count_words(const unsigned char *s, Py_ssize_t n, Counts *c) {
+    if (counts_init(c) < 0)
         return -1;
     Py_ssize_t i = 0;
     while (i < n) {
@@ -169,7 +178,7 @@ static int count_words(const unsigned char *s, Py_ssize_t n, Counts *c) {
         c->n_found++;
         if (j - i == 1 && s[i] == '_')
             c->n_underscore++;
-        else if (counts_add(c, s + i, j - i) < 0)
+        else if (counts_add(c, s + i, j - i, 1) < 0)
             return -1;
         i = j;
     }
@@ -322,7 +331,58 @@ done:
     return result;
 }
 
-/* ---- file_term_counts ---- */
+/* ---- a file's terms, for whole-file BM25 ---- */
+
+/* The terms of `text`'s words with their frequencies, single characters and one- or
+ * two-digit numbers left out, into `terms` (whose bytes live in `*arena`, which the caller
+ * frees). Returns -1 on error. */
+static int count_file_terms(const unsigned char *s, Py_ssize_t n, Counts *terms,
+                            char **arena) {
+    Counts c;
+    *arena = NULL;
+    memset(terms, 0, sizeof(*terms));
+    if (count_words(s, n, &c) < 0 || counts_init(terms) < 0) {
+        counts_free(&c);
+        return -1;
+    }
+    /* A word's terms point into its lower-cased copy. Sized once for every word, so the
+     * terms' addresses stay put. */
+    size_t room = 1;
+    for (Py_ssize_t k = 0; k < c.n; k++)
+        room += (size_t)c.words[k].len;
+    char *low = PyMem_Malloc(room);
+    *arena = low;
+    if (!low) {
+        PyErr_NoMemory();
+        counts_free(&c);
+        return -1;
+    }
+    size_t used = 0;
+    Py_ssize_t starts[MAX_PARTS + 1], lens[MAX_PARTS + 1];
+    for (Py_ssize_t k = 0; k < c.n; k++) {
+        Word *w = &c.words[k];
+        char *word = low + used;
+        lower_into(word, w->start, w->len);
+        int found = word_terms(w->start, w->len, word, starts, lens);
+        int kept = 0;
+        for (int t = 0; t < found; t++) {
+            const char *term = word + starts[t];
+            Py_ssize_t len = lens[t];
+            if (len < 2 || (len < 3 && is_digit((unsigned char)term[0]) &&
+                            is_digit((unsigned char)term[len - 1])))
+                continue;
+            if (counts_add(terms, (const unsigned char *)term, len, w->count) < 0) {
+                counts_free(&c);
+                return -1;
+            }
+            kept = 1;
+        }
+        if (kept)
+            used += (size_t)w->len; /* the terms point into this copy: keep it */
+    }
+    counts_free(&c);
+    return 0;
+}
 
 static PyObject *file_term_counts(PyObject *Py_UNUSED(module), PyObject *text) {
     Py_ssize_t n;
@@ -332,60 +392,69 @@ static PyObject *file_term_counts(PyObject *Py_UNUSED(module), PyObject *text) {
             return NULL;
         Py_RETURN_NONE;
     }
-    Counts c;
-    PyObject *result = NULL, *counts = NULL;
-    char *low = NULL;
-    Py_ssize_t low_cap = 0;
-    if (count_words(s, n, &c) < 0)
+    Counts terms;
+    char *arena;
+    PyObject *counts = NULL;
+    if (count_file_terms(s, n, &terms, &arena) < 0)
         goto done;
     counts = PyDict_New();
-    if (!counts)
-        goto done;
-    Py_ssize_t starts[MAX_PARTS + 1], lens[MAX_PARTS + 1];
-    for (Py_ssize_t k = 0; k < c.n; k++) {
-        Word *w = &c.words[k];
-        if (w->len > low_cap) {
-            low_cap = w->len * 2;
-            char *grown = PyMem_Realloc(low, (size_t)low_cap);
-            if (!grown) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            low = grown;
-        }
-        lower_into(low, w->start, w->len);
-        int terms = word_terms(w->start, w->len, low, starts, lens);
-        for (int t = 0; t < terms; t++) {
-            const char *term = low + starts[t];
-            Py_ssize_t len = lens[t];
-            if (len < 2 || (len < 3 && is_digit((unsigned char)term[0]) &&
-                            is_digit((unsigned char)term[len - 1])))
-                continue;
-            PyObject *key = PyUnicode_DecodeASCII(term, len, NULL);
-            if (!key)
-                goto done;
-            PyObject *had = PyDict_GetItemWithError(counts, key);
-            Py_ssize_t total = w->count;
-            if (had)
-                total += PyLong_AsSsize_t(had);
-            else if (PyErr_Occurred()) {
-                Py_DECREF(key);
-                goto done;
-            }
-            PyObject *value = PyLong_FromSsize_t(total);
-            int failed = !value || PyDict_SetItem(counts, key, value) < 0;
-            Py_DECREF(key);
-            Py_XDECREF(value);
-            if (failed)
-                goto done;
-        }
+    for (Py_ssize_t k = 0; counts && k < terms.n; k++) {
+        Word *t = &terms.words[k];
+        PyObject *key = PyUnicode_DecodeASCII((const char *)t->start, t->len, NULL);
+        PyObject *value = key ? PyLong_FromSsize_t(t->count) : NULL;
+        if (!value || PyDict_SetItem(counts, key, value) < 0)
+            Py_CLEAR(counts);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
     }
-    result = counts;
-    counts = NULL;
 done:
-    Py_XDECREF(counts);
-    PyMem_Free(low);
-    counts_free(&c);
+    counts_free(&terms);
+    PyMem_Free(arena);
+    return counts;
+}
+
+/* file_term_rows(text, content_id) -> str | None: the postings of one file as COPY text
+ * rows `term<TAB>content_id<TAB>tf<NEWLINE>`. Terms are letters, digits and "_": nothing
+ * to escape. */
+static PyObject *file_term_rows(PyObject *Py_UNUSED(module), PyObject *const *args,
+                                Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "file_term_rows(text, content_id)");
+        return NULL;
+    }
+    long long content_id = PyLong_AsLongLong(args[1]);
+    if (content_id == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t n;
+    const unsigned char *s = ascii_of(args[0], &n);
+    if (!s) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    char middle[32];
+    int middle_len = snprintf(middle, sizeof(middle), "\t%lld\t", content_id);
+    Counts terms;
+    char *arena;
+    Buf out = {0};
+    PyObject *result = NULL;
+    if (count_file_terms(s, n, &terms, &arena) < 0)
+        goto done;
+    for (Py_ssize_t k = 0; k < terms.n; k++) {
+        Word *t = &terms.words[k];
+        char tf[24];
+        int tf_len = snprintf(tf, sizeof(tf), "%zd\n", t->count);
+        if (buf_reserve(&out, (size_t)t->len + (size_t)middle_len + (size_t)tf_len) < 0)
+            goto done;
+        buf_put(&out, (const char *)t->start, (size_t)t->len);
+        buf_put(&out, middle, (size_t)middle_len);
+        buf_put(&out, tf, (size_t)tf_len);
+    }
+    result = PyUnicode_DecodeASCII(out.data ? out.data : "", (Py_ssize_t)out.len, NULL);
+done:
+    counts_free(&terms);
+    PyMem_Free(arena);
+    PyMem_Free(out.data);
     return result;
 }
 
@@ -394,11 +463,13 @@ static PyMethodDef methods[] = {
      "A chunk body's tsvector items, its word count and item count; None if not ASCII."},
     {"file_term_counts", file_term_counts, METH_O,
      "A file's term frequencies for whole-file BM25; None if not ASCII."},
+    {"file_term_rows", (PyCFunction)(void (*)(void))file_term_rows, METH_FASTCALL,
+     "A file's postings as COPY text rows (term, content id, tf); None if not ASCII."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "codenav._native",
                                     "The indexer's word loop in C (see codenav.tokens).", -1,
-                                    methods};
+                                    methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__native(void) {
     for (int i = 0; i < 9; i++)

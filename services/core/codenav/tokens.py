@@ -158,6 +158,17 @@ def file_term_counts(text: str) -> dict[str, int]:
     return done if done is not None else python_file_term_counts(text)
 
 
+def file_term_rows(text: str, content_id: int) -> str:
+    """``file_term_counts`` as COPY text rows ``term<TAB>content_id<TAB>tf`` (the columns of
+    ``q.FILE_TERMS_COPY``), for a whole file at once rather than a ``write_row`` per term. A
+    term is word characters: nothing in a row needs escaping."""
+    done = _native.file_term_rows(text, content_id) if _native is not None else None
+    if done is not None:
+        return done
+    return "".join(f"{term}\t{content_id}\t{tf}\n"
+                   for term, tf in python_file_term_counts(text).items())
+
+
 def python_file_term_counts(text: str) -> dict[str, int]:
     """``file_term_counts`` in Python: the reference, and the way for text not ASCII."""
     counts: dict[str, int] = {}

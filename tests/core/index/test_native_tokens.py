@@ -1,7 +1,7 @@
 """The indexer's word loop in C (``codenav/_native.c``) against its reference in Python
-(``codenav.tokens``): the same tsvector items, word counts and whole-file term counts, on
-edge cases, on generated text and on real source files; text that is not ASCII is left to
-Python."""
+(``codenav.tokens``): the same tsvector items, word counts and whole-file term counts (as a
+dict and as COPY rows), on edge cases, on generated text and on real source files; text that
+is not ASCII is left to Python; nothing leaks."""
 
 from __future__ import annotations
 
@@ -28,11 +28,25 @@ EDGE_CASES = [
 ]
 
 
+def _rows(rows: str, content_id: int) -> dict[str, int]:
+    """COPY text rows ``term, content_id, tf`` read back, each term once."""
+    assert rows == "" or rows.endswith("\n")
+    parsed: dict[str, int] = {}
+    for line in rows.splitlines():
+        term, cid, tf = line.split("\t")
+        assert cid == str(content_id) and term not in parsed
+        parsed[term] = int(tf)
+    return parsed
+
+
 def _same(text: str) -> None:
     native = tokens._native
     assert native is not None
     assert native.body_tsvector(text) == tokens.python_body_items(text), repr(text)
-    assert native.file_term_counts(text) == tokens.python_file_term_counts(text), repr(text)
+    counts = tokens.python_file_term_counts(text)
+    assert native.file_term_counts(text) == counts, repr(text)
+    rows = native.file_term_rows(text, 9_000_000_001)
+    assert rows is not None and _rows(rows, 9_000_000_001) == counts, repr(text)
 
 
 def test_the_install_builds_the_word_loop_in_c() -> None:
@@ -82,7 +96,9 @@ def test_text_that_is_not_ascii_is_left_to_python_with_the_same_results() -> Non
         assert native.file_term_counts(text) is None
         items, n_words, n_items = tokens.python_body_items(text)
         assert tokens.chunk_tsvector(text, None, None) == (items, n_words)
+        assert native.file_term_rows(text, 7) is None
         assert tokens.file_term_counts(text) == tokens.python_file_term_counts(text)
+        assert _rows(tokens.file_term_rows(text, 7), 7) == tokens.python_file_term_counts(text)
 
 
 def test_a_chunks_tsvector_is_the_same_with_its_symbol_and_parent_either_way() -> None:
@@ -105,6 +121,12 @@ def test_the_word_loop_takes_only_str() -> None:
             native.body_tsvector(wrong)  # type: ignore[arg-type]
         with pytest.raises(TypeError):
             native.file_term_counts(wrong)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            native.file_term_rows(wrong, 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        native.file_term_rows("text", "1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        native.file_term_rows("text")  # type: ignore[call-arg]
 
 
 def test_the_word_loop_keeps_no_memory_between_calls() -> None:
@@ -113,11 +135,13 @@ def test_the_word_loop_keeps_no_memory_between_calls() -> None:
     text = (ROOT / "services" / "core" / "codenav" / "tokens.py").read_text()
     for _ in range(50):  # warm up the interpreter's caches
         native.body_tsvector(text), native.file_term_counts(text)
+        native.file_term_rows(text, 1)
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         for _ in range(2_000):
             native.body_tsvector(text), native.file_term_counts(text)
+            native.file_term_rows(text, 1)
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()

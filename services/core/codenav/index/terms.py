@@ -24,7 +24,7 @@ import psycopg
 from codenav.config import Settings
 from codenav.db import queries as q
 from codenav.db.batches import fill_batches
-from codenav.tokens import file_term_counts, identifier_terms
+from codenav.tokens import file_term_rows, identifier_terms
 
 log = logging.getLogger("codenav.index")
 
@@ -35,11 +35,11 @@ INLINE_LIMIT = 400
 
 
 def write_terms(cur: psycopg.Cursor[Any], contents: Iterable[tuple[int, str]]) -> None:
-    """COPY the postings of ``(content id, text)`` pairs (the text as stored: redacted)."""
+    """COPY the postings of ``(content id, text)`` pairs (the text as stored: redacted), a
+    file's rows at once (``write_row`` per posting was a third of this step's CPU)."""
     with cur.copy(q.FILE_TERMS_COPY) as copy:
         for content_id, text in contents:
-            for term, tf in file_term_counts(text).items():
-                copy.write_row((term, content_id, tf))
+            copy.write(file_term_rows(text, content_id))
 
 
 def fill_pending(settings: Settings | None, conn: psycopg.Connection, tree_id: int) -> int:
