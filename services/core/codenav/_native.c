@@ -88,13 +88,14 @@ typedef struct {
     Py_ssize_t n_underscore; /* the runs that are a lone "_" */
 } Counts;
 
-static uint64_t hash_bytes(const unsigned char *s, Py_ssize_t n) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
+/* The interpreter's own keyed hash (SipHash, seeded per process like str's): a file made
+ * of words that collide cannot make counting quadratic. */
+static inline uint64_t hash_bytes(const unsigned char *s, Py_ssize_t n) {
+#if PY_VERSION_HEX >= 0x030E0000
+    return (uint64_t)Py_HashBuffer(s, n);
+#else
+    return (uint64_t)_Py_HashBytes(s, n);
+#endif
 }
 
 static void counts_free(Counts *c) {
@@ -264,7 +265,7 @@ static const unsigned char *ascii_of(PyObject *text, Py_ssize_t *n) {
         PyErr_SetString(PyExc_TypeError, "expected str");
         return NULL;
     }
-    if (!PyUnicode_IS_ASCII(text))
+    if (PyUnicode_READY(text) < 0 || !PyUnicode_IS_ASCII(text))
         return NULL;
     *n = PyUnicode_GET_LENGTH(text);
     return (const unsigned char *)PyUnicode_DATA(text);

@@ -69,6 +69,10 @@ def test_c_and_python_give_the_same_terms_on_generated_text() -> None:
                        for _ in range(rng.randint(1, 40))))
 
 
+def test_c_and_python_give_the_same_terms_on_a_file_of_many_distinct_words() -> None:
+    _same(" ".join(f"w{i:06d} camelWord{i} x{i % 97}" for i in range(40_000)))
+
+
 def test_c_and_python_give_the_same_terms_on_real_source_files() -> None:
     paths = sorted((ROOT / "services").rglob("*.py")) + sorted((ROOT / "services").rglob("*.c"))
     stdlib = Path(sysconfig.get_paths()["stdlib"])
