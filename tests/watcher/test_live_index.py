@@ -17,6 +17,8 @@ from pathlib import Path
 import psycopg
 import pytest
 import redis
+from rq import Queue
+from rq.registry import StartedJobRegistry
 
 from codenav import repos
 from codenav.access import Caller
@@ -93,6 +95,30 @@ class Live:
     def wait_converged(self, timeout: float = DEADLINE_S) -> None:
         wait_until(self.converged, timeout, "the index to equal the disk")
 
+    def settled(self) -> bool:
+        """The watch has caught up (its catch-up reconcile, a second after the watch is up,
+        is queued before the watcher reports it) and no index job is queued or running."""
+        state = coordination.watcher_state(self.redis, self.repo.id) or {}
+        queue = Queue(enqueue.INDEX_QUEUE, connection=self.redis)
+        started = StartedJobRegistry(enqueue.INDEX_QUEUE, connection=self.redis)
+        running = self.conn.execute("SELECT count(*) FROM index_runs WHERE repo_id = %s AND "
+                                    "state = 'running'", (self.repo.id,)).fetchone()
+        return (state.get("catching_up") is False and not queue.count and not started.count
+                and not (running and running[0]))
+
+    def wait_settled(self) -> None:
+        """Until ``settled`` and converged on two polls in a row (a job leaves the queue an
+        instant before it is registered as started). A test that counts runs starts here:
+        under load, the catch-up's full reconcile came after a test had read its count."""
+        polls = [False]
+
+        def twice() -> bool:
+            now = self.settled() and self.converged()
+            polls.append(now)
+            return now and polls[-2]
+
+        wait_until(twice, DEADLINE_S, "the watch to catch up and the queue to empty")
+
     def runs(self) -> int:
         row = self.conn.execute("SELECT count(*) FROM index_runs WHERE repo_id = %s",
                                 (self.repo.id,)).fetchone()
@@ -113,7 +139,7 @@ def live(settings: Settings, service_env: dict[str, str], conn: psycopg.Connecti
     lv = Live(settings, env, conn, root)
     lv.start("worker")
     lv.start("watcher")
-    lv.wait_converged()
+    lv.wait_settled()
     yield lv
     lv.stop()
 
