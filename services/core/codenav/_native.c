@@ -260,27 +260,33 @@ static void lower_into(char *dst, const unsigned char *src, Py_ssize_t n) {
         dst[i] = (char)(is_upper(src[i]) ? src[i] + 32 : src[i]);
 }
 
-static const unsigned char *ascii_of(PyObject *text, Py_ssize_t *n) {
+/* Whether `text` is an ASCII str: 1, with its bytes in `*s` and length in `*n`; 0 when it
+ * is a str with other characters (Python's part); -1 with TypeError when it is no str. */
+static int ascii_of(PyObject *text, const unsigned char **s, Py_ssize_t *n) {
     if (!PyUnicode_Check(text)) {
         PyErr_SetString(PyExc_TypeError, "expected str");
-        return NULL;
+        return -1;
     }
-    if (PyUnicode_READY(text) < 0 || !PyUnicode_IS_ASCII(text))
-        return NULL;
+    if (PyUnicode_READY(text) < 0)
+        return -1;
+    if (!PyUnicode_IS_ASCII(text))
+        return 0;
     *n = PyUnicode_GET_LENGTH(text);
-    return (const unsigned char *)PyUnicode_DATA(text);
+    *s = (const unsigned char *)PyUnicode_DATA(text);
+    return 1;
 }
+
+/* A function's answer for text `ascii_of` did not take: None, or the error it set. */
+static PyObject *not_ascii(int taken) { return taken < 0 ? NULL : Py_NewRef(Py_None); }
 
 /* ---- body_tsvector ---- */
 
 static PyObject *body_tsvector(PyObject *Py_UNUSED(module), PyObject *text) {
     Py_ssize_t n;
-    const unsigned char *s = ascii_of(text, &n);
-    if (!s) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
-    }
+    const unsigned char *s;
+    int taken = ascii_of(text, &s, &n);
+    if (taken <= 0)
+        return not_ascii(taken);
     Counts c;
     Buf out = {0};
     PyObject *result = NULL;
@@ -387,12 +393,10 @@ static int count_file_terms(const unsigned char *s, Py_ssize_t n, Counts *terms,
 
 static PyObject *file_term_counts(PyObject *Py_UNUSED(module), PyObject *text) {
     Py_ssize_t n;
-    const unsigned char *s = ascii_of(text, &n);
-    if (!s) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
-    }
+    const unsigned char *s;
+    int taken = ascii_of(text, &s, &n);
+    if (taken <= 0)
+        return not_ascii(taken);
     Counts terms;
     char *arena;
     PyObject *counts = NULL;
@@ -427,12 +431,10 @@ static PyObject *file_term_rows(PyObject *Py_UNUSED(module), PyObject *const *ar
     if (content_id == -1 && PyErr_Occurred())
         return NULL;
     Py_ssize_t n;
-    const unsigned char *s = ascii_of(args[0], &n);
-    if (!s) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
-    }
+    const unsigned char *s;
+    int taken = ascii_of(args[0], &s, &n);
+    if (taken <= 0)
+        return not_ascii(taken);
     char middle[32];
     int middle_len = snprintf(middle, sizeof(middle), "\t%lld\t", content_id);
     Counts terms;
