@@ -16,7 +16,7 @@ from codenav.config import Settings
 from codenav.errors import CodenavError
 from codenav.index import reconcile
 from codenav.jobs import enqueue
-from codenav_cli.cli import EmbeddingProgress, _check_done, wait_for_job
+from codenav_cli.cli import EmbeddingProgress, _api, _check_done, _session, wait_for_job
 from tests.embedkit import start_embedder, stop
 from tests.polyglot import make_polyglot
 from tests.teamkit import serve, write_tree
@@ -54,6 +54,31 @@ def test_waiting_does_not_end_on_a_run_older_than_the_request(
     info = wait_for_job(client_settings, job_id, "polyglot", quiet=True, timeout=1.5)
     assert "covered_by" not in info  # it kept waiting for its own job, to the time limit
     assert info["state"] == "queued" and info["repo_run"]["id"] == summary.run_id
+
+
+def test_polling_keeps_one_client_and_one_connection_while_the_endpoint_stays(
+        settings: Settings, conn: psycopg.Connection, client_settings: Settings,
+        tmp_path: Path) -> None:
+    """Waiting polls four times a second: one client and one kept-alive connection for all
+    of it (a client made for each poll cost 30 ms of CPU, a tenth of a core). A token or
+    address that changes (the stack started again) gets a client of its own."""
+    repo = repos.register(conn, str(make_polyglot(tmp_path)), "polyglot")
+    job_id = enqueue.request_full(redis.Redis.from_url(settings.redis_url), settings, repo.id)
+    assert job_id is not None
+    _session.close()
+    assert _api(client_settings, "GET", "/v1/repos")["repos"]
+    client = _session._client
+    assert client is not None
+    wait_for_job(client_settings, job_id, "polyglot", quiet=True, timeout=1.5)  # ~6 polls
+    assert _session._client is client
+    assert len(client._client._transport._pool.connections) == 1  # httpx's pool: kept alive
+    token, _ = create_token(conn, "cli-test-2", "read")
+    other = Settings.load(env={"CODENAV_URL": client_settings.url, "CODENAV_TOKEN": token},
+                          dotenv=Path("/nonexistent"))
+    assert _api(other, "GET", "/v1/repos")["repos"]
+    assert _session._client is not client
+    assert client._client.is_closed
+    _session.close()
 
 
 def test_a_job_that_stopped_with_the_stack_is_reported_as_stopped() -> None:
