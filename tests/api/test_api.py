@@ -232,6 +232,32 @@ def test_answers_with_a_second_connection_are_the_engines_own(
     assert lent and all(lent)  # a connection was free each time, and lent
 
 
+def test_pooled_connections_prepare_repeated_statements_but_plan_each_run_for_its_parameters(
+        client: TestClient, indexed: repos.Repo) -> None:
+    """The API's connections prepare what they run again (no second parse), and never let a
+    prepared statement fall back to a generic plan: every execution gets a plan for its own
+    parameters (a generic plan made search more than ten times slower)."""
+    for _ in range(4):  # each query's statements, many more times than Postgres needs (5)
+        for query in ("[auth|login] token", "invoices", "TokenStore", "zyzzyvaquux",
+                      "parse http header", "calculate total cents for an invoice"):
+            for tool in ("find_files", "search"):
+                assert client.post(f"/v1/{tool}", json={"query": query, "mode": "lexical"}
+                                   ).status_code == 200
+    svc = client.app.state.services  # type: ignore[attr-defined]
+    seen = []
+    for _ in range(2):  # the pool's two connections, whichever served what
+        with svc.pool.connection() as conn:
+            seen.append(conn)
+            assert conn.execute("SHOW plan_cache_mode").fetchone() == ("force_custom_plan",)
+            rows = conn.execute("SELECT statement, generic_plans, custom_plans "
+                                "FROM pg_prepared_statements").fetchall()
+            assert rows, "the API's connections prepare statements they repeat"
+            # (a statement without parameters has one plan, the generic one, either way)
+            assert all(generic == 0 for text, generic, _c in rows if "$1" in text), rows
+    assert max(c for conn in seen for *_x, c in conn.execute(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements").fetchall()) >= 6
+
+
 def test_many_requests_at_once_share_the_pool_without_waiting_on_each_other(
         client: TestClient, indexed: repos.Repo) -> None:
     """Each request may borrow a second connection, but only one that is free at once: with

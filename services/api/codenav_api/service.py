@@ -20,7 +20,7 @@ from codenav.access import Caller
 from codenav.auth import TokenVerifier
 from codenav.config import Settings
 from codenav.db import queries as q
-from codenav.db.connect import PREPARE_THRESHOLD, dsn
+from codenav.db.connect import API_PREPARE_THRESHOLD, dsn
 from codenav.embed.client import EmbedClient
 from codenav.errors import CodenavError, Unavailable
 from codenav.jobs import enqueue
@@ -39,6 +39,7 @@ comes at once; when none is, its statements run on the request's own."""
 
 def _configure(conn: psycopg.Connection) -> None:
     conn.execute(q.SESSION_SETUP)
+    conn.execute(q.SESSION_PLANS)  # before any statement is prepared
 
 
 class Services:
@@ -47,7 +48,7 @@ class Services:
         # two kept open, so that an idle API lends a request its second (``spare``)
         self.pool = ConnectionPool(dsn(settings), min_size=2, max_size=12, open=False,
                                    kwargs={"autocommit": True, "application_name": "codenav-api",
-                                           "prepare_threshold": PREPARE_THRESHOLD},
+                                           "prepare_threshold": API_PREPARE_THRESHOLD},
                                    # a request waits this long for a connection, then
                                    # answers 503 (the store is down, or overloaded)
                                    configure=_configure, timeout=POOL_TIMEOUT_S,
