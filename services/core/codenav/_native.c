@@ -3,17 +3,19 @@
  * The same results as the pure-Python functions of codenav/tokens.py, which stay the
  * reference (tests/core/test_native.py compares the two on real and generated text):
  *
- *   body_tsvector(text) -> (items, n_words, n_items) | None
- *       chunk_tsvector's body part: every word with its identifier terms and its frequency
- *       (up to 8 positions), in first-occurrence order, joined by spaces, as
- *       `" ".join(rendered)` makes it; `n_words` as `_word_counts` counts them; `n_items`
- *       how many words were rendered (an identifier too long to be a term renders empty).
+ *   chunk_tsvector(body, symbol_terms, parent_terms) -> (tsvector, n_words) | None
+ *       `tokens.chunk_tsvector_binary`: a chunk's tsvector as Postgres's binary COPY format
+ *       has it (tsvectorsend's), lexemes sorted as Postgres sorts them, so the server
+ *       neither parses nor sorts it. A body lexeme has positions 1..its frequency (capped
+ *       at 8; a lexeme of several words, the largest), weight D; the symbol's terms
+ *       position 9, weight A; the parent's position 10, weight B. `n_words` as
+ *       `_word_counts` counts them.
  *   file_term_counts(text) -> dict | None
  *       `tokens.file_term_counts`.
  *   file_term_rows(text, content_id) -> str | None
  *       the same counts as COPY text rows `term, content_id, tf` (`q.FILE_TERMS_COPY`).
  *
- * Both return None for text that is not ASCII: `\w` is then Unicode's, which the Python
+ * All return None for text that is not ASCII: `\w` is then Unicode's, which the Python
  * side handles.
  *
  * A word is a maximal run of [A-Za-z0-9_]; a lone "_" is not a word. Its terms: the word
@@ -29,11 +31,6 @@
 
 #define MAX_TERM_LEN 60
 #define MAX_PARTS (MAX_TERM_LEN + 1)
-
-static const char *const POSITIONS[9] = {
-    "", "1", "1,2", "1,2,3", "1,2,3,4", "1,2,3,4,5", "1,2,3,4,5,6", "1,2,3,4,5,6,7",
-    "1,2,3,4,5,6,7,8"};
-static size_t POSITIONS_LEN[9];
 
 static inline int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
 static inline int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
@@ -279,62 +276,141 @@ static int ascii_of(PyObject *text, const unsigned char **s, Py_ssize_t *n) {
 /* A function's answer for text `ascii_of` did not take: None, or the error it set. */
 static PyObject *not_ascii(int taken) { return taken < 0 ? NULL : Py_NewRef(Py_None); }
 
-/* ---- body_tsvector ---- */
+/* ---- chunk_tsvector: a chunk's tsvector in binary COPY format ---- */
 
-static PyObject *body_tsvector(PyObject *Py_UNUSED(module), PyObject *text) {
+#define SYMBOL_BIT 16 /* the term is one of the symbol's: position 9, weight A */
+#define PARENT_BIT 32 /* one of the parent's: position 10, weight B */
+#define FREQ_MASK 15  /* the body's frequency, capped at 8: positions 1..freq, weight D */
+
+static inline void put_u16(unsigned char *p, unsigned v) {
+    p[0] = (unsigned char)(v >> 8);
+    p[1] = (unsigned char)v;
+}
+
+/* Lexemes in Postgres's order (compareentry: memcmp, then the shorter first). */
+static const Word *sort_base;
+static int lexeme_order(const void *a, const void *b) {
+    const Word *x = &sort_base[*(const Py_ssize_t *)a], *y = &sort_base[*(const Py_ssize_t *)b];
+    Py_ssize_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->start, y->start, (size_t)n);
+    return c ? c : (x->len < y->len ? -1 : x->len > y->len);
+}
+
+/* Adds the str items of `terms` (a list) with `bit` to `lex`; their bytes live as long as
+ * the list's items. */
+static int add_named(Counts *lex, PyObject *terms, int bit) {
+    if (!PyList_Check(terms)) {
+        PyErr_SetString(PyExc_TypeError, "expected a list of str");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(terms); i++) {
+        Py_ssize_t len;
+        const char *term = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(terms, i), &len);
+        if (!term)
+            return -1;
+        Py_ssize_t k = counts_add(lex, (const unsigned char *)term, len, 0);
+        if (k < 0)
+            return -1;
+        lex->words[k].count |= bit;
+    }
+    return 0;
+}
+
+static PyObject *chunk_tsvector(PyObject *Py_UNUSED(module), PyObject *const *args,
+                                Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "chunk_tsvector(body, symbol_terms, parent_terms)");
+        return NULL;
+    }
     Py_ssize_t n;
     const unsigned char *s;
-    int taken = ascii_of(text, &s, &n);
+    int taken = ascii_of(args[0], &s, &n);
     if (taken <= 0)
         return not_ascii(taken);
-    Counts c;
-    Buf out = {0};
-    PyObject *result = NULL;
+    Counts c, lex;
+    memset(&lex, 0, sizeof(lex));
     char *low = NULL;
-    Py_ssize_t low_cap = 0;
-    if (count_words(s, n, &c) < 0)
+    Py_ssize_t *order = NULL;
+    PyObject *result = NULL;
+    if (count_words(s, n, &c) < 0 || counts_init(&lex) < 0)
         goto done;
+    /* the lexemes point into the words' lower-cased copies: sized once, so they stay put */
+    size_t room = 1;
+    for (Py_ssize_t k = 0; k < c.n; k++)
+        room += (size_t)c.words[k].len;
+    low = PyMem_Malloc(room);
+    if (!low) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t used = 0;
     Py_ssize_t starts[MAX_PARTS + 1], lens[MAX_PARTS + 1];
     for (Py_ssize_t k = 0; k < c.n; k++) {
         Word *w = &c.words[k];
-        if (k) {
-            if (buf_reserve(&out, 1) < 0)
+        char *word = low + used;
+        lower_into(word, w->start, w->len);
+        int found = word_terms(w->start, w->len, word, starts, lens);
+        Py_ssize_t freq = w->count < 8 ? w->count : 8;
+        for (int t = 0; t < found; t++) {
+            /* a lexeme of several words keeps the most positions (Postgres merges them) */
+            Py_ssize_t at = counts_add(&lex, (const unsigned char *)word + starts[t], lens[t], 0);
+            if (at < 0)
                 goto done;
-            buf_put(&out, " ", 1);
+            if ((lex.words[at].count & FREQ_MASK) < freq)
+                lex.words[at].count = (lex.words[at].count & ~(Py_ssize_t)FREQ_MASK) | freq;
         }
-        if (w->len > low_cap) {
-            low_cap = w->len * 2;
-            char *grown = PyMem_Realloc(low, (size_t)low_cap);
-            if (!grown) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            low = grown;
+        if (found)
+            used += (size_t)w->len;
+    }
+    if (add_named(&lex, args[1], SYMBOL_BIT) < 0 || add_named(&lex, args[2], PARENT_BIT) < 0)
+        goto done;
+    order = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(lex.n ? lex.n : 1));
+    if (!order) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t size = 4;
+    for (Py_ssize_t k = 0; k < lex.n; k++) {
+        Py_ssize_t f = lex.words[k].count;
+        order[k] = k;
+        size += (size_t)lex.words[k].len + 3 +
+                2 * (size_t)((f & FREQ_MASK) + !!(f & SYMBOL_BIT) + !!(f & PARENT_BIT));
+    }
+    sort_base = lex.words; /* the interpreter lock is held: no other call sorts meanwhile */
+    qsort(order, (size_t)lex.n, sizeof(Py_ssize_t), lexeme_order);
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (!bytes)
+        goto done;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(bytes);
+    p[0] = (unsigned char)(lex.n >> 24);
+    p[1] = (unsigned char)(lex.n >> 16);
+    put_u16(p + 2, (unsigned)(lex.n & 0xffff));
+    p += 4;
+    for (Py_ssize_t k = 0; k < lex.n; k++) {
+        const Word *w = &lex.words[order[k]];
+        Py_ssize_t f = w->count, freq = f & FREQ_MASK;
+        memcpy(p, w->start, (size_t)w->len);
+        p += w->len;
+        *p++ = 0;
+        put_u16(p, (unsigned)(freq + !!(f & SYMBOL_BIT) + !!(f & PARENT_BIT)));
+        p += 2;
+        for (Py_ssize_t i = 1; i <= freq; i++, p += 2)
+            put_u16(p, (unsigned)i); /* weight D: 0 */
+        if (f & SYMBOL_BIT) {
+            put_u16(p, (3u << 14) | 9);
+            p += 2;
         }
-        lower_into(low, w->start, w->len);
-        int terms = word_terms(w->start, w->len, low, starts, lens);
-        int freq = w->count < 8 ? (int)w->count : 8;
-        for (int t = 0; t < terms; t++) {
-            if (buf_reserve(&out, (size_t)lens[t] + POSITIONS_LEN[freq] + 5) < 0)
-                goto done;
-            if (t)
-                buf_put(&out, " ", 1);
-            buf_put(&out, "'", 1);
-            buf_put(&out, low + starts[t], (size_t)lens[t]);
-            buf_put(&out, "':", 2);
-            buf_put(&out, POSITIONS[freq], POSITIONS_LEN[freq]);
+        if (f & PARENT_BIT) {
+            put_u16(p, (2u << 14) | 10);
+            p += 2;
         }
     }
-    {
-        PyObject *items = PyUnicode_DecodeASCII(out.data ? out.data : "", (Py_ssize_t)out.len,
-                                                NULL);
-        if (items)
-            result = Py_BuildValue("(Nnn)", items, c.n_found - c.n_underscore, c.n);
-    }
+    result = Py_BuildValue("(Nn)", bytes, c.n_found - c.n_underscore);
 done:
+    PyMem_Free(order);
     PyMem_Free(low);
+    counts_free(&lex);
     counts_free(&c);
-    PyMem_Free(out.data);
     return result;
 }
 
@@ -462,8 +538,8 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"body_tsvector", body_tsvector, METH_O,
-     "A chunk body's tsvector items, its word count and item count; None if not ASCII."},
+    {"chunk_tsvector", (PyCFunction)(void (*)(void))chunk_tsvector, METH_FASTCALL,
+     "A chunk's tsvector in binary COPY format and its word count; None if not ASCII."},
     {"file_term_counts", file_term_counts, METH_O,
      "A file's term frequencies for whole-file BM25; None if not ASCII."},
     {"file_term_rows", (PyCFunction)(void (*)(void))file_term_rows, METH_FASTCALL,
@@ -475,7 +551,5 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "codenav._native",
                                     methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__native(void) {
-    for (int i = 0; i < 9; i++)
-        POSITIONS_LEN[i] = strlen(POSITIONS[i]);
     return PyModule_Create(&module);
 }
