@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import psycopg
+from psycopg.adapt import Buffer, Dumper
+from psycopg.pq import Format
 
 from codenav.config import Settings
 from codenav.errors import ConfigError, Unavailable
@@ -38,3 +40,24 @@ def connect(settings: Settings, *, autocommit: bool = True,
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "connection failed"
         raise Unavailable(f"cannot reach the database: {first}",
                           hint="is the store running? `codenav status` tells") from None
+
+
+TSVECTOR_OID = 3614
+"""``tsvector``'s type oid, fixed in every Postgres (``pg_type.dat``)."""
+
+
+class _TsvectorBinary(Dumper):
+    """A tsvector already in binary COPY format (``tokens.chunk_tsvector_binary``), passed
+    through as it is."""
+
+    format = Format.BINARY
+    oid = TSVECTOR_OID
+
+    def dump(self, obj: bytes) -> Buffer:
+        return obj
+
+
+def binary_tsvectors(conn: psycopg.Connection) -> None:
+    """Let binary COPYs on ``conn`` take tsvector columns as the bytes
+    ``tokens.chunk_tsvector_binary`` makes (with ``Copy.set_types``)."""
+    conn.adapters.register_dumper(None, _TsvectorBinary)

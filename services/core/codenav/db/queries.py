@@ -453,9 +453,13 @@ FROM symbols WHERE content_id = ANY(%s) ORDER BY content_id, ord"""
 # waits, then claims none of them, so refs are written once.
 FACTS_CLAIM = """
 DELETE FROM pending_facts WHERE content_id = ANY(%s) RETURNING content_id"""
+# Binary: the server takes each tsvector as it is sent, already sorted
+# (``tokens.chunk_tsvector_binary``), instead of parsing its text.
 CHUNKS_COPY = """
 COPY chunks (content_id, ord, kind, symbol, parent, signature, doc, exported, start_line,
-             end_line, part, body, n_terms, tsv) FROM STDIN"""
+             end_line, part, body, n_terms, tsv) FROM STDIN (FORMAT BINARY)"""
+CHUNKS_TYPES = ["int8", "int4", "text", "text", "text", "text", "text", "bool", "int4", "int4",
+                "int4", "text", "int4", "tsvector"]
 SYMBOLS_COPY = """
 COPY symbols (content_id, ord, name, qualname, kind, parent, depth, start_line, end_line,
               signature, doc, exported, bases) FROM STDIN"""

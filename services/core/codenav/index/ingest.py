@@ -24,7 +24,7 @@ import psycopg
 
 from codenav.config import Settings
 from codenav.db import queries as q
-from codenav.db.connect import connect
+from codenav.db.connect import binary_tsvectors, connect
 from codenav.errors import ProcessLost
 from codenav.graph.extract import extract as graph_facts
 from codenav.index import redact as redaction
@@ -44,7 +44,7 @@ from codenav.index.walk import FileEntry
 from codenav.lang import language_for
 from codenav.parse.chunker import ChunkLimits, note_languages, parse_file, preload_grammars
 from codenav.proc import RETRIES, Stall, mark, supervised
-from codenav.tokens import chunk_tsvector
+from codenav.tokens import chunk_tsvector_binary
 from codenav.versions import CHUNKER_VERSION
 
 log = logging.getLogger("codenav.index")
@@ -158,6 +158,7 @@ class Ingester:
                                   settings.text_window_lines)
         self.conn: psycopg.Connection = connect(settings, autocommit=True,
                                                 application_name="codenav-ingest")
+        binary_tsvectors(self.conn)
         self.conn.execute(q.STAGE_CREATE)
         self._blobs: BlobReader | None = None
 
@@ -295,9 +296,11 @@ class Ingester:
                 stored = [(inserted[(r.sha, r.language)], text, pf) for r, text, pf in parsed
                           if (r.sha, r.language) in inserted]
                 with cur.copy(q.CHUNKS_COPY) as copy:
+                    copy.set_types(q.CHUNKS_TYPES)
                     for cid, _text, pf in stored:
                         for ord_, c in enumerate(pf.chunks):
-                            tsv, n_terms = chunk_tsvector(c.content, c.symbol, c.parent)
+                            tsv, n_terms = chunk_tsvector_binary(c.content, c.symbol,
+                                                                 c.parent)
                             copy.write_row((cid, ord_, c.kind, c.symbol, c.parent, c.signature,
                                             c.doc, c.exported, c.start_line, c.end_line,
                                             c.part, c.content, n_terms, tsv))
