@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from codenav import repos
 from codenav.config import Settings
+from codenav.errors import Unavailable
 from codenav.index import reconcile
 from codenav.index.blob import git_blob_sha
 
@@ -230,3 +233,29 @@ def test_a_name_that_is_not_utf8_or_holds_a_line_break_is_skipped_and_the_rest_i
                                                              "good.py"])
     assert summary.files_parsed == 1
     assert "bad\ufffd.py" in {r[0] for r in conn.execute("SELECT path FROM skipped")}
+
+
+def test_a_first_index_analyses_every_searched_table_and_counts_its_corpus(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """The statistics are refreshed on two connections at once (``refresh_stats``): every
+    table the queries plan over is analysed, and the corpus size is there."""
+    analysed = ("SELECT DISTINCT tablename FROM pg_stats WHERE schemaname = 'public' "
+                "AND tablename IN ('chunks', 'files', 'contents', 'symbols') ORDER BY 1")
+    assert conn.execute(analysed).fetchall() == []
+    root = tmp_path / "r"
+    _write(root, {f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(30)})
+    repo = repos.register(conn, str(root), "r")
+    reconcile.reconcile(settings, repo.id)
+    assert [t for (t,) in conn.execute(analysed)] == ["chunks", "contents", "files", "symbols"]
+    row = conn.execute("SELECT n_chunks, n_contents FROM corpus_stats").fetchone()
+    assert row is not None and row[0] >= 30 and row[1] >= 30
+
+
+def test_refreshing_statistics_reports_a_failure_of_its_second_connection(
+        settings: Settings, conn: psycopg.Connection) -> None:
+    """The tables analysed beside ``chunks`` fail loudly, not silently: a store the second
+    connection cannot reach is an error of the refresh."""
+    unreachable = dataclasses.replace(settings,
+                                      database_url="postgresql://codenav@127.0.0.1:1/x")
+    with pytest.raises(Unavailable):
+        reconcile.refresh_stats(conn, unreachable)

@@ -503,6 +503,9 @@ ON CONFLICT (tree_id, path) DO UPDATE SET reason = EXCLUDED.reason, detail = EXC
 
 # --- term statistics (IDF) ---------------------------------------------------------------
 ANALYZE_TABLES = "ANALYZE chunks, files, contents, symbols"
+# The same in two parts that take about as long, for two connections (``refresh_stats``).
+ANALYZE_CHUNKS = "ANALYZE chunks"
+ANALYZE_OTHERS = "ANALYZE files, contents, symbols"
 STATS_REFRESH_CORPUS = "REFRESH MATERIALIZED VIEW CONCURRENTLY corpus_stats"
 # n_contents: IDF's N (every content of the store, as the document frequencies below are);
 # 0 or no row until the first refresh, when the live counts stand in.

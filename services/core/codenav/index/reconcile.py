@@ -152,7 +152,7 @@ def reconcile(settings: Settings, repo_id: int, paths: list[str] | None = None,
         if stats_are_stale(conn, summary.files_parsed, summary.files_total):
             conn.execute(q.RUN_PROGRESS, ("stats", summary.files_total, summary.files_total,
                                           summary.files_parsed, summary.files_deleted, run_id))
-            refresh_stats(conn)
+            refresh_stats(conn, settings)
         summary.seconds = time.monotonic() - started
         conn.execute(q.RUN_FINISH, ("done", "done", "", summary.files_total,
                                     summary.files_total, summary.files_parsed,
@@ -450,10 +450,34 @@ def collect_garbage(conn: psycopg.Connection) -> bool:
     return bool(row and row[0])
 
 
-def refresh_stats(conn: psycopg.Connection) -> None:
+def refresh_stats(conn: psycopg.Connection, settings: Settings | None = None) -> None:
     """Refresh the planner's statistics and the corpus size used for length normalisation
-    (term document frequencies need nothing: they are read live from ``file_terms``)."""
-    conn.execute(q.ANALYZE_TABLES)
+    (term document frequencies need nothing: they are read live from ``file_terms``).
+
+    With ``settings``, ``chunks`` is analysed on ``conn`` while the other tables are on a
+    second connection: at the end of a first index nothing else runs, and the two halves
+    take about as long (Apache Kafka: 0.5 s each; bench/README.md, "Chunks' tsvectors sent
+    in binary"). A table cannot be analysed by two sessions at once, so two is the most."""
+    if settings is None:
+        conn.execute(q.ANALYZE_TABLES)
+    else:
+        failed: list[BaseException] = []
+
+        def others() -> None:
+            try:
+                with connect(settings, application_name="codenav-indexer-stats") as other:
+                    other.execute(q.ANALYZE_OTHERS)
+            except BaseException as exc:  # noqa: BLE001 - raised below, in the caller's thread
+                failed.append(exc)
+
+        beside = threading.Thread(target=others, name="codenav-analyze", daemon=True)
+        beside.start()
+        try:
+            conn.execute(q.ANALYZE_CHUNKS)
+        finally:
+            beside.join()
+        if failed:
+            raise failed[0]
     conn.execute(q.STATS_REFRESH_CORPUS)
 
 
