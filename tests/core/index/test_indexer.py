@@ -259,3 +259,42 @@ def test_refreshing_statistics_reports_a_failure_of_its_second_connection(
                                       database_url="postgresql://codenav@127.0.0.1:1/x")
     with pytest.raises(Unavailable):
         reconcile.refresh_stats(conn, unreachable)
+
+
+def test_symbols_and_refs_are_stored_as_parsed_with_escapes_tabs_and_unicode(
+        settings: Settings, conn: psycopg.Connection, tmp_path: Path) -> None:
+    """Symbols, chunks and refs go in by binary COPY: text that COPY's text format would
+    have to escape (backslashes, tabs, line breaks, quotes) and non-ASCII names arrive as
+    the parser made them."""
+    from codenav.graph.extract import extract
+    from codenav.parse.chunker import parse_file
+
+    body = ('import os\n\n\nclass Grüße(Base, mixins.Tabs):\n'
+            '    """Say \\\\n hello to "them" \\t, \'all\' — ünïcode\\\\."""\n\n'
+            '    def naïve(self, sep="\t", path="C:\\\\temp\\\\x"):\n'
+            '        """Line one \\\\ line two."""\n'
+            '        return os.path.join(path, sep)\n\n\n'
+            'def größe(x):\n    return Grüße().naïve(x)\n')
+    root = tmp_path / "r"
+    _write(root, {"m.py": body})
+    repo = repos.register(conn, str(root), "r")
+    reconcile.reconcile(settings, repo.id)
+    parsed = parse_file(body, "python")
+    assert len(parsed.symbols) == 3
+    assert "\\" in parsed.symbols[0].doc and "\\" in parsed.symbols[1].signature
+    assert any("\t" in c.content for c in parsed.chunks)
+    cid = conn.execute("SELECT content_id FROM files WHERE path = 'm.py'").fetchone()[0]
+    stored = conn.execute(
+        "SELECT name, kind, qualname, parent, start_line, end_line, signature, doc, "
+        "exported, depth, bases FROM symbols WHERE content_id = %s ORDER BY ord",
+        (cid,)).fetchall()
+    assert stored == [(s.name, s.kind, s.qualname, s.parent, s.start_line, s.end_line,
+                       s.signature, s.doc, s.exported, s.depth, list(s.bases))
+                      for s in parsed.symbols]
+    chunks = conn.execute("SELECT symbol, body FROM chunks WHERE content_id = %s ORDER BY ord",
+                          (cid,)).fetchall()
+    assert chunks == [(c.symbol, c.content) for c in parsed.chunks]
+    refs = conn.execute("SELECT kind, name, qualifier, alias, line, scope FROM refs "
+                        "WHERE content_id = %s ORDER BY ord", (cid,)).fetchall()
+    expected = extract(body, "python", parsed.symbols, parsed.tree, parsed.src)
+    assert refs == [tuple(r) for r in expected] and refs

@@ -66,6 +66,7 @@ def fill_batch(conn: psycopg.Connection, ids: list[int]) -> int:
         conn.execute(q.WRITERS_SHARED_XACT_LOCK)
         claimed = {int(r[0]) for r in conn.execute(q.FACTS_CLAIM, (ids,)).fetchall()}
         with conn.cursor().copy(q.REFS_COPY) as copy:
+            copy.set_types(q.REFS_TYPES)
             for content_id, rows in extracted:
                 if content_id in claimed:
                     for ord_, ref in enumerate(rows):

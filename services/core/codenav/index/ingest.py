@@ -307,12 +307,14 @@ class Ingester:
                 if not self.defer_facts:  # a first index leaves them to the graph job
                     write_terms(cur, [(cid, text) for cid, text, _pf in stored])
                 with cur.copy(q.SYMBOLS_COPY) as copy:
+                    copy.set_types(q.SYMBOLS_TYPES)
                     for cid, _text, pf in stored:
                         for ord_, s in enumerate(pf.symbols):
                             copy.write_row((cid, ord_, s.name, s.qualname, s.kind, s.parent,
                                             s.depth, s.start_line, s.end_line, s.signature,
                                             s.doc, s.exported, list(s.bases)))
                 with cur.copy(q.REFS_COPY) as copy:  # the code graph's per-content facts
+                    copy.set_types(q.REFS_TYPES)
                     for (r, _text, _pf), rows in zip(parsed, facts, strict=True):
                         cid = inserted.get((r.sha, r.language))
                         if cid is None:
