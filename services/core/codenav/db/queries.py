@@ -1077,7 +1077,8 @@ LIMIT %(k)s""")).format(dim=sql.Literal(int(dim)), model=sql.Literal(int(model_i
 
 # --- code graph: per-content facts (parser processes) --------------------------------------
 # Binary, as chunks and symbols: the client writes a row in half the CPU of text (a graph's
-# 1.27 million refs on Apache Kafka: 0.9 s less; bench/README.md).
+# 1.27 million refs on Apache Kafka: 0.9 s less; bench/README.md, "symbols and refs in
+# binary too").
 REFS_COPY = """
 COPY refs (content_id, ord, kind, name, qualifier, alias, line, scope) FROM STDIN (FORMAT BINARY)"""
 REFS_TYPES = ["int8", "int4", "text", "text", "text", "text", "int4", "text"]
