@@ -1,7 +1,8 @@
 /* codenav._native: the indexer's word loop in C, for ASCII text.
  *
  * The same results as the pure-Python functions of codenav/tokens.py, which stay the
- * reference (tests/core/test_native.py compares the two on real and generated text):
+ * reference (tests/core/index/test_native_tokens.py compares the two on real and generated
+ * text):
  *
  *   chunk_tsvector(body, symbol_terms, parent_terms) -> (tsvector, n_words) | None
  *       `tokens.chunk_tsvector_binary`: a chunk's tsvector as Postgres's binary COPY format

@@ -125,8 +125,10 @@ def chunk_tsvector(body: str, symbol: str | None, parent: str | None) -> tuple[s
 
     Body terms carry their frequency (as up to 8 positions, weight D); the symbol's own
     terms get weight A and its parent's weight B, so declarations outrank mentions.
-    Terms are ``\\w`` runs, so they never need escaping inside the quotes. Postgres merges
-    the positions of a lexeme that several words (or the symbol) give.
+    Body terms are ``\\w`` runs, so they never need escaping inside the quotes; a symbol's
+    terms are not escaped either, so one holding a quote or a backslash reads otherwise
+    here (the binary form keeps it). Postgres merges the positions of a lexeme that
+    several words (or the symbol) give.
     """
     text, n_words, n_items = python_body_items(body)
     items = [text] if n_items else []
